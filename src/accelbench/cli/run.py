@@ -1,0 +1,128 @@
+"""``accelbench run``: time workloads in training and evaluation on the chosen devices."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from accelbench.cli.common import comma_list, non_negative_int, positive_float, positive_int
+from accelbench.devices import DEVICE_HELP, DeviceSet
+from accelbench.errors import UsageError
+from accelbench.options import DEFAULT_TIME_BUDGET_S, DEFAULT_WARMUP_STEPS, RunOptions, StopRule
+from accelbench.render.table import run_table
+from accelbench.runner import Case, plan, run_plan
+from accelbench.store.jsonfile import check_writable, save_record, save_to_results_dir
+from accelbench.suites import DEFAULT_SUITE, suite_workloads
+from accelbench.workloads import get_workload_class, match_workloads
+from accelbench.workloads.base import DataOptions
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("run", help="time workloads on devices")
+    parser.add_argument("workloads", nargs="*", metavar="WORKLOAD",
+                        help=f"workload names or wildcards (default: the '{DEFAULT_SUITE}' suite)")
+    parser.add_argument("--suite", default=None, help="run a named suite: quick or full")
+    parser.add_argument("--device", default=None,
+                        help=f"{DEVICE_HELP} (default: auto for named workloads, all for a suite)")
+    parser.add_argument("--mode", type=comma_list, default=("train", "eval"),
+                        help="train, eval or train,eval (default)")
+    stop = parser.add_mutually_exclusive_group()
+    stop.add_argument("--steps", type=positive_int, help="measure exactly N steps after warm-up")
+    stop.add_argument("--time-budget", type=positive_float, metavar="SECONDS",
+                      help=f"measure for about this long per case (default {DEFAULT_TIME_BUDGET_S:g})")
+    stop.add_argument("--epochs", type=positive_int,
+                      help="measure N full epochs, as the published tables did")
+    parser.add_argument("--warmup", type=non_negative_int, default=DEFAULT_WARMUP_STEPS,
+                        help=f"warm-up steps, excluded from the figures (default "
+                        f"{DEFAULT_WARMUP_STEPS})")
+    parser.add_argument("--batch-size", type=positive_int, help="override every batch size")
+    parser.add_argument("--threads", type=positive_int, help="CPU threads torch may use")
+    parser.add_argument("--data", choices=("synthetic", "real"), default="synthetic")
+    parser.add_argument("--data-dir", type=Path, help="folder with real data sets")
+    parser.add_argument("--workers", type=non_negative_int, default=0,
+                        help="data-loader worker processes for real data (default 0)")
+    parser.add_argument("--size", choices=("published", "tiny"), default="published",
+                        help="workload size: the published configuration or a tiny one")
+    parser.add_argument("--output", "-o", type=Path, help="also write the result JSON here")
+    parser.add_argument("--quiet", action="store_true", help="no live progress display")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.set_defaults(execute=execute)
+
+
+def options_from_args(args: argparse.Namespace) -> RunOptions:
+    if args.workloads and args.suite:
+        raise UsageError("give workload names or --suite, not both")
+    named = bool(args.workloads)
+    workloads = (tuple(match_workloads(args.workloads)) if named
+                 else suite_workloads(args.suite or DEFAULT_SUITE))
+    if args.steps:
+        stop = StopRule("steps", args.steps)
+    elif args.epochs:
+        stop = StopRule("epochs", args.epochs)
+    else:
+        stop = StopRule("time", args.time_budget or DEFAULT_TIME_BUDGET_S)
+    return RunOptions(
+        workloads=workloads,
+        device=args.device or ("auto" if named else "all"),
+        modes=tuple(args.mode),
+        stop=stop,
+        warmup_steps=args.warmup,
+        batch_size=args.batch_size,
+        threads=args.threads,
+        data=args.data,
+        data_dir=args.data_dir,
+        size=args.size,
+        workers=args.workers,
+    )
+
+
+def check_data(options: RunOptions) -> None:
+    data = DataOptions(kind=options.data, data_dir=options.data_dir)
+    for name in options.workloads:
+        workload = get_workload_class(name)(options.size)
+        for mode in options.modes:
+            if mode in workload.modes:
+                workload.check_data(mode, data)
+
+
+def execute(args: argparse.Namespace, argv: list[str]) -> int:
+    options = options_from_args(args)
+    if args.output:
+        check_writable(args.output)
+    check_data(options)
+    devices = DeviceSet.current()
+    cases = plan(options, devices)
+    if not cases:
+        raise UsageError("nothing to run: no workload supports the requested modes")
+    console = Console(stderr=True)
+    record = _run_with_progress(options, devices, cases, argv, console, quiet=args.quiet)
+    saved = save_to_results_dir(record)
+    out = Console()
+    out.print(run_table(record))
+    if args.output:
+        save_record(record, args.output)
+        out.print(f"Result written to {args.output}")
+    out.print(f"Saved to {saved}")
+    return 0 if all(case.ok for case in record.cases) else 1
+
+
+def _run_with_progress(options: RunOptions, devices: DeviceSet, cases: list[Case],
+                       argv: list[str], console: Console, quiet: bool) -> Any:
+    command = ["accelbench", *argv]
+    if quiet or not console.is_terminal and not sys.stderr.isatty():
+        return run_plan(options, devices, cases, command)
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[phase]}"),
+                  TimeElapsedColumn(), console=console, transient=True) as progress:
+        tasks = {case: progress.add_task(case.label, total=1.0, phase="queued") for case in cases}
+
+        def update(case: Case, phase: str, done: float, total: float | None) -> None:
+            fraction = done / total if total else 0.0
+            progress.update(tasks[case], completed=fraction if phase == "measure" else 0.0,
+                            phase=phase)
+
+        return run_plan(options, devices, cases, command, progress=update)

@@ -1,0 +1,108 @@
+"""The contract every device adapter fulfils, and the handle the runner times with.
+
+Only modules in this package know how CUDA, MPS, XPU and the CPU differ. Everything else asks a
+:class:`Device` to synchronise, to reset and read its peak memory, and to describe itself.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether a device kind can be used here and, when not, why and how to fix it."""
+
+    kind: str
+    available: bool
+    count: int = 0
+    reason: str = ""
+    fix: str = ""
+    built: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "available": self.available,
+            "count": self.count,
+            "built": self.built,
+            "reason": self.reason,
+            "fix": self.fix,
+        }
+
+
+class DeviceAdapter(ABC):
+    """One kind of device (cpu, cuda, mps, xpu, or a generic torch.accelerator back end)."""
+
+    kind: str = ""
+    #: True when kernels run asynchronously, so timing needs synchronisation.
+    is_async: bool = True
+    #: Memory figures are the device allocator's (True) or the process's resident set (False).
+    memory_source: str = "device allocator"
+
+    @abstractmethod
+    def availability(self) -> Availability:
+        """Is this kind usable in this process, and if not, why not and what to do."""
+
+    @abstractmethod
+    def synchronize(self, index: int) -> None:
+        """Wait until all work queued on device ``index`` has finished."""
+
+    @abstractmethod
+    def reset_peak_memory(self, index: int) -> None:
+        """Start a new peak-memory measurement."""
+
+    @abstractmethod
+    def peak_memory_bytes(self, index: int) -> int | None:
+        """Peak memory since the last reset, or None when it cannot be read."""
+
+    @abstractmethod
+    def info(self, index: int) -> dict[str, Any]:
+        """Name, memory (total, free where readable) and compute facts of device ``index``."""
+
+    def torch_device(self, index: int) -> str:
+        return f"{self.kind}:{index}"
+
+
+@dataclass(frozen=True)
+class Device:
+    """One selected device: an adapter and an index. This is what a Case runs on."""
+
+    adapter: DeviceAdapter = field(compare=False, repr=False)
+    kind: str
+    index: int = 0
+
+    @property
+    def name(self) -> str:
+        """The user-facing name: ``cpu``, ``cuda:0``, ``mps:0`` ..."""
+        return "cpu" if self.kind == "cpu" else f"{self.kind}:{self.index}"
+
+    @property
+    def torch_device(self) -> str:
+        return self.adapter.torch_device(self.index)
+
+    @property
+    def is_async(self) -> bool:
+        return self.adapter.is_async
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.kind == "cpu"
+
+    @property
+    def memory_source(self) -> str:
+        return self.adapter.memory_source
+
+    def synchronize(self) -> None:
+        self.adapter.synchronize(self.index)
+
+    def reset_peak_memory(self) -> None:
+        self.adapter.reset_peak_memory(self.index)
+
+    def peak_memory_bytes(self) -> int | None:
+        return self.adapter.peak_memory_bytes(self.index)
+
+    def info(self) -> dict[str, Any]:
+        return self.adapter.info(self.index)

@@ -1,0 +1,54 @@
+"""Any other accelerator torch knows through ``torch.accelerator`` (HPU, NPU, PrivateUse1 ...)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accelbench.devices.base import Availability, DeviceAdapter
+
+
+class GenericAcceleratorAdapter(DeviceAdapter):
+    """Uses only the device-neutral ``torch.accelerator`` API (torch >= 2.6)."""
+
+    def __init__(self, kind: str, torch_module: Any = None) -> None:
+        if torch_module is None:
+            import torch as torch_module
+        self._torch = torch_module
+        self.kind = kind
+
+    def availability(self) -> Availability:
+        count = int(self._torch.accelerator.device_count())
+        if count == 0:
+            return Availability(self.kind, False, reason="torch.accelerator reports no device")
+        return Availability(self.kind, True, count=count)
+
+    def synchronize(self, index: int) -> None:
+        self._torch.accelerator.synchronize(index)
+
+    def reset_peak_memory(self, index: int) -> None:
+        reset = getattr(self._torch.accelerator, "reset_peak_memory_stats", None)
+        if reset is not None:
+            try:
+                reset(index)
+            except (RuntimeError, NotImplementedError):
+                pass
+
+    def peak_memory_bytes(self, index: int) -> int | None:
+        peak = getattr(self._torch.accelerator, "max_memory_allocated", None)
+        if peak is None:
+            return None
+        try:
+            return int(peak(index))
+        except (RuntimeError, NotImplementedError):
+            return None
+
+    def info(self, index: int) -> dict[str, Any]:
+        info: dict[str, Any] = {"name": f"{self.kind}:{index} (torch.accelerator)"}
+        mem_info = getattr(self._torch.accelerator, "get_memory_info", None)
+        if mem_info is not None:
+            try:
+                free, total = mem_info(index)
+                info.update(memory_free_bytes=int(free), memory_total_bytes=int(total))
+            except (RuntimeError, NotImplementedError, TypeError):
+                pass
+        return info

@@ -1,0 +1,131 @@
+"""Apple's Metal Performance Shaders back end.
+
+MPS needs macOS >= 12.3, a native arm64 Python (an x86_64 Python under Rosetta sees no MPS) and a
+torch built with MPS. torch has no peak-memory counter for MPS, so the adapter samples the
+allocator's current figure at every synchronisation (the runner synchronises at step boundaries).
+"""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+from dataclasses import dataclass
+from typing import Any
+
+from accelbench.devices.base import Availability, DeviceAdapter
+
+MIN_MACOS = (12, 3)
+
+
+@dataclass(frozen=True)
+class MacFacts:
+    system: str
+    machine: str
+    macos_version: str
+    rosetta: bool
+
+
+def running_under_rosetta() -> bool:
+    """True when this process is an x86_64 binary translated by Rosetta 2."""
+    try:
+        out = subprocess.run(
+            ["sysctl", "-n", "sysctl.proc_translated"],
+            capture_output=True, text=True, timeout=5, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.stdout.strip() == "1"
+
+
+def current_mac_facts() -> MacFacts:
+    system = platform.system()
+    return MacFacts(
+        system=system,
+        machine=platform.machine(),
+        macos_version=platform.mac_ver()[0] if system == "Darwin" else "",
+        rosetta=running_under_rosetta() if system == "Darwin" else False,
+    )
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    parts = []
+    for piece in text.split("."):
+        if not piece.isdigit():
+            break
+        parts.append(int(piece))
+    return tuple(parts)
+
+
+class MpsAdapter(DeviceAdapter):
+    kind = "mps"
+    memory_source = "MPS allocator, sampled at step boundaries"
+
+    def __init__(self, torch_module: Any = None, facts: MacFacts | None = None) -> None:
+        if torch_module is None:
+            import torch as torch_module
+        self._torch = torch_module
+        self._facts = facts
+        self._peak = 0
+
+    @property
+    def facts(self) -> MacFacts:
+        if self._facts is None:
+            self._facts = current_mac_facts()
+        return self._facts
+
+    def availability(self) -> Availability:
+        facts = self.facts
+        built = bool(self._torch.backends.mps.is_built())
+        if facts.system != "Darwin":
+            return Availability("mps", False, built=built,
+                                reason=f"MPS exists only on macOS; this is {facts.system}",
+                                fix="run on a Mac with Apple silicon")
+        if facts.rosetta:
+            return Availability(
+                "mps", False, built=built,
+                reason="this Python is x86_64 running under Rosetta on Apple silicon; "
+                "MPS needs a native arm64 Python",
+                fix="install an arm64 Python (platform.machine() must print 'arm64') "
+                "and reinstall torch in it",
+            )
+        version = _version_tuple(facts.macos_version)
+        if version and version < MIN_MACOS:
+            return Availability("mps", False, built=built,
+                                reason=f"macOS {facts.macos_version} is too old; "
+                                "MPS needs macOS 12.3 or later",
+                                fix="update macOS to 12.3 or later")
+        if not built:
+            return Availability("mps", False, built=False,
+                                reason="this torch build has no MPS support",
+                                fix="install torch >= 1.12 for macOS arm64")
+        if not self._torch.backends.mps.is_available():
+            return Availability("mps", False,
+                                reason="torch is built with MPS but no Metal GPU is usable",
+                                fix="MPS needs Apple silicon or a Metal-capable AMD GPU")
+        return Availability("mps", True, count=1)
+
+    def synchronize(self, index: int) -> None:
+        self._torch.mps.synchronize()
+        self._peak = max(self._peak, int(self._torch.mps.current_allocated_memory()))
+
+    def reset_peak_memory(self, index: int) -> None:
+        self._peak = int(self._torch.mps.current_allocated_memory())
+
+    def peak_memory_bytes(self, index: int) -> int | None:
+        return max(self._peak, int(self._torch.mps.current_allocated_memory()))
+
+    def info(self, index: int) -> dict[str, Any]:
+        import psutil
+
+        from accelbench.devices.cpuinfo import cpu_model
+
+        info: dict[str, Any] = {
+            "name": f"Apple {cpu_model()} GPU (MPS)",
+            # Unified memory: the GPU shares the machine's RAM.
+            "memory_total_bytes": psutil.virtual_memory().total,
+            "macos_version": self.facts.macos_version,
+        }
+        recommended = getattr(self._torch.mps, "recommended_max_memory", None)
+        if recommended is not None:
+            info["memory_recommended_max_bytes"] = int(recommended())
+        return info

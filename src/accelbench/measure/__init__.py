@@ -1,0 +1,1 @@
+"""Measurement: statistics over raw samples, the step clock, memory facts."""

@@ -1,0 +1,109 @@
+"""Statistics computed on demand from raw samples (the raw samples are always kept).
+
+The median's confidence interval is the distribution-free order-statistic interval: ranks chosen
+from the Binomial(n, 1/2) distribution, so it holds for any step-time distribution (step times are
+skewed, with a long tail of slow steps, so a normal interval would be wrong). The mean's interval
+(used only to project totals such as an epoch's time) is Student's t.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+NOISY_REL_IQR = 0.10
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    median: float
+    q1: float
+    q3: float
+    iqr: float
+    mean: float
+    std: float
+    min: float
+    max: float
+    median_ci_low: float
+    median_ci_high: float
+    mean_ci_low: float
+    mean_ci_high: float
+    confidence: float
+    rel_iqr: float
+    noisy: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Summary:
+        return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+
+
+def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Order-statistic confidence interval of the median (exact, distribution-free).
+
+    With fewer than 6 samples no pair of ranks reaches 95% coverage; the interval is then the
+    full range, which is the widest honest answer.
+    """
+    ordered = np.sort(np.asarray(samples, dtype=float))
+    n = len(ordered)
+    if n == 0:
+        raise ValueError("median_ci needs at least one sample")
+    alpha = 1.0 - confidence
+    # Largest j with P(Binom(n, .5) < j) <= alpha/2: the interval is [x_(j), x_(n-j+1)] (1-based).
+    j = int(sps.binom.ppf(alpha / 2, n, 0.5))
+    if sps.binom.cdf(j - 1, n, 0.5) > alpha / 2:
+        j -= 1
+    j = max(j, 1)
+    return float(ordered[j - 1]), float(ordered[n - j])
+
+
+def mean_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+    values = np.asarray(samples, dtype=float)
+    mean = float(values.mean())
+    if len(values) < 2:
+        return mean, mean
+    sem = float(values.std(ddof=1)) / math.sqrt(len(values))
+    half = float(sps.t.ppf(0.5 + confidence / 2, len(values) - 1)) * sem
+    return mean - half, mean + half
+
+
+def summarize(
+    samples: Sequence[float],
+    confidence: float = CONFIDENCE,
+    noisy_threshold: float = NOISY_REL_IQR,
+) -> Summary:
+    if len(samples) == 0:
+        raise ValueError("summarize needs at least one sample")
+    values = np.asarray(samples, dtype=float)
+    q1, median, q3 = (float(q) for q in np.percentile(values, [25, 50, 75]))
+    low, high = median_ci(values, confidence)
+    mean_low, mean_high = mean_ci(values, confidence)
+    iqr = q3 - q1
+    rel_iqr = iqr / median if median > 0 else 0.0
+    return Summary(
+        n=len(values),
+        median=median,
+        q1=q1,
+        q3=q3,
+        iqr=iqr,
+        mean=float(values.mean()),
+        std=float(values.std(ddof=1)) if len(values) > 1 else 0.0,
+        min=float(values.min()),
+        max=float(values.max()),
+        median_ci_low=low,
+        median_ci_high=high,
+        mean_ci_low=mean_low,
+        mean_ci_high=mean_high,
+        confidence=confidence,
+        rel_iqr=rel_iqr,
+        noisy=rel_iqr > noisy_threshold,
+    )

@@ -1,0 +1,84 @@
+"""Run options and the Cases they expand into, validated when built."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from accelbench.errors import UsageError
+from accelbench.workloads.base import MODES
+
+STOP_KINDS = ("steps", "time", "epochs")
+DEFAULT_TIME_BUDGET_S = 10.0
+DEFAULT_WARMUP_STEPS = 3
+#: Under a time budget, at least this many samples are taken whatever the budget.
+MIN_SAMPLES = 5
+#: On asynchronous devices, steps shorter than this are timed in windows of several steps.
+MIN_WINDOW_S = 0.005
+
+
+@dataclass(frozen=True)
+class StopRule:
+    kind: str = "time"
+    value: float = DEFAULT_TIME_BUDGET_S
+
+    def __post_init__(self) -> None:
+        if self.kind not in STOP_KINDS:
+            raise UsageError(f"stop rule {self.kind!r} is unknown; allowed: {STOP_KINDS}")
+        if not self.value > 0:
+            raise UsageError(f"--{'time-budget' if self.kind == 'time' else self.kind} must be "
+                             f"positive, got {self.value}")
+        if self.kind != "time" and int(self.value) != self.value:
+            raise UsageError(f"--{self.kind} must be a whole number, got {self.value}")
+
+    def describe(self) -> str:
+        if self.kind == "time":
+            return f"time budget {self.value:g} s"
+        return f"{int(self.value)} {self.kind}"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    workloads: tuple[str, ...] = ("mnist",)
+    device: str = "cpu"
+    modes: tuple[str, ...] = ("train",)
+    stop: StopRule = field(default_factory=StopRule)
+    warmup_steps: int = DEFAULT_WARMUP_STEPS
+    batch_size: int | None = None
+    threads: int | None = None
+    data: str = "synthetic"
+    data_dir: Path | None = None
+    size: str = "published"
+    workers: int = 0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        bad = [m for m in self.modes if m not in MODES]
+        if bad or not self.modes:
+            raise UsageError(f"--mode {','.join(self.modes)!r} is not allowed; allowed: train, "
+                             "eval, or train,eval")
+        for name in ("batch_size", "threads"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise UsageError(f"--{name.replace('_', '-')} must be positive, got {value}")
+        if self.warmup_steps < 0:
+            raise UsageError(f"--warmup must be 0 or more, got {self.warmup_steps}")
+        if self.workers < 0:
+            raise UsageError(f"--workers must be 0 or more, got {self.workers}")
+        if self.data not in ("synthetic", "real"):
+            raise UsageError(f"--data {self.data!r} is unknown; allowed: synthetic, real")
+        if self.data == "real":
+            if self.data_dir is None:
+                raise UsageError("--data real needs --data-dir DIR holding the data set files")
+            if not self.data_dir.is_dir():
+                raise UsageError(f"--data-dir {self.data_dir} is not a folder")
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "workloads": list(self.workloads), "device": self.device, "modes": list(self.modes),
+            "stop": {"kind": self.stop.kind, "value": self.stop.value},
+            "warmup_steps": self.warmup_steps, "batch_size": self.batch_size,
+            "threads": self.threads, "data": self.data,
+            "data_dir": str(self.data_dir) if self.data_dir else None, "size": self.size,
+            "workers": self.workers, "seed": self.seed,
+        }

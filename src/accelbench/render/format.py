@@ -1,0 +1,23 @@
+"""Number formatting shared by every renderer."""
+
+from __future__ import annotations
+
+
+def format_seconds(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.0f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.1f} ms"
+    if seconds < 120:
+        return f"{seconds:.2f} s"
+    return f"{seconds / 60:.1f} min"
+
+
+def format_rate(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"

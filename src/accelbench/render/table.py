@@ -1,0 +1,62 @@
+"""The end-of-run table, in the style of the published comparisons."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from accelbench.measure.memory import format_bytes
+from accelbench.render.format import format_rate, format_seconds
+from accelbench.results import CaseResult, RunRecord
+
+
+def speedup_vs_cpu(case: CaseResult, cases: list[CaseResult]) -> float | None:
+    """Throughput ratio against the CPU case of the same workload, mode, batch and precision."""
+    if case.device == "cpu" or not case.ok:
+        return None
+    for other in cases:
+        if (other.device == "cpu" and other.ok and other.workload == case.workload
+                and other.mode == case.mode and other.batch_size == case.batch_size
+                and other.precision == case.precision):
+            mine, theirs = case.throughput(), other.throughput()
+            if mine and theirs:
+                return mine / theirs
+    return None
+
+
+def case_row(case: CaseResult, cases: list[CaseResult]) -> list[str]:
+    if not case.ok:
+        first_line = case.error.splitlines()[0] if case.error else ""
+        message = f"[red]{case.status}[/red] {first_line[:70]}"
+        return [case.workload, case.mode, case.device, str(case.batch_size), message,
+                "", "", "", "", ""]
+    summary = case.summary()
+    ci = case.throughput_ci()
+    rate = format_rate(case.throughput())
+    ci_text = f"{format_rate(ci[0])}–{format_rate(ci[1])}" if ci else "n/a"
+    epoch = case.epoch_time()
+    epoch_text = "n/a"
+    if epoch:
+        epoch_text = f"{format_seconds(epoch[0])} {epoch[3][:4]}."
+    spread = "n/a"
+    if summary:
+        spread = f"{summary.rel_iqr * 100:.1f}%"
+        if summary.noisy:
+            spread = f"[yellow]{spread} noisy[/yellow]"
+    speedup = speedup_vs_cpu(case, cases)
+    return [case.workload, case.mode, case.device, str(case.batch_size), rate, ci_text, epoch_text,
+            spread, f"{speedup:.2f}x" if speedup else "", format_bytes(case.peak_memory_bytes)]
+
+
+COLUMNS = ("workload", "mode", "device", "batch", "samples/s", "95% CI", "epoch", "IQR/med",
+           "vs CPU", "peak mem")
+
+
+def run_table(record: RunRecord) -> Table:
+    table = Table(title=f"accelbench run {record.run_id}  (epoch: meas. = measured, "
+                  "proj. = projected from the mean step)", title_justify="left")
+    for column in COLUMNS:
+        table.add_column(column, justify="left" if column in ("workload", "mode", "device")
+                         else "right")
+    for case in record.cases:
+        table.add_row(*case_row(case, record.cases))
+    return table

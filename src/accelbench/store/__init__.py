@@ -1,0 +1,1 @@
+"""Where results live: atomic JSON files and the per-user results folder."""

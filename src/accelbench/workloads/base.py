@@ -1,0 +1,153 @@
+"""The workload contract and the registry that workloads join where they are defined.
+
+A workload says what to build and how one step goes; it never times itself (the runner does).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import torch
+from torch import nn
+
+from accelbench.errors import UsageError
+
+MODES = ("train", "eval")
+SIZES = ("published", "tiny")
+Batch = tuple[torch.Tensor, ...]
+
+
+@dataclass(frozen=True)
+class DataOptions:
+    """Where a workload's batches come from."""
+
+    kind: str = "synthetic"  # "synthetic" or "real"
+    data_dir: Path | None = None
+    seed: int = 0
+    workers: int = 0
+    pin_memory: bool = False
+
+
+class Workload(ABC):
+    """One model with its data, loss and optimiser, at a size.
+
+    Subclasses set the class attributes and implement the abstract methods. ``size="tiny"`` is the
+    configuration tests run on CPU in seconds; ``"published"`` is the default, as the reports ran it.
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    source: ClassVar[str] = ""
+    #: Bump when the model, data or step changes: results of different versions never compare.
+    version: ClassVar[int] = 1
+    modes: ClassVar[tuple[str, ...]] = MODES
+    input_shape: ClassVar[tuple[int, ...]] = ()
+    default_batch_size: ClassVar[dict[str, int]] = {}
+    dataset_size: ClassVar[dict[str, int]] = {}
+    tiny_batch_size: ClassVar[dict[str, int]] = {}
+    tiny_dataset_size: ClassVar[dict[str, int]] = {}
+    data_kinds: ClassVar[tuple[str, ...]] = ("synthetic",)
+
+    def __init__(self, size: str = "published") -> None:
+        if size not in SIZES:
+            raise UsageError(f"unknown workload size {size!r}; allowed: {', '.join(SIZES)}")
+        self.size = size
+
+    # --- facts -----------------------------------------------------------------------------
+    def batch_size(self, mode: str) -> int:
+        table = self.tiny_batch_size if self.size == "tiny" else self.default_batch_size
+        return table[mode]
+
+    def samples_per_epoch(self, mode: str) -> int:
+        table = self.tiny_dataset_size if self.size == "tiny" else self.dataset_size
+        return table[mode]
+
+    def check_data(self, mode: str, options: DataOptions) -> None:
+        """Raise UsageError before any case runs when ``options`` cannot give this mode's data."""
+        if options.kind not in self.data_kinds:
+            raise UsageError(f"workload {self.name!r} has no {options.kind} data; allowed: "
+                             f"{', '.join(self.data_kinds)}")
+
+    def unavailable_reason(self) -> str | None:
+        """None when the workload can run here, else why not and how to fix it."""
+        return None
+
+    # --- what to run -----------------------------------------------------------------------
+    @abstractmethod
+    def build_model(self) -> nn.Module:
+        """A freshly initialised model on the CPU (the runner moves it)."""
+
+    def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
+        raise NotImplementedError(f"workload {self.name!r} has no training mode")
+
+    @abstractmethod
+    def make_batches(self, mode: str, batch_size: int, options: DataOptions) -> Iterable[Batch]:
+        """One epoch of CPU batches; iterating again gives the next epoch."""
+
+    def train_step(self, model: nn.Module, optimizer: torch.optim.Optimizer,
+                   batch: Batch) -> torch.Tensor:
+        raise NotImplementedError(f"workload {self.name!r} has no training mode")
+
+    def eval_step(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        raise NotImplementedError(f"workload {self.name!r} has no evaluation mode")
+
+    def to_device(self, batch: Batch, device: str, non_blocking: bool = False) -> Batch:
+        return tuple(t.to(device, non_blocking=non_blocking) for t in batch)
+
+
+_REGISTRY: dict[str, type[Workload]] = {}
+REQUIRED = ("build_model", "make_batches")
+
+
+def register(cls: type[Workload]) -> type[Workload]:
+    """Class decorator: ``@register`` adds a workload to the registry under ``cls.name``."""
+    if not isinstance(cls, type) or not issubclass(cls, Workload):
+        raise TypeError("@register decorates a subclass of accelbench.Workload")
+    if not cls.name:
+        raise TypeError(f"workload class {cls.__name__} has no name")
+    missing = [m for m in REQUIRED if getattr(cls, m, None) in (None,)
+               or getattr(getattr(cls, m), "__isabstractmethod__", False)]
+    if missing:
+        raise TypeError(f"workload {cls.name!r} does not define {', '.join(missing)}")
+    bad_modes = [m for m in cls.modes if m not in MODES]
+    if bad_modes:
+        raise TypeError(f"workload {cls.name!r} has unknown modes {bad_modes}; allowed: {MODES}")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _ensure_builtin() -> None:
+    import accelbench.workloads.builtin  # noqa: F401  (registers the built-in workloads)
+
+
+def workload_names() -> list[str]:
+    _ensure_builtin()
+    return sorted(_REGISTRY)
+
+
+def get_workload_class(name: str) -> type[Workload]:
+    _ensure_builtin()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UsageError(
+            f"unknown workload {name!r}; known: {', '.join(sorted(_REGISTRY))}"
+        ) from None
+
+
+def match_workloads(patterns: Sequence[str]) -> list[str]:
+    """Names matching each pattern (exact names or shell wildcards like ``resnet*``), in order."""
+    names = workload_names()
+    chosen: list[str] = []
+    for pattern in patterns:
+        hits = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
+        if not hits:
+            raise UsageError(f"unknown workload {pattern!r}; known: {', '.join(names)}")
+        chosen.extend(h for h in hits if h not in chosen)
+    return chosen
+

@@ -1,0 +1,3 @@
+"""Importing this module registers every built-in workload."""
+
+from accelbench.workloads import mnist  # noqa: F401
