@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import resource
@@ -30,10 +31,8 @@ class CpuAdapter(DeviceAdapter):
 
     def reset_peak_memory(self, index: int) -> None:
         # Linux >= 4.0 resets VmHWM (the peak RSS) when "5" is written to clear_refs.
-        try:
+        with contextlib.suppress(OSError):
             (self._proc / "clear_refs").write_text("5")
-        except OSError:
-            pass
 
     def peak_memory_bytes(self, index: int) -> int | None:
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from accelbench.devices.base import Availability, DeviceAdapter
@@ -28,10 +29,8 @@ class GenericAcceleratorAdapter(DeviceAdapter):
     def reset_peak_memory(self, index: int) -> None:
         reset = getattr(self._torch.accelerator, "reset_peak_memory_stats", None)
         if reset is not None:
-            try:
+            with contextlib.suppress(RuntimeError, NotImplementedError):
                 reset(index)
-            except (RuntimeError, NotImplementedError):
-                pass
 
     def peak_memory_bytes(self, index: int) -> int | None:
         peak = getattr(self._torch.accelerator, "max_memory_allocated", None)

@@ -152,7 +152,7 @@ class StepLoop:
             self.device.synchronize()
             start = time.perf_counter()
             while True:
-                elapsed, ran = self._run_window(lambda: next(iterator), k)
+                elapsed, ran = self._run_window(iterator.__next__, k)
                 if not ran:
                     break
                 self._record(elapsed, ran)
