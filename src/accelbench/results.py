@@ -46,6 +46,8 @@ class CaseResult:
     measured_time_s: float = 0.0
     measured_steps: int = 0
     epoch_times: list[float] = field(default_factory=list)
+    epoch_end_s: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
     peak_memory_bytes: int | None = None
     memory_source: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -74,7 +76,7 @@ class CaseResult:
 
         Measured when whole epochs ran; otherwise projected as dataset_size / batch x mean step
         time (the mean, not the median, because an epoch's total includes its slow steps), with
-        the mean's confidence interval.
+        the mean's confidence interval, plus the timed per-epoch work after the steps if any.
         """
         if self.epoch_times:
             s = summarize(self.epoch_times)
@@ -83,8 +85,9 @@ class CaseResult:
         if summary is None or not self.dataset_size:
             return None
         scale = self.dataset_size / self.batch_size
-        return (summary.mean * scale, summary.mean_ci_low * scale, summary.mean_ci_high * scale,
-                "projected")
+        end = self.epoch_end_s or 0.0
+        return (summary.mean * scale + end, summary.mean_ci_low * scale + end,
+                summary.mean_ci_high * scale + end, "projected")
 
     def input_fraction(self) -> float | None:
         return self.input_wait_s / self.measured_time_s if self.measured_time_s > 0 else None
@@ -119,7 +122,7 @@ class CaseResult:
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "workload": (str,), "mode": (str,), "device": (str,), "status": (str,), "error": (str,),
     "batch_size": (int,), "workload_version": (int,), "steps_per_sample": (int,),
-    "step_times": (list,), "epoch_times": (list,), "extra": (dict,),
+    "step_times": (list,), "epoch_times": (list,), "extra": (dict,), "metrics": (dict,),
 }
 
 

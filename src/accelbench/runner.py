@@ -113,7 +113,12 @@ def run_case(case: Case, options: RunOptions, progress: Progress | None = None) 
         batches = workload.make_batches(case.mode, case.batch_size, data)
         result.dataset_size = _epoch_samples(batches, workload.samples_per_epoch(case.mode))
         result.steps_per_epoch = -(-result.dataset_size // case.batch_size)
-        loop = StepLoop(_make_step(workload, model, case), batches, case.device, progress)
+        epoch_end = None
+        if case.mode == "train" and type(workload).end_of_epoch is not Workload.end_of_epoch:
+            def epoch_end() -> dict[str, float]:
+                return workload.end_of_epoch(model, case.device.torch_device, data)
+        loop = StepLoop(_make_step(workload, model, case), batches, case.device, progress,
+                        epoch_end)
         measured = loop.run(options.stop, options.warmup_steps)
         for name, value in vars(measured).items():
             setattr(result, name, value)

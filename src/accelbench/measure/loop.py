@@ -62,6 +62,10 @@ class Measured:
     measured_time_s: float = 0.0
     measured_steps: int = 0
     epoch_times: list[float] = field(default_factory=list)
+    #: Seconds of the per-epoch work after the steps (e.g. a kNN evaluation), timed once when
+    #: whole epochs did not run; it is added to the projected epoch time.
+    epoch_end_s: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
 
 
 def _check_finite(output: Any, step: int) -> None:
@@ -74,8 +78,10 @@ class StepLoop:
     """Runs ``step(batch)`` under a stop rule on one device and keeps the raw samples."""
 
     def __init__(self, step: Callable[[Any], Any], epoch: Iterable[Any], device: Device,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None,
+                 epoch_end: Callable[[], dict[str, float]] | None = None) -> None:
         self.step = step
+        self.epoch_end = epoch_end
         self.epoch = epoch
         self.device = device
         self.progress = progress or (lambda phase, done, total: None)
@@ -142,7 +148,17 @@ class StepLoop:
                    or len(self.result.step_times) < MIN_SAMPLES):
                 self._record(*self._run_window(stream.next, k))
                 self.progress("measure", min(self.result.measured_time_s, stop.value), stop.value)
+        if self.epoch_end is not None and stop.kind != "epochs":
+            self.result.epoch_end_s = self._timed_epoch_end()
         return self.result
+
+    def _timed_epoch_end(self) -> float:
+        assert self.epoch_end is not None
+        self.device.synchronize()
+        start = time.perf_counter()
+        self.result.metrics.update(self.epoch_end())
+        self.device.synchronize()
+        return time.perf_counter() - start
 
     def _run_epochs(self, epochs: int, k: int) -> None:
         per_epoch = len(self.epoch) if hasattr(self.epoch, "__len__") else 0
@@ -159,5 +175,7 @@ class StepLoop:
                 in_epoch += ran
                 if per_epoch:
                     self.progress("measure", epoch + min(in_epoch / per_epoch, 1.0), epochs)
+            if self.epoch_end is not None:
+                self.result.epoch_end_s = self._timed_epoch_end()
             self.result.epoch_times.append(time.perf_counter() - start)
             self.progress("measure", epoch + 1, epochs)

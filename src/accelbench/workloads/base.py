@@ -96,6 +96,11 @@ class Workload(ABC):
     def eval_step(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         raise NotImplementedError(f"workload {self.name!r} has no evaluation mode")
 
+    def end_of_epoch(self, model: nn.Module, device: str, options: DataOptions) -> dict[str, float]:
+        """Work that belongs to every training epoch after its steps (e.g. SimCLR's kNN
+        evaluation). It is timed as part of the epoch; the metrics it returns are reported."""
+        return {}
+
     def to_device(self, batch: Batch, device: str, non_blocking: bool = False) -> Batch:
         return tuple(t.to(device, non_blocking=non_blocking) for t in batch)
 
