@@ -119,14 +119,24 @@ class CaseResult:
         return case
 
 
+_NUMBER = (int, float)
+_OPTIONAL_NUMBER = (int, float, type(None))
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
-    "workload": (str,), "mode": (str,), "device": (str,), "status": (str,), "error": (str,),
-    "batch_size": (int,), "workload_version": (int,), "steps_per_sample": (int,),
+    "workload": (str,), "mode": (str,), "device": (str,), "device_name": (str,),
+    "precision": (str,), "data": (str,), "size": (str,), "status": (str,), "error": (str,),
+    "stop_rule": (str,), "memory_source": (str,),
+    "batch_size": (int,), "workload_version": (int,), "steps_per_sample": (int,), "threads": (int,),
+    "dataset_size": (int,), "steps_per_epoch": (int,), "warmup_steps": (int,),
+    "measured_steps": (int,), "peak_memory_bytes": (int, type(None)),
+    "time_to_first_step_s": _OPTIONAL_NUMBER, "warmup_time_s": _OPTIONAL_NUMBER,
+    "epoch_end_s": _OPTIONAL_NUMBER, "input_wait_s": _NUMBER, "measured_time_s": _NUMBER,
     "step_times": (list,), "epoch_times": (list,), "extra": (dict,), "metrics": (dict,),
 }
 
 
 def _check_types(case: CaseResult) -> None:
+    missing = set(CaseResult.__dataclass_fields__) - set(_FIELD_TYPES)
+    assert not missing, f"result fields without a declared type: {missing}"
     for name, types in _FIELD_TYPES.items():
         value = getattr(case, name)
         if not isinstance(value, types) or isinstance(value, bool):
@@ -143,6 +153,11 @@ def _check_types(case: CaseResult) -> None:
         raise UsageError(f"result status {case.status!r} is unknown; allowed: {', '.join(STATUSES)}")
     if case.batch_size <= 0:
         raise UsageError(f"result batch_size must be positive, got {case.batch_size}")
+    if case.steps_per_sample <= 0:
+        raise UsageError(f"result steps_per_sample must be positive, got {case.steps_per_sample}")
+    if not all(isinstance(v, int | float) and not isinstance(v, bool)
+               for v in case.metrics.values()):
+        raise UsageError("result field 'metrics' must map names to numbers")
 
 
 def _require_mapping(data: Any, what: str) -> None:

@@ -1,0 +1,77 @@
+"""``accelbench compare A B [C ...]``: runs (history ids or result files) side by side."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from accelbench.cli.history import add_db_option
+from accelbench.compare import LabelledRun, compare_runs
+from accelbench.errors import UsageError
+from accelbench.render.compare_table import comparison_renderable, reference_renderable
+from accelbench.store.history import HistoryDB, default_db_path
+from accelbench.store.jsonfile import load_record
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("compare", help="compare runs; 'faster' only when significant")
+    parser.add_argument("runs", nargs="*", metavar="RUN",
+                        help="run ids (or unique prefixes) from the history, or result JSON files")
+    parser.add_argument("--reference", action="store_true",
+                        help="add the built-in published results (alone: list them all)")
+    add_db_option(parser)
+    parser.set_defaults(execute=execute)
+
+
+def _looks_like_file(spec: str) -> bool:
+    return spec.endswith(".json") or "/" in spec or Path(spec).is_file()
+
+
+def load_runs(specs: list[str], db_path: Path | None) -> list[LabelledRun]:
+    """Each spec is a result file (when it names one) or a run id prefix in the history."""
+    runs: list[LabelledRun] = []
+    db: HistoryDB | None = None
+    try:
+        for spec in specs:
+            if _looks_like_file(spec):
+                record = load_record(Path(spec))
+                label = Path(spec).name
+            else:
+                if db is None:
+                    path = db_path or default_db_path()
+                    if not path.exists():
+                        raise UsageError(f"{spec!r} is not a result file, and there is no history "
+                                         f"database at {path} to look it up in")
+                    db = HistoryDB(path, create=False)
+                record = db.get(spec)
+                label = record.run_id
+            runs.append(LabelledRun(label, record))
+    finally:
+        if db is not None:
+            db.close()
+    seen: dict[str, int] = {}
+    unique = []
+    for run in runs:
+        # The same run (or two files with one name) given twice still needs distinct labels.
+        seen[run.label] = seen.get(run.label, 0) + 1
+        label = run.label if seen[run.label] == 1 else f"{run.label}#{seen[run.label]}"
+        unique.append(LabelledRun(label, run.record))
+    return unique
+
+
+def execute(args: argparse.Namespace, argv: list[str]) -> int:
+    console = Console()
+    if not args.runs:
+        if not args.reference:
+            raise UsageError("give runs to compare (history ids or result files), or --reference")
+        console.print(reference_renderable())
+        return 0
+    runs = load_runs(args.runs, args.db)
+    comparisons = compare_runs(runs, with_reference=args.reference)
+    if not comparisons:
+        raise UsageError("the runs given hold no cases to compare")
+    console.print(comparison_renderable(comparisons))
+    return 0

@@ -1,0 +1,35 @@
+"""``accelbench export RUN_ID``: a stored run as JSON, CSV or Markdown."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from accelbench.cli.history import add_db_option, open_db
+from accelbench.render.export import FORMATS, export
+from accelbench.store.jsonfile import check_writable, write_atomic
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("export", help="write a stored run as JSON, CSV or Markdown")
+    parser.add_argument("run_id", metavar="RUN_ID", help="a run id or a unique prefix of one")
+    parser.add_argument("--format", choices=FORMATS, default="json")
+    parser.add_argument("--output", "-o", type=Path, help="write here instead of standard output")
+    add_db_option(parser)
+    parser.set_defaults(execute=execute)
+
+
+def execute(args: argparse.Namespace, argv: list[str]) -> int:
+    if args.output:
+        check_writable(args.output)
+    with open_db(args.db) as db:
+        record = db.get(args.run_id)
+    text = export(record, args.format)
+    if args.output:
+        write_atomic(args.output, text)
+        print(f"run {record.run_id} written to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,62 @@
+"""``accelbench report [RUNS...] -o report.html``: one self-contained, offline HTML report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from accelbench.cli.common import positive_int
+from accelbench.cli.compare import load_runs
+from accelbench.cli.history import add_db_option
+from accelbench.compare import compare_runs
+from accelbench.errors import UsageError
+from accelbench.render.html import render_report
+from accelbench.store.history import HistoryDB, TimelinePoint, default_db_path
+from accelbench.store.jsonfile import check_writable, write_atomic
+
+DEFAULT_LAST = 5
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("report", help="write a self-contained HTML report")
+    parser.add_argument("runs", nargs="*", metavar="RUN",
+                        help=f"run ids (or prefixes) or result files (default: the {DEFAULT_LAST} most "
+                        "recent runs in the history)")
+    parser.add_argument("--output", "-o", type=Path, default=Path("report.html"),
+                        help="HTML file to write (default report.html)")
+    parser.add_argument("--last", type=positive_int, default=DEFAULT_LAST,
+                        help="without RUNS: how many recent runs to include")
+    parser.add_argument("--reference", action="store_true", help="add the published results")
+    parser.add_argument("--title", default="accelbench report")
+    add_db_option(parser)
+    parser.set_defaults(execute=execute)
+
+
+def _timelines(db_path: Path, keys: list[tuple[str, str]]) -> dict[tuple[str, str], list[TimelinePoint]]:
+    if not db_path.exists():
+        return {}
+    with HistoryDB(db_path, create=False) as db:
+        return {(workload, mode): db.timeline(workload, mode) for workload, mode in keys}
+
+
+def execute(args: argparse.Namespace, argv: list[str]) -> int:
+    check_writable(args.output)
+    db_path = args.db or default_db_path()
+    specs = list(args.runs)
+    if not specs:
+        if not db_path.exists():
+            raise UsageError(f"no runs given and no history database at {db_path}")
+        with HistoryDB(db_path, create=False) as db:
+            specs = [row.run_id for row in db.list_runs(limit=args.last)]
+        if not specs:
+            raise UsageError(f"no runs given and the history at {db_path} is empty")
+    runs = load_runs(specs, args.db)
+    comparisons = compare_runs(runs, with_reference=args.reference)
+    timelines = _timelines(db_path, [(g.workload, g.mode) for g in comparisons])
+    generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    write_atomic(args.output, render_report(runs, comparisons, timelines, args.title, generated))
+    print(f"Report on {len(runs)} run(s) written to {args.output}", file=sys.stderr)
+    return 0

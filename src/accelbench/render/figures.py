@@ -1,0 +1,148 @@
+"""Matplotlib figures for the HTML report, returned as PNG bytes.
+
+PNG (not SVG) because a bitmap cannot carry markup: whatever a machine name contains, the figure
+cannot inject anything into the report. Figures are built on ``matplotlib.figure.Figure`` directly,
+not pyplot, so no GUI backend or global state is involved and this works headless.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from datetime import datetime
+
+from matplotlib.figure import Figure
+
+from accelbench.compare import LabelledRun, WorkloadComparison
+from accelbench.reference.published import EpochReference
+from accelbench.store.history import TimelinePoint, parse_time
+
+DPI = 100
+_PUBLISHED_COLOUR = "#bbbbbb"
+
+
+def label(text: str) -> str:
+    # "$" would switch matplotlib into mathtext (and can raise on odd input): show it literally.
+    return text.replace("$", r"\$")
+
+
+def _png(fig: Figure) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def throughput_figure(runs: Sequence[LabelledRun]) -> bytes | None:
+    """Horizontal bars: samples/s per run/device, one bar group per workload and mode, with CI."""
+    bars: list[tuple[str, float, tuple[float, float] | None]] = []
+    for run in runs:
+        for case in run.record.cases:
+            rate = case.throughput() if case.ok else None
+            if rate:
+                bars.append((f"{case.workload} {case.mode} | {run.label} {case.device}", rate,
+                             case.throughput_ci()))
+    if not bars:
+        return None
+    fig = Figure(figsize=(9, 0.45 * len(bars) + 1.2))
+    ax = fig.add_subplot()
+    positions = range(len(bars))
+    errors = [[max(rate - ci[0], 0) if ci else 0 for _, rate, ci in bars],
+              [max(ci[1] - rate, 0) if ci else 0 for _, rate, ci in bars]]
+    ax.barh(list(positions), [rate for _, rate, _ in bars], xerr=errors, color="#4c72b0", capsize=3)
+    ax.set_yticks(list(positions), [label(name) for name, _, _ in bars])
+    ax.invert_yaxis()
+    ax.set_xlabel("samples per second (median step; bars: 95% CI)")
+    ax.set_title("Throughput per workload, run and device")
+    ax.grid(axis="x", alpha=0.3)
+    return _png(fig)
+
+
+def speedup_figure(comparisons: Sequence[WorkloadComparison]) -> bytes | None:
+    """Accelerator-over-CPU speedup per machine row; published rows in grey, hatched."""
+    bars: list[tuple[str, float, bool]] = []
+    for group in comparisons:
+        for row in group.rows:
+            if row.speedup and row.accel is not None:
+                bars.append((f"{group.workload} {group.mode} | {row.run.label} {row.accel.device}",
+                             row.speedup, False))
+        for ref in group.references:
+            speedup = _reference_speedup(ref)
+            if speedup:
+                bars.append((f"{group.workload} {group.mode} | {ref.machine} (published)", speedup, True))
+    if not bars:
+        return None
+    fig = Figure(figsize=(9, 0.45 * len(bars) + 1.2))
+    ax = fig.add_subplot()
+    for index, (_, value, published) in enumerate(bars):
+        ax.barh(index, value, color=_PUBLISHED_COLOUR if published else "#55a868",
+                hatch="//" if published else None)
+    ax.set_yticks(list(range(len(bars))), [label(name) for name, _, _ in bars])
+    ax.invert_yaxis()
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xlabel("speedup over the same machine's CPU (epoch time ratio; 1 = no gain)")
+    ax.set_title("Accelerator speedup (grey, hatched: published, not measured here)")
+    ax.grid(axis="x", alpha=0.3)
+    return _png(fig)
+
+
+def _reference_speedup(ref: EpochReference) -> float | None:
+    if ref.speedup:
+        return ref.speedup
+    if ref.cpu_epoch_s and ref.accel_epoch_s:
+        return ref.cpu_epoch_s / ref.accel_epoch_s
+    return None
+
+
+def step_time_figure(runs: Sequence[LabelledRun], workload: str, mode: str) -> bytes | None:
+    """Box plot of the raw per-step samples of each run/device, so the spread is visible."""
+    series: list[tuple[str, list[float]]] = []
+    for run in runs:
+        for case in run.record.cases:
+            if case.workload == workload and case.mode == mode and case.ok and case.step_times:
+                series.append((f"{run.label} {case.device}", [t * 1e3 for t in case.step_times]))
+    if not series:
+        return None
+    fig = Figure(figsize=(9, 0.5 * len(series) + 1.4))
+    ax = fig.add_subplot()
+    ax.boxplot([values for _, values in series], vert=False, showfliers=True)
+    ax.set_yticks(list(range(1, len(series) + 1)), [label(name) for name, _ in series])
+    ax.invert_yaxis()
+    ax.set_xlabel("milliseconds per step (raw samples)")
+    ax.set_title(label(f"Step-time distribution: {workload} {mode}"))
+    ax.grid(axis="x", alpha=0.3)
+    return _png(fig)
+
+
+def timeline_figure(points: Sequence[TimelinePoint], workload: str, mode: str) -> bytes | None:
+    """Throughput over time, one line per machine and device; needs two runs to draw a line."""
+    lines: dict[str, list[tuple[datetime, float]]] = {}
+    for point in points:
+        if point.throughput and point.status == "ok":
+            lines.setdefault(f"{point.machine} {point.device} (batch {point.batch_size})", []).append(
+                (parse_time(point.created_at), point.throughput))
+    if sum(len(values) for values in lines.values()) < 2:
+        return None
+    fig = Figure(figsize=(9, 3.6))
+    ax = fig.add_subplot()
+    for name, values in lines.items():
+        ax.plot([t for t, _ in values], [v for _, v in values], marker="o", label=label(name))
+    ax.set_ylabel("samples per second")
+    ax.set_title(label(f"History: {workload} {mode}"))
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    fig.autofmt_xdate()
+    return _png(fig)
+
+
+def parity_figure(steps: Sequence[float], candidate: Sequence[float], reference: Sequence[float],
+                  title: str) -> bytes:
+    fig = Figure(figsize=(9, 3.4))
+    ax = fig.add_subplot()
+    ax.plot(steps, reference, label="reference", color="#4c72b0")
+    ax.plot(steps, candidate, label="candidate", color="#dd8452", linestyle="--")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.set_title(label(title))
+    ax.legend()
+    ax.grid(alpha=0.3)
+    return _png(fig)

@@ -1,0 +1,243 @@
+"""The self-contained HTML report: one file, no scripts, no external URLs, works offline.
+
+Safety by construction: markup is built only with ``el()``, which escapes every plain ``str`` it is
+given (text and attribute values alike); only ``Markup`` (produced by ``el()`` itself) passes
+through unescaped. So a machine name like ``<script>...`` or an error text with ``<img onerror>``
+is shown as text. A Content-Security-Policy that allows no scripts and only inline styles and
+``data:`` images backs this up, and also guarantees that the report loads nothing from the network.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from accelbench.compare import LabelledRun, WorkloadComparison
+from accelbench.measure.memory import format_bytes
+from accelbench.reference.published import PUBLISHED_LABEL
+from accelbench.render import figures
+from accelbench.render.compare_table import (
+    MACHINE_COLUMNS,
+    PAIR_COLUMNS,
+    machine_cells,
+    pair_cells,
+    reference_cells,
+)
+from accelbench.results import CaseResult
+from accelbench.store.history import TimelinePoint
+
+
+class Markup(str):
+    """A string that is already safe HTML."""
+
+
+
+
+def _render_children(children: Iterable[Any]) -> str:
+    parts = []
+    for child in children:
+        if child is None:
+            continue
+        if isinstance(child, Markup):
+            parts.append(str(child))
+        elif isinstance(child, str):
+            parts.append(html.escape(child))
+        elif isinstance(child, int | float):
+            parts.append(html.escape(str(child)))
+        else:
+            parts.append(_render_children(child))
+    return "".join(parts)
+
+
+def el(tag: str, *children: Any, **attrs: str | None) -> Markup:
+    """``<tag attrs>children</tag>`` with every text and attribute value escaped.
+
+    Attribute names come from this module's code only (``class_`` becomes ``class``)."""
+    attributes = "".join(f' {name.rstrip("_").replace("_", "-")}="{html.escape(str(value), quote=True)}"'
+                         for name, value in attrs.items() if value is not None)
+    if tag in ("img", "meta", "br"):
+        return Markup(f"<{tag}{attributes}>")
+    return Markup(f"<{tag}{attributes}>{_render_children(children)}</{tag}>")
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]], row_class: Callable[[int], str | None]
+          = lambda index: None, caption: str | None = None) -> Markup:
+    body = [el("tr", *(el("td", cell) for cell in row), class_=row_class(index))
+            for index, row in enumerate(rows)]
+    return el("table", el("caption", caption) if caption else None,
+              el("thead", el("tr", *(el("th", h) for h in headers))), el("tbody", *body))
+
+
+def image(png: bytes | None, alt: str) -> Markup | None:
+    if png is None:
+        return None
+    uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    return el("figure", el("img", src=uri, alt=alt), el("figcaption", alt))
+
+
+STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1200px;
+padding:0 1em;color:#222}
+h1{margin-bottom:.2em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:1em 0;font-size:.9em}
+th,td{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}
+th{background:#f3f3f3}caption{text-align:left;font-weight:600;padding:.3em 0}
+tr.published td{font-style:italic;color:#666;background:#fafafa}
+figure{margin:1em 0}img{max-width:100%;height:auto;border:1px solid #eee}
+figcaption{font-size:.85em;color:#555}.note{color:#555;font-size:.9em}
+td.works{background:#dff0d8}td.fails,td.wrong{background:#f2dede}td.slower{background:#fcf8e3}
+code{background:#f5f5f5;padding:0 .2em}
+"""
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+
+def _environment(run: LabelledRun) -> Markup:
+    env = run.record.environment
+    get = lambda section, key: str((env.get(section) or {}).get(key, "n/a"))  # noqa: E731
+    cpu = (env.get("devices") or {}).get("cpu") or {}
+    devices = ", ".join(f"{name}: {info.get('name', '')}" if isinstance(info, dict) else name
+                        for name, info in (env.get("devices") or {}).items())
+    rows = [("run", run.label), ("run id", run.record.run_id), ("created", run.record.created_at),
+            ("kind", run.record.kind), ("machine", run.machine), ("system", get("machine", "platform")),
+            ("CPU", f"{cpu.get('name', 'n/a')} ({cpu.get('physical_cores', '?')} cores)"),
+            ("memory", format_bytes(run.memory_bytes) if run.memory_bytes else "n/a"),
+            ("Python", get("python", "version")), ("torch", get("torch", "version")),
+            ("accelbench", run.record.accelbench_version), ("devices", devices or "n/a"),
+            ("command", " ".join(map(str, run.record.command)) or "n/a")]
+    return table(("fact", "value"), rows, caption=f"{run.label} on {run.machine or 'unknown machine'}")
+
+
+def _comparison_section(comparisons: Sequence[WorkloadComparison]) -> list[Markup]:
+    parts: list[Markup] = []
+    for group in comparisons:
+        rows = [machine_cells(row) for row in group.rows] + [reference_cells(r) for r in group.references]
+        first_ref = len(group.rows)
+        parts.append(el("h3", f"{group.workload} · {group.mode}"))
+        parts.append(table(MACHINE_COLUMNS, rows,
+                           row_class=lambda index, first=first_ref: "published" if index >= first else None,
+                           caption="Epoch times (measured or projected from the mean step time)"))
+        if group.references:
+            sources = ", ".join(dict.fromkeys(f"{r.source.document}: {r.caveats}" for r in group.references))
+            parts.append(el("p", f"Italic rows: {PUBLISHED_LABEL}. Sources and caveats: {sources}",
+                            class_="note"))
+        if group.pairs:
+            parts.append(table(PAIR_COLUMNS, [pair_cells(p) for p in group.pairs],
+                               caption="Run against run: 'faster'/'slower' only when a two-sided "
+                                       "Mann-Whitney U test on the raw step times gives p < 0.05"))
+    return parts
+
+
+def _numbers(values: Any) -> list[float] | None:
+    if not isinstance(values, list) or not values:
+        return None
+    out = []
+    for value in values:
+        if value is None:
+            out.append(math.nan)  # stored JSON turns NaN into null: draw it as a gap
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            out.append(float(value))
+        else:
+            return None
+    return out
+
+
+def _parity_section(runs: Sequence[LabelledRun]) -> list[Markup]:
+    parts: list[Markup] = []
+    for run in runs:
+        for case in run.record.cases:
+            parity = case.extra.get("parity")
+            if parity is None:
+                continue
+            title = f"{run.label}: {case.workload} {case.mode} on {case.device}"
+            series = [_numbers(parity.get(k)) if isinstance(parity, dict) else None
+                      for k in ("steps", "candidate", "reference")]
+            if any(s is None for s in series) or len({len(s) for s in series if s}) != 1:
+                parts.append(el("p", f"{title}: parity data is malformed and was not drawn", class_="note"))
+                continue
+            steps, candidate, reference = series
+            parts.append(image(figures.parity_figure(steps, candidate, reference, title),  # type: ignore[arg-type]
+                               f"Parity loss curves, {title}"))
+            diffs = [abs(c - r) for c, r in zip(candidate, reference, strict=True)]  # type: ignore[arg-type]
+            worst = max((d for d in diffs if not math.isnan(d)), default=math.nan)
+            nan_steps = [s for s, c in zip(steps, candidate, strict=True) if math.isnan(c)]  # type: ignore[arg-type]
+            note = f"largest |candidate - reference|: {worst:.3g}"
+            if nan_steps:
+                note += f"; candidate loss is NaN from step {nan_steps[0]:g}"
+            parts.append(el("p", note, class_="note"))
+    return parts
+
+
+def _probe_cells(case: CaseResult) -> dict[str, dict[str, str]]:
+    probe = case.extra.get("probe")
+    if not isinstance(probe, dict):
+        return {}
+    return {str(feature): {"status": str(value.get("status", "?")), "detail": str(value.get("detail", ""))}
+            if isinstance(value, dict) else {"status": str(value), "detail": ""}
+            for feature, value in probe.items()}
+
+
+def _feature_section(runs: Sequence[LabelledRun]) -> list[Markup]:
+    columns: list[tuple[str, dict[str, dict[str, str]]]] = []
+    for run in runs:
+        if run.record.kind != "probe":
+            continue
+        for case in run.record.cases:
+            cells = _probe_cells(case)
+            if cells:
+                columns.append((f"{run.machine or run.label} {case.device}", cells))
+    if not columns:
+        return []
+    features = list(dict.fromkeys(f for _, cells in columns for f in cells))
+    head = el("tr", el("th", "feature"), *(el("th", name) for name, _ in columns))
+    body = []
+    for feature in features:
+        cells = []
+        for _, probe in columns:
+            cell = probe.get(feature)
+            if cell is None:
+                cells.append(el("td", "not probed"))
+            else:
+                status = cell["status"]
+                css = status if status in ("works", "fails", "wrong", "slower") else None
+                cells.append(el("td", el("strong", status), el("br") if cell["detail"] else None,
+                                el("span", cell["detail"], class_="note"), class_=css, title=cell["detail"]))
+        body.append(el("tr", el("td", feature), *cells))
+    return [el("table", el("caption", "Feature probes per device"), el("thead", head), el("tbody", *body))]
+
+
+def render_report(runs: Sequence[LabelledRun], comparisons: Sequence[WorkloadComparison],
+                  timelines: dict[tuple[str, str], list[TimelinePoint]] | None = None,
+                  title: str = "accelbench report", generated_at: str = "") -> str:
+    """The whole report as one HTML string (pure: no I/O beyond drawing figures in memory)."""
+    sections: list[Markup] = [el("h1", title),
+                              el("p", f"{len(runs)} run(s); generated {generated_at}", class_="note")]
+    sections += [el("h2", "Environment"), *(_environment(run) for run in runs)]
+    measured = [g for g in comparisons if g.rows]
+    if measured:
+        sections += [el("h2", "Comparison"), *_comparison_section(measured)]
+    pictures = [image(figures.throughput_figure(runs), "Throughput per device and workload"),
+                image(figures.speedup_figure(comparisons), "Accelerator speedup over CPU")]
+    pictures += [image(figures.step_time_figure(runs, g.workload, g.mode),
+                       f"Step-time distribution, {g.workload} {g.mode}") for g in measured]
+    pictures = [p for p in pictures if p is not None]
+    if pictures:
+        sections += [el("h2", "Figures"), *pictures]
+    history = [image(figures.timeline_figure(points, workload, mode), f"History of {workload} {mode}")
+               for (workload, mode), points in (timelines or {}).items()]
+    history = [h for h in history if h is not None]
+    if history:
+        sections += [el("h2", "History"), *history]
+    parity = _parity_section(runs)
+    if parity:
+        sections += [el("h2", "Parity: loss curves, candidate against reference"), *parity]
+    features = _feature_section(runs)
+    if features:
+        sections += [el("h2", "Feature matrix"), *features]
+    head = el("head", el("meta", charset="utf-8"),
+              el("meta", http_equiv="Content-Security-Policy", content=CSP),
+              el("meta", name="viewport", content="width=device-width, initial-scale=1"),
+              el("title", title), el("style", Markup(STYLE)))
+    return "<!doctype html>\n" + el("html", head, el("body", *sections), lang="en") + "\n"

@@ -1,0 +1,113 @@
+"""The pytorch/examples variational autoencoder, exactly as ``vae/main.py`` defines and trains it.
+
+This is the workload whose loss grew to NaN on MPS while training normally on the CPU (see the
+published results): the runner's non-finite check turns such a run into a ``nan`` status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from accelbench.data.loader import tensor_loader
+from accelbench.data.mnist import MEAN, STD, load_mnist
+from accelbench.data.synthetic import synthetic_epoch
+from accelbench.workloads.base import Batch, DataOptions, Workload, register
+
+
+class VAE(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(784, 400)
+        self.fc21 = nn.Linear(400, 20)
+        self.fc22 = nn.Linear(400, 20)
+        self.fc3 = nn.Linear(20, 400)
+        self.fc4 = nn.Linear(400, 784)
+
+    def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h1 = F.relu(self.fc1(x))
+        return self.fc21(h1), self.fc22(h1)
+
+    def reparameterize(self, mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
+        std = torch.exp(0.5 * logvar)
+        # torch's RNG (not a private generator), so seeding torch makes the noise reproducible.
+        eps = torch.randn_like(std)
+        return mu + eps * std
+
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        h3 = F.relu(self.fc3(z))
+        return torch.sigmoid(self.fc4(h3))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        mu, logvar = self.encode(x.view(-1, 784))
+        z = self.reparameterize(mu, logvar)
+        return self.decode(z), mu, logvar
+
+
+def vae_loss(recon_x: torch.Tensor, x: torch.Tensor, mu: torch.Tensor,
+             logvar: torch.Tensor) -> torch.Tensor:
+    """Reconstruction (binary cross-entropy, summed) + KL divergence to the unit Gaussian."""
+    bce = F.binary_cross_entropy(recon_x, x.view(-1, 784), reduction="sum")
+    kld = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+    return bce + kld
+
+
+def unit_mnist_batch(generator: torch.Generator, batch_size: int) -> Batch:
+    """MNIST-shaped pixels in [0, 1] (``transforms.ToTensor()`` only, as the example loads them)."""
+    pixels = torch.randint(0, 256, (batch_size, 1, 28, 28), generator=generator)
+    labels = torch.randint(0, 10, (batch_size,), generator=generator)
+    return pixels.float() / 255.0, labels
+
+
+@register
+class Vae(Workload):
+    name = "vae"
+    description = "pytorch/examples VAE (784-400-20-400-784), BCE(sum) + KL loss, Adam lr 1e-3"
+    source = "https://github.com/pytorch/examples/blob/main/vae/main.py"
+    input_shape = (1, 28, 28)
+    default_batch_size = {"train": 128, "eval": 128}
+    dataset_size = {"train": 60_000, "eval": 10_000}
+    tiny_batch_size = {"train": 8, "eval": 16}
+    tiny_dataset_size = {"train": 64, "eval": 32}
+    data_kinds = ("synthetic", "real")
+
+    def build_model(self) -> nn.Module:
+        return VAE()
+
+    def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
+        return torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    def make_batches(self, mode: str, batch_size: int, options: DataOptions) -> Iterable[Batch]:
+        if options.kind == "real":
+            assert options.data_dir is not None
+            images, labels = load_mnist(options.data_dir, mode)
+            # load_mnist normalises for the classifier; the VAE's BCE target needs raw [0, 1] pixels.
+            pixels = (images * STD + MEAN).clamp_(0.0, 1.0)
+            return tensor_loader((pixels, labels), batch_size, options, shuffle=mode == "train")
+        return synthetic_epoch(unit_mnist_batch, self.samples_per_epoch(mode), batch_size,
+                               options.seed)
+
+    def check_data(self, mode: str, options: DataOptions) -> None:
+        super().check_data(mode, options)
+        if options.kind == "real":
+            assert options.data_dir is not None
+            load_mnist(options.data_dir, mode)
+
+    def train_step(self, model: nn.Module, optimizer: torch.optim.Optimizer,
+                   batch: Batch) -> torch.Tensor:
+        images = batch[0]
+        optimizer.zero_grad()
+        recon, mu, logvar = model(images)
+        loss = vae_loss(recon, images, mu, logvar)
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+
+    def eval_step(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        # As the example's test(): the forward still samples z, and the loss is summed.
+        images = batch[0]
+        recon, mu, logvar = model(images)
+        return vae_loss(recon, images, mu, logvar)

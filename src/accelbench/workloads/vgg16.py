@@ -1,0 +1,32 @@
+"""torchvision VGG-16 on ImageNet-shaped data, as in Apple's launch benchmark (batch 64)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import torchvision
+from torch import nn
+from torchvision.models.vgg import cfgs, make_layers
+
+from accelbench.workloads.base import register
+from accelbench.workloads.resnet50 import ImageNetClassifier
+
+
+@register
+class Vgg16(ImageNetClassifier):
+    name = "vgg16"
+    description = "torchvision VGG-16 (random init), 224x224, 1000 classes, SGD lr 0.01 momentum 0.9"
+    source = "https://github.com/pytorch/vision/blob/main/torchvision/models/vgg.py"
+    default_batch_size = {"train": 64, "eval": 64}
+    tiny_batch_size = {"train": 2, "eval": 4}
+    # torchvision's classification reference recipe trains the VGG models at lr 0.01.
+    lr = 0.01
+    torchvision_weights: ClassVar[str] = "VGG16_Weights.IMAGENET1K_V1"
+
+    def build_model(self) -> nn.Module:
+        if self.size == "tiny":
+            # VGG-16's 13 convolutions, but a one-layer head instead of the 120M-parameter classifier
+            # that dominates construction time and the optimiser step at 32x32.
+            return nn.Sequential(make_layers(cfgs["D"]), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                 nn.Linear(512, self.num_classes()))
+        return torchvision.models.vgg16(weights=None)

@@ -1,0 +1,34 @@
+"""Shared fixtures: an isolated accelbench home and a real-subprocess CLI runner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def accelbench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test writes results into its own folder, never the user's."""
+    home = tmp_path / "accelbench-home"
+    monkeypatch.setenv("ACCELBENCH_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def cli(accelbench_home: Path):
+    """Run ``python -m accelbench ARGS`` as a real process; returns CompletedProcess."""
+
+    def run(*args: str, timeout: float = 300, env: dict[str, str] | None = None,
+            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        full_env = {**os.environ, "ACCELBENCH_HOME": str(accelbench_home), "COLUMNS": "160",
+                    **(env or {})}
+        return subprocess.run([sys.executable, "-m", "accelbench", *args], capture_output=True,
+                              text=True, timeout=timeout, env=full_env, cwd=cwd)
+
+    return run

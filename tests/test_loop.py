@@ -1,0 +1,140 @@
+"""The timed loop: stop rules, warm-up exclusion, windows on asynchronous devices, NaN detection."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+from fakes import FakeAsyncAdapter
+
+from accelbench.data.synthetic import EpochBatches
+from accelbench.devices.base import Device
+from accelbench.devices.cpu import CpuAdapter
+from accelbench.measure.loop import NonFiniteError, StepLoop
+from accelbench.options import MIN_SAMPLES, StopRule
+from accelbench.errors import UsageError
+
+
+def epoch(dataset_size: int = 10, batch: int = 4) -> EpochBatches:
+    return EpochBatches([(torch.zeros(batch, 2),)], dataset_size, batch)
+
+
+class CountingStep:
+    def __init__(self, sleep: float = 0.0, nan_at: int | None = None) -> None:
+        self.calls = 0
+        self.sizes: list[int] = []
+        self.sleep = sleep
+        self.nan_at = nan_at
+
+    def __call__(self, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        self.calls += 1
+        self.sizes.append(len(batch[0]))
+        if self.sleep:
+            time.sleep(self.sleep)
+        return torch.tensor(float("nan") if self.calls == self.nan_at else 1.0)
+
+
+CPU = Device(CpuAdapter(), "cpu", 0)
+
+
+def test_steps_rule_measures_exactly_n_steps_after_warmup() -> None:
+    step = CountingStep()
+    measured = StepLoop(step, epoch(), CPU).run(StopRule("steps", 7), warmup_steps=2)
+    assert step.calls == 9
+    assert measured.warmup_steps == 2 and measured.measured_steps == 7
+    assert len(measured.step_times) == 7
+    assert measured.time_to_first_step_s is not None and measured.warmup_time_s is not None
+
+
+def test_epochs_rule_runs_whole_epochs_with_a_partial_last_batch() -> None:
+    step = CountingStep()
+    measured = StepLoop(step, epoch(10, 4), CPU).run(StopRule("epochs", 2), warmup_steps=1)
+    assert len(measured.epoch_times) == 2
+    # Warm-up takes one batch, then each epoch is 4 + 4 + 2 samples.
+    assert step.sizes[1:] == [4, 4, 2, 4, 4, 2]
+    assert measured.measured_steps == 6
+    assert all(e >= 0 for e in measured.epoch_times)
+
+
+def test_time_budget_rule_stops_after_the_budget_with_minimum_samples() -> None:
+    step = CountingStep(sleep=0.01)
+    measured = StepLoop(step, epoch(), CPU).run(StopRule("time", 0.1), warmup_steps=0)
+    assert measured.measured_time_s >= 0.1
+    assert len(measured.step_times) >= MIN_SAMPLES
+    assert measured.measured_time_s < 1.0
+    assert all(t >= 0.009 for t in measured.step_times)
+
+
+def test_budget_shorter_than_a_step_still_takes_minimum_samples() -> None:
+    step = CountingStep(sleep=0.02)
+    measured = StepLoop(step, epoch(), CPU).run(StopRule("time", 0.001), warmup_steps=0)
+    assert len(measured.step_times) == MIN_SAMPLES
+
+
+def test_warmup_steps_are_excluded_from_samples() -> None:
+    slow_first = CountingStep()
+    original = slow_first.__call__
+
+    def step(batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        if slow_first.calls == 0:
+            time.sleep(0.05)
+        return original(batch)
+
+    measured = StepLoop(step, epoch(), CPU).run(StopRule("steps", 5), warmup_steps=1)
+    assert measured.time_to_first_step_s >= 0.05
+    assert max(measured.step_times) < 0.05
+
+
+def test_async_device_short_steps_are_timed_in_windows_with_one_sync_each() -> None:
+    adapter = FakeAsyncAdapter()
+    device = Device(adapter, "fake", 0)
+    step = CountingStep()
+    loop = StepLoop(step, epoch(1000, 4), device)
+    measured = loop.run(StopRule("steps", 100), warmup_steps=2)
+    k = measured.steps_per_sample
+    assert k > 1  # microsecond steps are far below the 5 ms window
+    assert measured.measured_steps == 100
+    assert len(measured.step_times) == -(-100 // k)
+    # One sync before warm-up, one per warm-up step, one per window.
+    assert adapter.syncs == 1 + 2 + len(measured.step_times)
+
+
+def test_cpu_never_windows() -> None:
+    measured = StepLoop(CountingStep(), epoch(), CPU).run(StopRule("steps", 20), warmup_steps=2)
+    assert measured.steps_per_sample == 1 and len(measured.step_times) == 20
+
+
+def test_non_finite_output_stops_with_the_step_number() -> None:
+    with pytest.raises(NonFiniteError) as caught:
+        StepLoop(CountingStep(nan_at=5), epoch(), CPU).run(StopRule("steps", 10), warmup_steps=1)
+    assert caught.value.step == 5
+
+
+def test_input_wait_is_measured_separately() -> None:
+    class SlowEpoch:
+        def __iter__(self):
+            for _ in range(100):
+                time.sleep(0.01)
+                yield (torch.zeros(2, 2),)
+
+    measured = StepLoop(CountingStep(), SlowEpoch(), CPU).run(StopRule("steps", 5), warmup_steps=1)
+    assert measured.input_wait_s >= 0.05
+    assert measured.input_wait_s <= measured.measured_time_s
+
+
+def test_epoch_end_work_is_timed_and_its_metrics_kept() -> None:
+    def knn() -> dict[str, float]:
+        time.sleep(0.03)
+        return {"knn_top1": 0.5}
+
+    measured = StepLoop(CountingStep(), epoch(), CPU, epoch_end=knn).run(StopRule("steps", 3), 0)
+    assert measured.epoch_end_s >= 0.03 and measured.metrics == {"knn_top1": 0.5}
+    per_epoch = StepLoop(CountingStep(), epoch(), CPU, epoch_end=knn).run(StopRule("epochs", 1), 0)
+    assert per_epoch.epoch_times[0] >= 0.03
+
+
+@pytest.mark.parametrize("kind,value", [("steps", 0), ("time", -1), ("epochs", 1.5), ("bogus", 1)])
+def test_bad_stop_rules_are_usage_errors(kind: str, value: float) -> None:
+    with pytest.raises(UsageError):
+        StopRule(kind, value)

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from accelbench.measure.stats import mean_ci, median_ci, summarize
+
+
+def test_summary_of_known_samples() -> None:
+    s = summarize([1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+    assert s.n == 10
+    assert s.median == 5.5
+    assert (s.q1, s.q3) == (3.25, 7.75)
+    assert s.iqr == pytest.approx(4.5)
+    assert s.mean == 5.5
+    assert s.std == pytest.approx(np.std(range(1, 11), ddof=1))
+    # Order-statistic 95% interval for n=10 is (x_(2), x_(9)): coverage 97.9%.
+    assert (s.median_ci_low, s.median_ci_high) == (2.0, 9.0)
+    assert s.noisy
+
+
+def test_median_ci_matches_the_binomial_table_for_100() -> None:
+    assert median_ci(list(range(1, 101))) == (40.0, 61.0)
+
+
+def test_few_samples_give_the_full_range() -> None:
+    assert median_ci([3.0, 1.0, 2.0]) == (1.0, 3.0)
+
+
+def test_steady_samples_are_not_noisy_and_spread_is_flagged() -> None:
+    steady = summarize([1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0])
+    assert not steady.noisy and steady.rel_iqr < 0.05
+    spread = summarize([1.0, 1.5, 0.7, 1.3, 0.8, 1.6, 0.9])
+    assert spread.noisy and spread.rel_iqr > 0.10
+
+
+def test_mean_ci_is_student_t() -> None:
+    low, high = mean_ci([1.0, 2.0, 3.0])
+    # mean 2, sd 1, sem 1/sqrt(3), t(0.975, 2) = 4.3027
+    assert low == pytest.approx(2 - 4.302653 / np.sqrt(3), rel=1e-5)
+    assert high == pytest.approx(2 + 4.302653 / np.sqrt(3), rel=1e-5)
+
+
+def test_empty_samples_are_rejected() -> None:
+    with pytest.raises(ValueError):
+        summarize([])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(min_value=1e-6, max_value=1e3, allow_nan=False), min_size=1, max_size=300))
+def test_median_interval_always_holds_the_median(samples: list[float]) -> None:
+    s = summarize(samples)
+    assert s.min <= s.median_ci_low <= s.median <= s.median_ci_high <= s.max
+    assert s.q1 <= s.median <= s.q3
