@@ -11,9 +11,9 @@ from fakes import FakeAsyncAdapter
 from accelbench.data.synthetic import EpochBatches
 from accelbench.devices.base import Device
 from accelbench.devices.cpu import CpuAdapter
+from accelbench.errors import UsageError
 from accelbench.measure.loop import NonFiniteError, StepLoop
 from accelbench.options import MIN_SAMPLES, StopRule
-from accelbench.errors import UsageError
 
 
 def epoch(dataset_size: int = 10, batch: int = 4) -> EpochBatches:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -88,10 +89,8 @@ def test_save_replaces_atomically_and_leaves_no_temporary(tmp_path: Path) -> Non
 def test_loader_never_crashes_on_arbitrary_json(tmp_path: Path, payload: object) -> None:
     path = tmp_path / "fuzz.json"
     path.write_text(json.dumps(payload))
-    try:
+    with contextlib.suppress(UsageError):
         load_record(path)
-    except UsageError:
-        pass
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
