@@ -2,6 +2,7 @@
 
 __version__ = "0.1.0"
 
-# Public API re-exports are added by accelbench.api once it exists.
+from accelbench.api import list_workloads, run  # noqa: E402
+from accelbench.workloads.base import DataOptions, Workload, register  # noqa: E402
 
-__all__ = ["__version__"]
+__all__ = ["DataOptions", "Workload", "__version__", "list_workloads", "register", "run"]

@@ -18,6 +18,7 @@ from accelbench.render.table import run_table
 from accelbench.runner import Case, plan, run_plan
 from accelbench.store.jsonfile import check_writable, save_record, save_to_results_dir
 from accelbench.suites import DEFAULT_SUITE, suite_workloads
+from accelbench.userfile import load_workload_file
 from accelbench.workloads import get_workload_class, match_workloads
 from accelbench.workloads.base import DataOptions
 
@@ -27,6 +28,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("workloads", nargs="*", metavar="WORKLOAD",
                         help=f"workload names or wildcards (default: the '{DEFAULT_SUITE}' suite)")
     parser.add_argument("--suite", default=None, help="run a named suite: quick or full")
+    parser.add_argument("--workload-file", type=Path, action="append", default=[],
+                        metavar="FILE.py", help="load your own workloads (registered with "
+                        "@accelbench.register); without names, runs every workload it defines")
     parser.add_argument("--device", default=None,
                         help=f"{DEVICE_HELP} (default: auto for named workloads, all for a suite)")
     parser.add_argument("--mode", type=comma_list, default=("train", "eval"),
@@ -57,9 +61,14 @@ def add_parser(subparsers: Any) -> None:
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     if args.workloads and args.suite:
         raise UsageError("give workload names or --suite, not both")
-    named = bool(args.workloads)
-    workloads = (tuple(match_workloads(args.workloads)) if named
-                 else suite_workloads(args.suite or DEFAULT_SUITE))
+    from_files = [name for path in args.workload_file for name in load_workload_file(path)]
+    named = bool(args.workloads or from_files)
+    if args.workloads:
+        workloads = tuple(match_workloads(args.workloads))
+    elif from_files:
+        workloads = tuple(from_files)
+    else:
+        workloads = suite_workloads(args.suite or DEFAULT_SUITE)
     if args.steps:
         stop = StopRule("steps", args.steps)
     elif args.epochs:

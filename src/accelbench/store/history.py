@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.results import SCHEMA_VERSION, CaseResult, RunRecord
+from accelbench.results import SCHEMA_VERSION, RunRecord
 from accelbench.store.jsonfile import _clean
 from accelbench.store.paths import data_home
 
@@ -36,8 +36,15 @@ def default_db_path() -> Path:
     return data_home() / HISTORY_FILE
 
 
+def _run_script(conn: sqlite3.Connection, script: str) -> None:
+    # Not executescript(): it commits first, which would break the migration's transaction.
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
 def _migrate_0_to_1(conn: sqlite3.Connection) -> None:
-    conn.executescript("""
+    _run_script(conn, """
         CREATE TABLE runs (
             run_id TEXT PRIMARY KEY,
             created_at TEXT NOT NULL,
@@ -330,10 +337,6 @@ class HistoryDB:
 def record_hostname(record: RunRecord) -> str:
     machine = record.environment.get("machine", {})
     return str(machine.get("hostname", "")) if isinstance(machine, dict) else ""
-
-
-def case_key(case: CaseResult) -> tuple[str, str, str]:
-    return case.workload, case.mode, case.device
 
 
 def _json(value: Any) -> str:

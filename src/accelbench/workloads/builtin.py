@@ -1,3 +1,3 @@
 """Importing this module registers every built-in workload."""
 
-from accelbench.workloads import mnist  # noqa: F401
+from accelbench.workloads import bert, mnist, resnet50, simclr, vae, vgg16  # noqa: F401

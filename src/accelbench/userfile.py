@@ -1,0 +1,47 @@
+"""Load a user's Python file of workloads (``--workload-file``); it registers them with @register."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import traceback
+from pathlib import Path
+
+from accelbench.errors import UsageError
+from accelbench.workloads import base
+
+
+def load_workload_file(path: Path) -> list[str]:
+    """Execute ``path`` and return the names of the workloads it registered."""
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"workload file {path} does not exist")
+    before = set(base._REGISTRY)
+    module_name = f"accelbench_user_{abs(hash(path.resolve()))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"workload file {path} cannot be loaded as Python (use a .py file)")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as error:
+        raise UsageError(f"workload file {path}: syntax error at line {error.lineno}: "
+                         f"{error.msg}") from None
+    except Exception as error:
+        line = _user_line(traceback.extract_tb(error.__traceback__), path)
+        raise UsageError(f"workload file {path}: {type(error).__name__} while importing"
+                         f"{line}: {error}") from None
+    added = sorted(set(base._REGISTRY) - before) or sorted(
+        name for name, cls in base._REGISTRY.items() if cls.__module__ == module_name)
+    if not added:
+        raise UsageError(f"workload file {path} registers no workload; decorate a subclass of "
+                         "accelbench.Workload with @accelbench.register")
+    return added
+
+
+def _user_line(frames: traceback.StackSummary, path: Path) -> str:
+    for frame in reversed(frames):
+        if Path(frame.filename).resolve() == path.resolve():
+            return f" (line {frame.lineno})"
+    return ""

@@ -1,0 +1,156 @@
+"""BERT-style sentence classification on SST-2-shaped synthetic data.
+
+``bert-base`` is HuggingFace's ``BertForSequenceClassification(BertConfig())`` as in Apple's launch
+benchmark (batch 64); it needs the optional ``transformers`` package, imported only when the
+workload runs. ``transformer-small`` is a BERT-Mini-shaped encoder (Turc et al. 2019: 4 layers,
+hidden 256, 4 heads) written with ``torch.nn.TransformerEncoder``: it needs nothing optional and
+a CPU step takes about a second, so it is the quick suite's transformer (a BERT-base training
+step at batch 64 x 128 tokens takes about a minute on a laptop CPU).
+
+Both read sequences of 128 tokens (``[CLS]`` ... ``[SEP]``, no padding, so every step does the
+same work) with binary labels; an epoch is SST-2's 67,349 training / 872 validation sentences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from accelbench.data.synthetic import synthetic_epoch
+from accelbench.workloads.base import Batch, DataOptions, Workload, register
+
+SST2_SIZES = {"train": 67_349, "eval": 872}
+BERT_VOCAB = 30_522
+CLS, SEP = 101, 102
+INSTALL_HINT = "pip install 'accelbench[transformers]'"
+
+
+def sentence_batch_maker(vocab_size: int, seq_len: int) -> Callable[[torch.Generator, int], Batch]:
+    """(token ids, attention mask, labels) shaped like tokenised SST-2 sentences."""
+
+    def make(generator: torch.Generator, batch_size: int) -> Batch:
+        ids = torch.randint(SEP + 1, vocab_size, (batch_size, seq_len), generator=generator)
+        ids[:, 0], ids[:, -1] = CLS, SEP
+        mask = torch.ones(batch_size, seq_len, dtype=torch.long)
+        labels = torch.randint(0, 2, (batch_size,), generator=generator)
+        return ids, mask, labels
+    return make
+
+
+class SentenceClassifier(Workload):
+    """Shared data and optimiser; subclasses say how the model is built and called."""
+
+    input_shape = (128,)
+    default_batch_size = {"train": 64, "eval": 64}
+    dataset_size = SST2_SIZES
+    tiny_batch_size = {"train": 4, "eval": 4}
+    tiny_dataset_size = {"train": 8, "eval": 8}
+    tiny_vocab: ClassVar[int] = 1000
+    tiny_seq_len: ClassVar[int] = 16
+
+    def make_batches(self, mode: str, batch_size: int, options: DataOptions) -> Iterable[Batch]:
+        tiny = self.size == "tiny"
+        maker = sentence_batch_maker(self.tiny_vocab if tiny else BERT_VOCAB,
+                                     self.tiny_seq_len if tiny else self.input_shape[0])
+        return synthetic_epoch(maker, self.samples_per_epoch(mode), batch_size, options.seed)
+
+    def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
+        return torch.optim.AdamW(model.parameters(), lr=2e-5)
+
+    def logits(self, model: nn.Module, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return model(ids, mask)
+
+    def train_step(self, model: nn.Module, optimizer: torch.optim.Optimizer,
+                   batch: Batch) -> torch.Tensor:
+        ids, mask, labels = batch
+        optimizer.zero_grad()
+        loss = F.cross_entropy(self.logits(model, ids, mask), labels)
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+
+    def eval_step(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        ids, mask, labels = batch
+        return F.cross_entropy(self.logits(model, ids, mask), labels, reduction="sum")
+
+
+def transformers_missing() -> str | None:
+    try:
+        import transformers  # noqa: F401
+    except ImportError as error:
+        return (f"needs the optional 'transformers' package ({error}); install it with: "
+                f"{INSTALL_HINT}")
+    return None
+
+
+@register
+class BertBase(SentenceClassifier):
+    name = "bert-base"
+    description = ("HuggingFace BertForSequenceClassification(BertConfig()): BERT-base, 110M params, "
+                   "seq 128, 2 labels, AdamW lr 2e-5")
+    source = "https://huggingface.co/docs/transformers/model_doc/bert"
+
+    def unavailable_reason(self) -> str | None:
+        return transformers_missing()
+
+    def config(self) -> Any:
+        from transformers import BertConfig
+
+        if self.size == "tiny":
+            return BertConfig(vocab_size=self.tiny_vocab, hidden_size=64, num_hidden_layers=2,
+                              num_attention_heads=2, intermediate_size=128,
+                              max_position_embeddings=64, num_labels=2)
+        return BertConfig(num_labels=2)
+
+    def build_model(self) -> nn.Module:
+        reason = transformers_missing()
+        if reason:
+            raise NotImplementedError(reason)
+        from transformers import BertForSequenceClassification
+
+        return BertForSequenceClassification(self.config())
+
+    def logits(self, model: nn.Module, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return model(input_ids=ids, attention_mask=mask).logits
+
+
+class SmallTextEncoder(nn.Module):
+    """BERT's layout (token + position embeddings, post-LN GELU encoder, tanh pooler) in plain torch."""
+
+    def __init__(self, vocab_size: int = BERT_VOCAB, hidden: int = 256, layers: int = 4, heads: int = 4,
+                 ffn: int = 1024, max_len: int = 512, num_labels: int = 2, dropout: float = 0.1) -> None:
+        super().__init__()
+        self.tokens = nn.Embedding(vocab_size, hidden)
+        self.positions = nn.Embedding(max_len, hidden)
+        self.norm = nn.LayerNorm(hidden, eps=1e-12)
+        self.dropout = nn.Dropout(dropout)
+        layer = nn.TransformerEncoderLayer(hidden, heads, ffn, dropout, activation="gelu",
+                                           batch_first=True, layer_norm_eps=1e-12)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.pooler = nn.Linear(hidden, hidden)
+        self.classifier = nn.Linear(hidden, num_labels)
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(ids.shape[1], device=ids.device)
+        x = self.dropout(self.norm(self.tokens(ids) + self.positions(positions)))
+        x = self.encoder(x, src_key_padding_mask=mask == 0)
+        pooled = torch.tanh(self.pooler(x[:, 0]))
+        return self.classifier(self.dropout(pooled))
+
+
+@register
+class TransformerSmall(SentenceClassifier):
+    name = "transformer-small"
+    description = ("BERT-Mini-shaped classifier in plain torch.nn (4 layers, hidden 256, 4 heads, "
+                   "11M params) at BERT-base's batch 64 x seq 128; the quick suite's transformer")
+    source = "https://arxiv.org/abs/1908.08962 (BERT-Mini shape); torch.nn.TransformerEncoder"
+
+    def build_model(self) -> nn.Module:
+        if self.size == "tiny":
+            return SmallTextEncoder(self.tiny_vocab, hidden=64, layers=2, heads=2, ffn=128, max_len=64)
+        return SmallTextEncoder()
+
