@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The README's test command: install accelbench with its test extras into .venv, then run the tests.
+# Works on a fresh machine: it creates the virtual environment, and (as root, where Debian's apt is
+# available) installs the headless Chromium the HTML-report test drives.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python3 -m venv .venv
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,transformers]'
+
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+    || echo "warning: could not install chromium; the browser test of the HTML report will skip"
+fi
+
+exec .venv/bin/python -m pytest -q "$@"
