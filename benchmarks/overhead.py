@@ -1,0 +1,82 @@
+"""accelbench's timed loop against a plain hand-written PyTorch loop (target: <= 2% slower).
+
+Same model (pytorch/examples MNIST), batch, threads, optimizer, data and step count; the two run
+back to back in alternating order for several rounds, each with a fresh model, after the same
+warm-up. The figure is the ratio of the median per-step times over all rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+from accelbench.devices import DeviceSet
+from accelbench.options import RunOptions, StopRule
+from accelbench.runner import Case, run_case
+from accelbench.workloads import get_workload_class
+from accelbench.workloads.base import DataOptions
+
+
+def plain_loop(steps: int, warmup: int, batch_size: int) -> float:
+    """Mean seconds per step of the loop a user would write by hand."""
+    torch.manual_seed(0)
+    workload = get_workload_class("mnist")()
+    model = workload.build_model()
+    optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0)
+    batches = iter(workload.make_batches("train", batch_size, DataOptions()))
+    model.train()
+
+    def step() -> None:
+        images, labels = next(batches)
+        optimizer.zero_grad()
+        loss = F.nll_loss(model(images), labels)
+        loss.backward()
+        optimizer.step()
+
+    for _ in range(warmup):
+        step()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    return (time.perf_counter() - start) / steps
+
+
+def accelbench_loop(steps: int, warmup: int, batch_size: int) -> float:
+    cpu = DeviceSet.current().select("cpu")[0]
+    options = RunOptions(stop=StopRule("steps", steps), warmup_steps=warmup)
+    result = run_case(Case("mnist", "train", cpu, batch_size), options)
+    assert result.ok, result.error
+    return result.measured_time_s / result.measured_steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--steps", type=int, default=150)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    plain, ours = [], []
+    for round_ in range(args.rounds):
+        order = [(plain, plain_loop), (ours, accelbench_loop)]
+        if round_ % 2:
+            order.reverse()
+        for sink, loop in order:
+            sink.append(loop(args.steps, args.warmup, args.batch_size))
+        print(f"round {round_ + 1}: plain {plain[-1] * 1e3:.2f} ms/step, "
+              f"accelbench {ours[-1] * 1e3:.2f} ms/step")
+    ratio = statistics.median(ours) / statistics.median(plain)
+    print(f"threads {args.threads}, batch {args.batch_size}, {args.rounds} rounds x {args.steps} steps")
+    print(f"median plain {statistics.median(plain) * 1e3:.2f} ms/step, accelbench "
+          f"{statistics.median(ours) * 1e3:.2f} ms/step: accelbench/plain = {ratio:.4f} "
+          f"({(ratio - 1) * 100:+.2f}%)")
+
+
+if __name__ == "__main__":
+    main()
