@@ -138,3 +138,21 @@ def test_epoch_end_work_is_timed_and_its_metrics_kept() -> None:
 def test_bad_stop_rules_are_usage_errors(kind: str, value: float) -> None:
     with pytest.raises(UsageError):
         StopRule(kind, value)
+
+
+def test_slow_loader_marks_the_case_input_bound() -> None:
+    from accelbench.results import CaseResult
+
+    class SlowEpoch:
+        def __iter__(self):
+            for _ in range(100):
+                time.sleep(0.01)
+                yield (torch.zeros(2, 2),)
+
+    measured = StepLoop(CountingStep(), SlowEpoch(), CPU).run(StopRule("steps", 5), warmup_steps=1)
+    case = CaseResult(workload="w", mode="train", device="cpu", batch_size=2, **{
+        k: v for k, v in vars(measured).items()})
+    assert case.input_bound() and case.to_dict()["derived"]["input_bound"] is True
+    fast = StepLoop(CountingStep(sleep=0.01), epoch(), CPU).run(StopRule("steps", 5), 1)
+    assert not CaseResult(workload="w", mode="train", device="cpu", batch_size=2,
+                          **vars(fast)).input_bound()

@@ -13,6 +13,9 @@ from accelbench.errors import UsageError
 from accelbench.measure.stats import Summary, summarize
 
 SCHEMA_VERSION = 1
+#: A case is input-bound when waiting for batches takes more than this share of its step time:
+#: the loader, not the device, then limits throughput.
+INPUT_BOUND_FRACTION = 0.2
 STATUSES = ("ok", "failed", "oom", "nan", "unsupported", "unavailable", "crashed", "timeout",
             "interrupted")
 
@@ -92,6 +95,10 @@ class CaseResult:
     def input_fraction(self) -> float | None:
         return self.input_wait_s / self.measured_time_s if self.measured_time_s > 0 else None
 
+    def input_bound(self) -> bool:
+        fraction = self.input_fraction()
+        return fraction is not None and fraction > INPUT_BOUND_FRACTION
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         summary = self.summary()
@@ -104,6 +111,7 @@ class CaseResult:
             "epoch_time_ci": [epoch[1], epoch[2]] if epoch else None,
             "epoch_time_kind": epoch[3] if epoch else None,
             "input_fraction": self.input_fraction(),
+            "input_bound": self.input_bound(),
         }
         return data
 

@@ -32,6 +32,8 @@ def case_row(case: CaseResult, cases: list[CaseResult]) -> list[str]:
     summary = case.summary()
     ci = case.throughput_ci()
     rate = format_rate(case.throughput())
+    if case.input_bound():
+        rate = f"[yellow]{rate} input-bound[/yellow]"
     ci_text = f"{format_rate(ci[0])}–{format_rate(ci[1])}" if ci else "n/a"
     epoch = case.epoch_time()
     epoch_text = "n/a"
