@@ -51,6 +51,10 @@ class RunOptions:
     size: str = "published"
     workers: int = 0
     seed: int = 0
+    precisions: tuple[str, ...] = ("fp32",)
+    #: Compile back ends to try; "" means eager (no torch.compile).
+    compile_backends: tuple[str, ...] = ("",)
+    channels_last: bool = False
 
     def __post_init__(self) -> None:
         bad = [m for m in self.modes if m not in MODES]
@@ -65,6 +69,12 @@ class RunOptions:
             raise UsageError(f"--warmup must be 0 or more, got {self.warmup_steps}")
         if self.workers < 0:
             raise UsageError(f"--workers must be 0 or more, got {self.workers}")
+        from accelbench.precision import get_precision
+
+        for name in self.precisions:
+            get_precision(name)
+        if not self.precisions or not self.compile_backends:
+            raise UsageError("--precision and --compile need at least one value")
         if self.data not in ("synthetic", "real"):
             raise UsageError(f"--data {self.data!r} is unknown; allowed: synthetic, real")
         if self.data == "real":
@@ -80,5 +90,6 @@ class RunOptions:
             "warmup_steps": self.warmup_steps, "batch_size": self.batch_size,
             "threads": self.threads, "data": self.data,
             "data_dir": str(self.data_dir) if self.data_dir else None, "size": self.size,
-            "workers": self.workers, "seed": self.seed,
+            "workers": self.workers, "seed": self.seed, "precisions": list(self.precisions),
+            "compile_backends": list(self.compile_backends), "channels_last": self.channels_last,
         }

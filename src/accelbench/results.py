@@ -31,6 +31,8 @@ class CaseResult:
     workload_version: int = 1
     device_name: str = ""
     precision: str = "fp32"
+    compile_backend: str = ""
+    channels_last: bool = False
     data: str = "synthetic"
     size: str = "published"
     status: str = "ok"
@@ -131,7 +133,8 @@ _NUMBER = (int, float)
 _OPTIONAL_NUMBER = (int, float, type(None))
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "workload": (str,), "mode": (str,), "device": (str,), "device_name": (str,),
-    "precision": (str,), "data": (str,), "size": (str,), "status": (str,), "error": (str,),
+    "precision": (str,), "compile_backend": (str,), "channels_last": (bool,), "data": (str,),
+    "size": (str,), "status": (str,), "error": (str,),
     "stop_rule": (str,), "memory_source": (str,),
     "batch_size": (int,), "workload_version": (int,), "steps_per_sample": (int,), "threads": (int,),
     "dataset_size": (int,), "steps_per_epoch": (int,), "warmup_steps": (int,),
@@ -147,7 +150,7 @@ def _check_types(case: CaseResult) -> None:
     assert not missing, f"result fields without a declared type: {missing}"
     for name, types in _FIELD_TYPES.items():
         value = getattr(case, name)
-        if not isinstance(value, types) or isinstance(value, bool):
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             raise UsageError(
                 f"result field {name!r} has the wrong type: {type(value).__name__} "
                 f"(expected {' or '.join(t.__name__ for t in types)})"

@@ -16,7 +16,9 @@ from accelbench.devices import Device, DeviceSet
 from accelbench.environment import collect_environment
 from accelbench.measure.loop import NonFiniteError, Progress, StepLoop
 from accelbench.options import RunOptions
+from accelbench.precision import get_precision, matmul_precision, prepare_model, unsupported_reason
 from accelbench.results import CaseResult, RunRecord
+from accelbench.steps import make_eval_step, make_train_step
 from accelbench.workloads.base import DataOptions, Workload, get_workload_class
 
 
@@ -27,10 +29,16 @@ class Case:
     device: Device
     batch_size: int
     precision: str = "fp32"
+    compile_backend: str = ""
+    channels_last: bool = False
 
     @property
     def label(self) -> str:
-        return f"{self.workload} {self.mode} on {self.device.name} (batch {self.batch_size})"
+        extras = [self.precision] if self.precision != "fp32" else []
+        extras += [f"compile={self.compile_backend}"] if self.compile_backend else []
+        extras += ["channels-last"] if self.channels_last else []
+        suffix = f", {', '.join(extras)}" if extras else ""
+        return f"{self.workload} {self.mode} on {self.device.name} (batch {self.batch_size}{suffix})"
 
 
 CaseProgress = Callable[[Case, str, float, float | None], None]
@@ -46,7 +54,12 @@ def plan(options: RunOptions, devices: DeviceSet) -> list[Case]:
             if mode not in workload.modes:
                 continue
             batch = options.batch_size or workload.batch_size(mode)
-            cases.extend(Case(name, mode, device, batch) for device in chosen)
+            cases.extend(
+                Case(name, mode, device, batch, precision, backend, options.channels_last)
+                for precision in options.precisions
+                for backend in options.compile_backends
+                for device in chosen
+            )
     return cases
 
 
@@ -58,23 +71,15 @@ def _epoch_samples(batches: Iterable[Any], fallback: int) -> int:
 
 
 def _make_step(workload: Workload, model: torch.nn.Module, case: Case) -> Callable[[Any], Any]:
-    target = case.device.torch_device
-    non_blocking = not case.device.is_cpu
+    precision = get_precision(case.precision)
     if case.mode == "train":
         optimizer = workload.make_optimizer(model)
-        model.train()
+        return make_train_step(workload, model, optimizer, case.device, precision,
+                               case.channels_last)
+    return make_eval_step(workload, model, case.device, precision, case.channels_last)
 
-        def train(batch: Any) -> Any:
-            return workload.train_step(model, optimizer,
-                                       workload.to_device(batch, target, non_blocking))
-        return train
 
-    model.eval()
-
-    def evaluate(batch: Any) -> Any:
-        with torch.no_grad():
-            return workload.eval_step(model, workload.to_device(batch, target, non_blocking))
-    return evaluate
+_UNSUPPORTED_WORDS = ("unsupported", "not supported", "not implemented", "no kernel")
 
 
 def _status_of(error: BaseException) -> str:
@@ -82,7 +87,8 @@ def _status_of(error: BaseException) -> str:
         return "nan"
     if isinstance(error, torch.OutOfMemoryError) or "out of memory" in str(error).lower():
         return "oom"
-    if isinstance(error, NotImplementedError):
+    if isinstance(error, NotImplementedError) or any(
+            word in str(error).lower() for word in _UNSUPPORTED_WORDS):
         return "unsupported"
     return "failed"
 
@@ -93,6 +99,7 @@ def run_case(case: Case, options: RunOptions, progress: Progress | None = None) 
     result = CaseResult(
         workload=case.workload, workload_version=workload.version, mode=case.mode,
         device=case.device.name, batch_size=case.batch_size, precision=case.precision,
+        compile_backend=case.compile_backend, channels_last=case.channels_last,
         data=options.data, size=options.size, stop_rule=options.stop.describe(),
         threads=torch.get_num_threads(), memory_source=case.device.memory_source,
     )
@@ -104,25 +111,14 @@ def run_case(case: Case, options: RunOptions, progress: Progress | None = None) 
     if unavailable:
         result.status, result.error = "unavailable", unavailable
         return result
+    precision = get_precision(case.precision)
+    unsupported = unsupported_reason(case.device, precision)
+    if unsupported:
+        result.status, result.error = "unsupported", unsupported
+        return result
     try:
-        torch.manual_seed(options.seed)
-        case.device.reset_peak_memory()
-        model = workload.build_model().to(case.device.torch_device)
-        data = DataOptions(kind=options.data, data_dir=options.data_dir, seed=options.seed,
-                           workers=options.workers, pin_memory=not case.device.is_cpu)
-        batches = workload.make_batches(case.mode, case.batch_size, data)
-        result.dataset_size = _epoch_samples(batches, workload.samples_per_epoch(case.mode))
-        result.steps_per_epoch = -(-result.dataset_size // case.batch_size)
-        epoch_end = None
-        if case.mode == "train" and type(workload).end_of_epoch is not Workload.end_of_epoch:
-            def epoch_end() -> dict[str, float]:
-                return workload.end_of_epoch(model, case.device.torch_device, data)
-        loop = StepLoop(_make_step(workload, model, case), batches, case.device, progress,
-                        epoch_end)
-        measured = loop.run(options.stop, options.warmup_steps)
-        for name, value in vars(measured).items():
-            setattr(result, name, value)
-        result.peak_memory_bytes = case.device.peak_memory_bytes()
+        with matmul_precision(precision):
+            _measure(case, workload, options, result, progress)
     except Exception as error:
         result.status = _status_of(error)
         result.error = f"{type(error).__name__}: {error}".strip()
@@ -130,6 +126,31 @@ def run_case(case: Case, options: RunOptions, progress: Progress | None = None) 
             result.extra["nonfinite_step"] = error.step
         result.extra["traceback"] = traceback.format_exc(limit=8)
     return result
+
+
+def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseResult,
+             progress: Progress | None) -> None:
+    torch.manual_seed(options.seed)
+    case.device.reset_peak_memory()
+    model = prepare_model(workload.build_model(), get_precision(case.precision),
+                          case.channels_last).to(case.device.torch_device)
+    if case.compile_backend:
+        model = torch.compile(model, backend=case.compile_backend)
+    data = DataOptions(kind=options.data, data_dir=options.data_dir, seed=options.seed,
+                       workers=options.workers, pin_memory=not case.device.is_cpu)
+    batches = workload.make_batches(case.mode, case.batch_size, data)
+    result.dataset_size = _epoch_samples(batches, workload.samples_per_epoch(case.mode))
+    result.steps_per_epoch = -(-result.dataset_size // case.batch_size)
+    epoch_end = None
+    if case.mode == "train" and type(workload).end_of_epoch is not Workload.end_of_epoch:
+        def epoch_end() -> dict[str, float]:
+            return workload.end_of_epoch(model, case.device.torch_device, data)
+    loop = StepLoop(_make_step(workload, model, case), batches, case.device, progress,
+                    epoch_end)
+    measured = loop.run(options.stop, options.warmup_steps)
+    for name, value in vars(measured).items():
+        setattr(result, name, value)
+    result.peak_memory_bytes = case.device.peak_memory_bytes()
 
 
 def new_record(options: RunOptions, devices: DeviceSet, command: list[str]) -> RunRecord:

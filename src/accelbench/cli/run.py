@@ -50,6 +50,14 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--data-dir", type=Path, help="folder with real data sets")
     parser.add_argument("--workers", type=non_negative_int, default=0,
                         help="data-loader worker processes for real data (default 0)")
+    parser.add_argument("--precision", type=comma_list, default=("fp32",),
+                        help="fp32, tf32, bf16, fp16, amp-bf16, amp-fp16, or a comma list "
+                        "(default fp32)")
+    parser.add_argument("--compile", nargs="?", const="inductor", default=None, type=comma_list,
+                        metavar="BACKEND", help="torch.compile the model (default back end: "
+                        "inductor; a comma list runs each)")
+    parser.add_argument("--channels-last", action="store_true",
+                        help="channels-last memory format for models and 4-D inputs")
     parser.add_argument("--size", choices=("published", "tiny"), default="published",
                         help="workload size: the published configuration or a tiny one")
     parser.add_argument("--output", "-o", type=Path, help="also write the result JSON here")
@@ -87,7 +95,16 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         data_dir=args.data_dir,
         size=args.size,
         workers=args.workers,
+        precisions=tuple(args.precision),
+        compile_backends=_backends(args.compile),
+        channels_last=args.channels_last,
     )
+
+
+def _backends(value: tuple[str, ...] | str | None) -> tuple[str, ...]:
+    if value is None:
+        return ("",)
+    return comma_list(value) if isinstance(value, str) else tuple(value)
 
 
 def check_data(options: RunOptions) -> None:
@@ -111,7 +128,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     console = Console(stderr=True)
     record = _run_with_progress(options, devices, cases, argv, console, quiet=args.quiet)
     saved = save_to_results_dir(record)
-    out = Console()
+    out = Console(width=None if sys.stdout.isatty() else 160)
     out.print(run_table(record))
     if args.output:
         save_record(record, args.output)

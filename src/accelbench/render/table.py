@@ -23,12 +23,21 @@ def speedup_vs_cpu(case: CaseResult, cases: list[CaseResult]) -> float | None:
     return None
 
 
+def config_label(case: CaseResult) -> str:
+    parts = [case.precision]
+    if case.compile_backend:
+        parts.append(f"compile:{case.compile_backend}")
+    if case.channels_last:
+        parts.append("channels-last")
+    return " ".join(parts)
+
+
 def case_row(case: CaseResult, cases: list[CaseResult]) -> list[str]:
+    head = [case.workload, case.mode, case.device, config_label(case), str(case.batch_size)]
     if not case.ok:
         first_line = case.error.splitlines()[0] if case.error else ""
         message = f"[red]{case.status}[/red] {first_line[:70]}"
-        return [case.workload, case.mode, case.device, str(case.batch_size), message,
-                "", "", "", "", ""]
+        return [*head, message, "", "", "", "", ""]
     summary = case.summary()
     ci = case.throughput_ci()
     rate = format_rate(case.throughput())
@@ -45,11 +54,11 @@ def case_row(case: CaseResult, cases: list[CaseResult]) -> list[str]:
         if summary.noisy:
             spread = f"[yellow]{spread} noisy[/yellow]"
     speedup = speedup_vs_cpu(case, cases)
-    return [case.workload, case.mode, case.device, str(case.batch_size), rate, ci_text, epoch_text,
+    return [*head, rate, ci_text, epoch_text,
             spread, f"{speedup:.2f}x" if speedup else "", format_bytes(case.peak_memory_bytes)]
 
 
-COLUMNS = ("workload", "mode", "device", "batch", "samples/s", "95% CI", "epoch", "IQR/med",
+COLUMNS = ("workload", "mode", "device", "config", "batch", "samples/s", "95% CI", "epoch", "IQR/med",
            "vs CPU", "peak mem")
 
 

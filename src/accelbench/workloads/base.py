@@ -57,6 +57,8 @@ class Workload(ABC):
         if size not in SIZES:
             raise UsageError(f"unknown workload size {size!r}; allowed: {', '.join(SIZES)}")
         self.size = size
+        #: Set by a parity check: randomness is then drawn on the CPU from this generator.
+        self.rng: torch.Generator | None = None
 
     # --- facts -----------------------------------------------------------------------------
     def batch_size(self, mode: str) -> int:
@@ -89,8 +91,8 @@ class Workload(ABC):
     def make_batches(self, mode: str, batch_size: int, options: DataOptions) -> Iterable[Batch]:
         """One epoch of CPU batches; iterating again gives the next epoch."""
 
-    def train_step(self, model: nn.Module, optimizer: torch.optim.Optimizer,
-                   batch: Batch) -> torch.Tensor:
+    def training_loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        """The loss of one training step (the runner does zero_grad, backward and the step)."""
         raise NotImplementedError(f"workload {self.name!r} has no training mode")
 
     def eval_step(self, model: nn.Module, batch: Batch) -> torch.Tensor:
@@ -100,6 +102,14 @@ class Workload(ABC):
         """Work that belongs to every training epoch after its steps (e.g. SimCLR's kNN
         evaluation). It is timed as part of the epoch; the metrics it returns are reported."""
         return {}
+
+    def randn_like(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Noise for the model (e.g. a VAE's reparameterisation). Use this rather than
+        torch.randn_like so a parity check can draw identical noise on every device."""
+        if self.rng is None:
+            return torch.randn_like(tensor)
+        noise = torch.randn(tensor.shape, generator=self.rng, dtype=torch.float64)
+        return noise.to(device=tensor.device, dtype=tensor.dtype)
 
     def to_device(self, batch: Batch, device: str, non_blocking: bool = False) -> Batch:
         return tuple(t.to(device, non_blocking=non_blocking) for t in batch)
