@@ -19,28 +19,48 @@ from accelbench.workloads.base import Batch, Workload
 Step = Callable[[Batch], torch.Tensor]
 
 
-def make_train_step(workload: Workload, model: nn.Module, optimizer: torch.optim.Optimizer,
-                    device: Device, precision: Precision, channels_last: bool = False) -> Step:
-    scaler = grad_scaler(device, precision)
-    target, non_blocking = device.torch_device, not device.is_cpu
-    model.train()
+class TrainStep:
+    """zero_grad, loss under autocast, backward (scaled for fp16 autocast) and the optimiser step.
 
-    def train(batch: Batch) -> torch.Tensor:
-        batch = prepare_batch(workload.to_device(batch, target, non_blocking), precision,
-                              channels_last)
-        optimizer.zero_grad(set_to_none=True)
-        with autocast(device, precision):
-            loss = workload.training_loss(model, batch)
-        if scaler is None:
+    ``skipped`` lists the 1-based steps whose update the gradient scaler skipped (inf/NaN
+    gradients at the current scale): a parity check replays them as skipped on the reference.
+    """
+
+    def __init__(self, workload: Workload, model: nn.Module, optimizer: torch.optim.Optimizer,
+                 device: Device, precision: Precision, channels_last: bool = False) -> None:
+        self.workload, self.model, self.optimizer = workload, model, optimizer
+        self.device, self.precision, self.channels_last = device, precision, channels_last
+        self.scaler = grad_scaler(device, precision)
+        self.steps = 0
+        self.skipped: list[int] = []
+        model.train()
+
+    def __call__(self, batch: Batch, update: bool = True) -> torch.Tensor:
+        self.steps += 1
+        batch = prepare_batch(self.workload.to_device(batch, self.device.torch_device,
+                                                      not self.device.is_cpu),
+                              self.precision, self.channels_last)
+        self.optimizer.zero_grad(set_to_none=True)
+        with autocast(self.device, self.precision):
+            loss = self.workload.training_loss(self.model, batch)
+        if not update:
+            return loss.detach()
+        if self.scaler is None:
             loss.backward()
-            optimizer.step()
+            self.optimizer.step()
         else:
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
+            scale = self.scaler.get_scale()
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            if self.scaler.get_scale() < scale:
+                self.skipped.append(self.steps)
         return loss.detach()
 
-    return train
+
+def make_train_step(workload: Workload, model: nn.Module, optimizer: torch.optim.Optimizer,
+                    device: Device, precision: Precision, channels_last: bool = False) -> TrainStep:
+    return TrainStep(workload, model, optimizer, device, precision, channels_last)
 
 
 def make_eval_step(workload: Workload, model: nn.Module, device: Device, precision: Precision,

@@ -50,6 +50,15 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--data-dir", type=Path, help="folder with real data sets")
     parser.add_argument("--workers", type=non_negative_int, default=0,
                         help="data-loader worker processes for real data (default 0)")
+    add_config_arguments(parser)
+    parser.add_argument("--output", "-o", type=Path, help="also write the result JSON here")
+    parser.add_argument("--quiet", action="store_true", help="no live progress display")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.set_defaults(execute=execute)
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options shared by run and check: what is built and how it computes."""
     parser.add_argument("--precision", type=comma_list, default=("fp32",),
                         help="fp32, tf32, bf16, fp16, amp-bf16, amp-fp16, or a comma list "
                         "(default fp32)")
@@ -60,23 +69,33 @@ def add_parser(subparsers: Any) -> None:
                         help="channels-last memory format for models and 4-D inputs")
     parser.add_argument("--size", choices=("published", "tiny"), default="published",
                         help="workload size: the published configuration or a tiny one")
-    parser.add_argument("--output", "-o", type=Path, help="also write the result JSON here")
-    parser.add_argument("--quiet", action="store_true", help="no live progress display")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    parser.set_defaults(execute=execute)
+
+
+def selected_workloads(args: argparse.Namespace) -> tuple[tuple[str, ...], bool]:
+    """(workload names, whether they were named) from names, --workload-file and --suite."""
+    if args.workloads and getattr(args, "suite", None):
+        raise UsageError("give workload names or --suite, not both")
+    from_files = [name for path in args.workload_file for name in load_workload_file(path)]
+    if args.workloads:
+        return tuple(match_workloads(args.workloads)), True
+    if from_files:
+        return tuple(from_files), True
+    return suite_workloads(getattr(args, "suite", None) or DEFAULT_SUITE), False
+
+
+def config_fields(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "precisions": tuple(args.precision),
+        "compile_backends": _backends(args.compile),
+        "channels_last": args.channels_last,
+        "size": args.size,
+        "batch_size": args.batch_size,
+        "threads": args.threads,
+    }
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
-    if args.workloads and args.suite:
-        raise UsageError("give workload names or --suite, not both")
-    from_files = [name for path in args.workload_file for name in load_workload_file(path)]
-    named = bool(args.workloads or from_files)
-    if args.workloads:
-        workloads = tuple(match_workloads(args.workloads))
-    elif from_files:
-        workloads = tuple(from_files)
-    else:
-        workloads = suite_workloads(args.suite or DEFAULT_SUITE)
+    workloads, named = selected_workloads(args)
     if args.steps:
         stop = StopRule("steps", args.steps)
     elif args.epochs:
@@ -89,15 +108,10 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         modes=tuple(args.mode),
         stop=stop,
         warmup_steps=args.warmup,
-        batch_size=args.batch_size,
-        threads=args.threads,
         data=args.data,
         data_dir=args.data_dir,
-        size=args.size,
         workers=args.workers,
-        precisions=tuple(args.precision),
-        compile_backends=_backends(args.compile),
-        channels_last=args.channels_last,
+        **config_fields(args),
     )
 
 

@@ -57,8 +57,6 @@ class Workload(ABC):
         if size not in SIZES:
             raise UsageError(f"unknown workload size {size!r}; allowed: {', '.join(SIZES)}")
         self.size = size
-        #: Set by a parity check: randomness is then drawn on the CPU from this generator.
-        self.rng: torch.Generator | None = None
 
     # --- facts -----------------------------------------------------------------------------
     def batch_size(self, mode: str) -> int:
@@ -103,16 +101,27 @@ class Workload(ABC):
         evaluation). It is timed as part of the epoch; the metrics it returns are reported."""
         return {}
 
-    def randn_like(self, tensor: torch.Tensor) -> torch.Tensor:
-        """Noise for the model (e.g. a VAE's reparameterisation). Use this rather than
-        torch.randn_like so a parity check can draw identical noise on every device."""
-        if self.rng is None:
-            return torch.randn_like(tensor)
-        noise = torch.randn(tensor.shape, generator=self.rng, dtype=torch.float64)
-        return noise.to(device=tensor.device, dtype=tensor.dtype)
-
     def to_device(self, batch: Batch, device: str, non_blocking: bool = False) -> Batch:
         return tuple(t.to(device, non_blocking=non_blocking) for t in batch)
+
+
+class Noise(nn.Module):
+    """The source of a model's own random noise (e.g. a VAE's reparameterisation).
+
+    Models call ``self.noise.randn_like(t)`` instead of ``torch.randn_like(t)``: normally the
+    same thing, but a parity check sets ``generator`` so both sides draw identical noise on the
+    CPU whatever device they run on.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.generator: torch.Generator | None = None
+
+    def randn_like(self, tensor: torch.Tensor) -> torch.Tensor:
+        if self.generator is None:
+            return torch.randn_like(tensor)
+        noise = torch.randn(tensor.shape, generator=self.generator, dtype=torch.float64)
+        return noise.to(device=tensor.device, dtype=tensor.dtype)
 
 
 _REGISTRY: dict[str, type[Workload]] = {}

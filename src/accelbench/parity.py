@@ -1,0 +1,229 @@
+"""Numerical parity: train a candidate (device x precision x compile) and a CPU reference from
+identical initial weights on identical batches with identical randomness, and compare.
+
+Identical randomness: every ``nn.Dropout`` of both models is swapped for :class:`SeededDropout`,
+which draws its mask on the CPU from a generator reset to the same seed at every step on both
+sides, and models draw other noise (the VAE's
+reparameterisation) through a ``Noise`` module, which parity points at the same per-step CPU
+generator. So the two sides differ only in
+arithmetic.
+
+Verdicts, from the per-step relative loss difference |candidate - reference| / max(|reference|, 1e-8)
+and the relative difference of the trained models' outputs on a held batch:
+  pass       every step and the output within the precision's ``pass`` tolerance
+  drift      within the looser ``drift`` tolerance (expected accumulation of rounding)
+  diverged   beyond ``drift``; the first step that left it is named
+  non-finite the candidate produced NaN/Inf; the first step and the tensor are named
+  failed     the candidate raised; the error text is kept
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+import torch
+from torch import nn
+
+from accelbench.devices import Device
+from accelbench.measure.loop import BatchStream
+from accelbench.precision import Precision, get_precision, prepare_model
+from accelbench.steps import make_eval_step, make_train_step
+from accelbench.workloads.base import Batch, DataOptions, Noise, Workload
+
+REFERENCES = ("cpu-fp64", "cpu")
+VERDICTS = ("pass", "drift", "diverged", "non-finite", "failed")
+FP64 = Precision("fp64", param_dtype=torch.float64)
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    passed: float
+    drift: float
+
+
+#: Relative tolerances per candidate precision (see docs in the README: "Parity tolerances").
+TOLERANCES: dict[str, Tolerance] = {
+    "fp32": Tolerance(1e-3, 1e-2),
+    "tf32": Tolerance(1e-2, 5e-2),
+    "amp-bf16": Tolerance(5e-2, 2e-1),
+    "bf16": Tolerance(5e-2, 2e-1),
+    "amp-fp16": Tolerance(2e-2, 1e-1),
+    "fp16": Tolerance(2e-2, 1e-1),
+}
+
+
+class ParityRandom:
+    """A CPU generator both sides reset to the same seed before each step."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def reset(self, step: int) -> None:
+        self.generator.manual_seed(self.seed * 1_000_003 + step)
+
+
+class SeededDropout(nn.Module):
+    def __init__(self, p: float, random: ParityRandom) -> None:
+        super().__init__()
+        self.p = p
+        self.random = random
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0:
+            return x
+        keep = torch.rand(x.shape, generator=self.random.generator) >= self.p
+        return x * keep.to(device=x.device, dtype=x.dtype) / (1 - self.p)
+
+
+def seed_randomness(model: nn.Module, random: ParityRandom) -> nn.Module:
+    """Dropouts become SeededDropout; every Noise module draws from the shared generator."""
+    for name, child in model.named_children():
+        if isinstance(child, nn.Dropout):
+            setattr(model, name, SeededDropout(child.p, random))
+        elif isinstance(child, Noise):
+            child.generator = random.generator
+        else:
+            seed_randomness(child, random)
+    return model
+
+
+@dataclass
+class Side:
+    """One side of the comparison: its model, step and randomness."""
+
+    workload: Workload
+    model: nn.Module
+    device: Device
+    precision: Precision
+    random: ParityRandom
+
+
+def _relative(a: float, b: float) -> float:
+    return abs(a - b) / max(abs(b), 1e-8)
+
+
+def _first_nonfinite_tensor(model: nn.Module) -> str:
+    for name, param in model.named_parameters():
+        if not torch.isfinite(param).all():
+            return f"parameter {name}"
+        if param.grad is not None and not torch.isfinite(param.grad).all():
+            return f"gradient of {name}"
+    return "loss"
+
+
+def _output_difference(candidate: torch.Tensor, reference: torch.Tensor) -> float:
+    c, r = candidate.detach().double().cpu(), reference.detach().double().cpu()
+    return float((c - r).norm() / max(float(r.norm()), 1e-12))
+
+
+def _parameter_difference(candidate: nn.Module, reference: nn.Module) -> float:
+    worst = 0.0
+    ref_params = dict(reference.named_parameters())
+    for name, param in candidate.named_parameters():
+        name = name.removeprefix("_orig_mod.")
+        if name in ref_params:
+            worst = max(worst, _output_difference(param, ref_params[name]))
+    return worst
+
+
+def compare_curves(candidate: list[float], reference: list[float], output_diff: float | None,
+                   tolerance: Tolerance) -> dict[str, Any]:
+    """The verdict from two loss curves (and the trained outputs' difference)."""
+    for step, value in enumerate(candidate, start=1):
+        if not math.isfinite(value):
+            return {"verdict": "non-finite", "first_bad_step": step}
+    diffs = [_relative(c, r) for c, r in zip(candidate, reference, strict=True)]
+    worst = max(diffs, default=0.0)
+    first_beyond = next((i for i, d in enumerate(diffs, start=1) if d > tolerance.drift), None)
+    summary: dict[str, Any] = {"max_rel_loss_diff": worst}
+    if first_beyond is not None:
+        return {**summary, "verdict": "diverged", "first_bad_step": first_beyond}
+    if output_diff is not None and output_diff > tolerance.drift:
+        return {**summary, "verdict": "diverged", "first_bad_step": len(candidate)}
+    passed = worst <= tolerance.passed and (output_diff is None or output_diff <= tolerance.passed)
+    return {**summary, "verdict": "pass" if passed else "drift", "first_bad_step": None}
+
+
+@dataclass
+class Prepared:
+    side: Side
+    runnable: nn.Module
+    channels_last: bool
+
+
+def _prepare(workload_cls: type[Workload], size: str, initial: nn.Module, device: Device,
+             precision: Precision, compile_backend: str, channels_last: bool, seed: int) -> Prepared:
+    random = ParityRandom(seed)
+    workload = workload_cls(size)
+    model = seed_randomness(copy.deepcopy(initial), random)
+    model = prepare_model(model, precision, channels_last).to(device.torch_device)
+    runnable = torch.compile(model, backend=compile_backend) if compile_backend else model
+    return Prepared(Side(workload, model, device, precision, random), runnable, channels_last)
+
+
+def _train(prepared: Prepared, batches: list[Batch], skip: frozenset[int] = frozenset()
+           ) -> tuple[list[float], list[int]]:
+    side = prepared.side
+    step_fn = make_train_step(side.workload, prepared.runnable, side.workload.make_optimizer(side.model),
+                              side.device, side.precision, prepared.channels_last)
+    losses = []
+    for step, batch in enumerate(batches, start=1):
+        side.random.reset(step)
+        loss = float(step_fn(batch, update=step not in skip))
+        losses.append(loss)
+        if not math.isfinite(loss):
+            break
+    return losses, step_fn.skipped
+
+
+def _held_out_output(prepared: Prepared, batch: Batch) -> Any:
+    prepared.side.random.reset(0)
+    side = prepared.side
+    return make_eval_step(side.workload, prepared.runnable, side.device, side.precision,
+                          prepared.channels_last)(batch)
+
+
+def run_parity(workload_cls: type[Workload], size: str, candidate_device: Device, precision: str,
+               compile_backend: str, channels_last: bool, reference: str, reference_device: Device,
+               steps: int, batch_size: int, seed: int = 0) -> dict[str, Any]:
+    """Train both sides ``steps`` steps; return the parity record (curves, verdict, figures).
+
+    The candidate trains first. Steps whose update its gradient scaler skipped (fp16 autocast)
+    are replayed as skipped on the reference, so both sides apply the same updates.
+    """
+    candidate_precision = get_precision(precision)
+    reference_precision = FP64 if reference == "cpu-fp64" else get_precision("fp32")
+    torch.manual_seed(seed)
+    initial = workload_cls(size).build_model()
+    data = workload_cls(size).make_batches("train", batch_size, DataOptions(seed=seed))
+    batches = list(islice(iter(BatchStream(data).next, None), steps + 1))
+    held_out = batches.pop()
+    candidate = _prepare(workload_cls, size, initial, candidate_device, candidate_precision,
+                         compile_backend, channels_last, seed)
+    candidate_curve, skipped = _train(candidate, batches)
+    ref = _prepare(workload_cls, size, initial, reference_device, reference_precision, "", False, seed)
+    reference_curve, _ = _train(ref, batches[: len(candidate_curve)], frozenset(skipped))
+    tolerance = TOLERANCES[precision]
+    record: dict[str, Any] = {
+        "steps": list(range(1, len(candidate_curve) + 1)),
+        "reference": reference_curve,
+        "candidate": candidate_curve,
+        "reference_kind": reference,
+        "skipped_steps": skipped,
+        "tolerance": {"pass": tolerance.passed, "drift": tolerance.drift},
+    }
+    if not all(math.isfinite(v) for v in candidate_curve):
+        return {**record, "verdict": "non-finite", "first_bad_step": len(candidate_curve),
+                "bad_tensor": _first_nonfinite_tensor(candidate.side.model)}
+    outputs = [_held_out_output(p, held_out) for p in (candidate, ref)]
+    output_diff = (_output_difference(outputs[0], outputs[1])
+                   if isinstance(outputs[0], torch.Tensor) else None)
+    record.update(compare_curves(candidate_curve, reference_curve, output_diff, tolerance))
+    record["output_rel_diff"] = output_diff
+    record["param_rel_diff"] = _parameter_difference(candidate.side.model, ref.side.model)
+    return record

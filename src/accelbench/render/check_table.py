@@ -1,0 +1,37 @@
+"""The parity verdicts of ``accelbench check``."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from accelbench.render.table import config_label
+from accelbench.results import RunRecord
+
+_COLOURS = {"pass": "green", "drift": "yellow", "diverged": "red", "non-finite": "red",
+            "failed": "red"}
+
+
+def _number(value: object) -> str:
+    return f"{value:.2e}" if isinstance(value, int | float) else ""
+
+
+def check_table(record: RunRecord) -> Table:
+    reference = record.options.get("reference", "?")
+    table = Table(title=f"accelbench check {record.run_id}: candidate vs {reference}, "
+                  f"{record.options.get('check_steps', '?')} training steps", title_justify="left")
+    for column in ("workload", "device", "config", "batch", "verdict", "first bad step",
+                   "max rel. loss diff", "output rel. diff", "tolerance pass/drift", "detail"):
+        table.add_column(column)
+    for case in record.cases:
+        parity = case.extra.get("parity", {})
+        verdict = parity.get("verdict", "failed")
+        tolerance = parity.get("tolerance", {})
+        table.add_row(
+            case.workload, case.device, config_label(case), str(case.batch_size),
+            f"[{_COLOURS.get(verdict, 'red')}]{verdict}[/]",
+            str(parity.get("first_bad_step") or ""),
+            _number(parity.get("max_rel_loss_diff")), _number(parity.get("output_rel_diff")),
+            f"{tolerance.get('pass', '')}/{tolerance.get('drift', '')}" if tolerance else "",
+            (case.error or "").splitlines()[0][:80] if case.error else "",
+        )
+    return table

@@ -1,0 +1,179 @@
+"""Parity checks find planted faults and name the step; identical randomness makes honest runs pass."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from accelbench import Workload, register
+from accelbench.check import CheckOptions, run_check
+from accelbench.data.synthetic import synthetic_epoch
+from accelbench.devices import DeviceSet
+from accelbench.options import RunOptions, StopRule
+from accelbench.parity import Tolerance, compare_curves
+from accelbench.workloads.base import Noise
+
+
+def _batch(generator: torch.Generator, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.randn(n, 16, generator=generator), torch.randint(0, 4, (n,), generator=generator)
+
+
+class Planted(Workload):
+    description = "planted fault"
+    default_batch_size = tiny_batch_size = {"train": 8, "eval": 8}
+    dataset_size = tiny_dataset_size = {"train": 64, "eval": 16}
+
+    def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
+        return torch.optim.SGD(model.parameters(), lr=0.05)
+
+    def make_batches(self, mode, batch_size, options):
+        return synthetic_epoch(_batch, self.samples_per_epoch(mode), batch_size, options.seed)
+
+    def training_loss(self, model, batch):
+        x, y = batch
+        return F.cross_entropy(model(x), y)
+
+    def eval_step(self, model, batch):
+        return model(batch[0])
+
+
+class OverflowsInHalf(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x) * 400.0 * (x.abs().sum(1, keepdim=True) * 200.0)  # > 65504 in fp16
+
+
+class WrongInBf16FromStep5(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 4)
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        out = self.fc(x)
+        if x.dtype == torch.bfloat16 and self.calls >= 5:
+            out = out * 3  # the planted wrong op
+        return out
+
+
+class NoisyWithDropout(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 32)
+        self.drop = nn.Dropout(0.5)
+        self.noise = Noise()
+        self.out = nn.Linear(32, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.drop(torch.relu(self.fc(x)))
+        return self.out(h + self.noise.randn_like(h))
+
+
+@register
+class Overflow(Planted):
+    name = "planted-overflow"
+
+    def build_model(self) -> nn.Module:
+        return OverflowsInHalf()
+
+
+@register
+class WrongBf16(Planted):
+    name = "planted-wrong-bf16"
+
+    def build_model(self) -> nn.Module:
+        return WrongInBf16FromStep5()
+
+
+@register
+class Noisy(Planted):
+    name = "planted-noisy"
+
+    def build_model(self) -> nn.Module:
+        return NoisyWithDropout()
+
+
+def check(workload: str, precision: str, steps: int = 10, compile_backend: str = "",
+          reference: str = "cpu-fp64"):
+    run = RunOptions(workloads=(workload,), device="cpu", modes=("train",),
+                     stop=StopRule("steps", steps), size="tiny", precisions=(precision,),
+                     compile_backends=(compile_backend,))
+    record = run_check(CheckOptions(run=run, reference=reference, steps=steps),
+                       DeviceSet.current(), ["test"])
+    assert len(record.cases) == 1 and record.kind == "check"
+    return record.cases[0]
+
+
+def test_fp16_overflow_is_non_finite_at_step_1_with_the_tensor() -> None:
+    case = check("planted-overflow", "fp16")
+    parity = case.extra["parity"]
+    assert parity["verdict"] == "non-finite" and parity["first_bad_step"] == 1
+    assert case.status == "nan" and "step 1" in case.error and parity["bad_tensor"]
+
+
+def test_same_model_in_fp32_passes() -> None:
+    parity = check("planted-overflow", "fp32", steps=5).extra["parity"]
+    assert parity["verdict"] == "pass"
+
+
+def test_op_wrong_in_bf16_diverges_at_step_5() -> None:
+    case = check("planted-wrong-bf16", "bf16")
+    parity = case.extra["parity"]
+    assert parity["verdict"] == "diverged" and parity["first_bad_step"] == 5, parity
+    assert case.status == "failed" and "step 5" in case.error
+    # Loss curves of both sides are kept for the report.
+    assert len(parity["candidate"]) == len(parity["reference"]) == len(parity["steps"]) == 10
+
+
+def test_dropout_and_model_noise_are_identical_on_both_sides() -> None:
+    parity = check("planted-noisy", "fp32").extra["parity"]
+    assert parity["verdict"] == "pass", parity
+    assert parity["max_rel_loss_diff"] < 1e-5
+
+
+def test_compiled_candidate_against_eager_reference() -> None:
+    parity = check("planted-noisy", "fp32", steps=4, compile_backend="eager",
+                   reference="cpu").extra["parity"]
+    assert parity["verdict"] == "pass", parity
+
+
+def test_verdict_rules() -> None:
+    tol = Tolerance(1e-3, 1e-2)
+    assert compare_curves([1.0, 0.9], [1.0, 0.9], 0.0, tol)["verdict"] == "pass"
+    assert compare_curves([1.0, 0.905], [1.0, 0.9], 0.0, tol)["verdict"] == "drift"
+    diverged = compare_curves([1.0, 0.9, 2.0], [1.0, 0.9, 0.8], 0.0, tol)
+    assert diverged["verdict"] == "diverged" and diverged["first_bad_step"] == 3
+    nan = compare_curves([1.0, float("nan")], [1.0, 0.9], None, tol)
+    assert nan == {"verdict": "non-finite", "first_bad_step": 2}
+    assert compare_curves([1.0], [1.0], 0.5, tol)["verdict"] == "diverged"
+
+
+def test_check_cli_end_to_end(cli, tmp_path: Path) -> None:
+    out = tmp_path / "check.json"
+    proc = cli("check", "mnist", "--device", "cpu", "--size", "tiny", "--steps", "3",
+               "--precision", "fp32,bf16", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert data["kind"] == "check" and data["options"]["reference"] == "cpu-fp64"
+    verdicts = {c["precision"]: c["extra"]["parity"]["verdict"] for c in data["cases"]}
+    assert set(verdicts) == {"fp32", "bf16"} and verdicts["fp32"] == "pass"
+    assert "pass" in proc.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["check", "mnist", "--reference", "gpu"], "--reference"),
+    (["check", "mnist", "--precision", "fp8"], "unknown precision 'fp8'"),
+    (["check", "mnist", "--steps", "0"], "--steps"),
+])
+def test_check_bad_usage(cli, args: list[str], needle: str) -> None:
+    proc = cli(*args)
+    assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr
