@@ -3,9 +3,8 @@ identical initial weights on identical batches with identical randomness, and co
 
 Identical randomness: every ``nn.Dropout`` of both models is swapped for :class:`SeededDropout`,
 which draws its mask on the CPU from a generator reset to the same seed at every step on both
-sides, and models draw other noise (the VAE's
-reparameterisation) through a ``Noise`` module, which parity points at the same per-step CPU
-generator. So the two sides differ only in
+sides, and models draw other noise (the VAE's reparameterisation) through a ``Noise`` module,
+which parity points at the same per-step CPU generator. So the two sides differ only in
 arithmetic.
 
 Verdicts, from the per-step relative loss difference |candidate - reference| / max(|reference|, 1e-8)
