@@ -12,7 +12,7 @@ from accelbench.options import RunOptions
 from accelbench.parity import REFERENCES, run_parity
 from accelbench.precision import get_precision, unsupported_reason
 from accelbench.results import CaseResult, RunRecord
-from accelbench.runner import Case, new_record, plan, status_of
+from accelbench.runner import Case, new_record, plan, skeleton_result, status_of
 from accelbench.workloads.base import get_workload_class
 
 DEFAULT_CHECK_STEPS = 50
@@ -46,12 +46,9 @@ def _verdict_status(parity: dict) -> tuple[str, str]:
 
 def check_case(case: Case, options: CheckOptions, devices: DeviceSet) -> CaseResult:
     run = options.run
-    result = CaseResult(workload=case.workload, mode="train", device=case.device.name,
-                        batch_size=case.batch_size, precision=case.precision,
-                        compile_backend=case.compile_backend, channels_last=case.channels_last,
-                        size=run.size, stop_rule=f"{options.steps} steps (parity)")
+    result = skeleton_result(case, run)
+    result.stop_rule = f"{options.steps} steps (parity)"
     workload_cls = get_workload_class(case.workload)
-    result.workload_version = workload_cls.version
     unavailable = workload_cls(run.size).unavailable_reason() or unsupported_reason(
         case.device, get_precision(case.precision))
     if unavailable:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from accelbench.errors import UsageError
 from accelbench.workloads.base import MODES
@@ -55,6 +56,14 @@ class RunOptions:
     #: Compile back ends to try; "" means eager (no torch.compile).
     compile_backends: tuple[str, ...] = ("",)
     channels_last: bool = False
+    #: User workload files, loaded again by each worker process.
+    workload_files: tuple[str, ...] = ()
+    #: "process" runs each case in its own worker process; "none" runs it inline.
+    isolation: str = "process"
+    #: Seconds a case may take (set-up, warm-up and measurement) before it is stopped.
+    case_timeout: float = 1800.0
+    auto_batch: bool = False
+    cooldown: float = 0.0
 
     def __post_init__(self) -> None:
         bad = [m for m in self.modes if m not in MODES]
@@ -75,6 +84,12 @@ class RunOptions:
             get_precision(name)
         if not self.precisions or not self.compile_backends:
             raise UsageError("--precision and --compile need at least one value")
+        if self.isolation not in ("process", "none"):
+            raise UsageError(f"--isolation {self.isolation!r} is unknown; allowed: process, none")
+        if not self.case_timeout > 0:
+            raise UsageError(f"--case-timeout must be positive, got {self.case_timeout}")
+        if self.cooldown < 0:
+            raise UsageError(f"--cooldown must be 0 or more, got {self.cooldown}")
         if self.data not in ("synthetic", "real"):
             raise UsageError(f"--data {self.data!r} is unknown; allowed: synthetic, real")
         if self.data == "real":
@@ -83,7 +98,18 @@ class RunOptions:
             if not self.data_dir.is_dir():
                 raise UsageError(f"--data-dir {self.data_dir} is not a folder")
 
-    def to_dict(self) -> dict[str, object]:
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunOptions:
+        """The inverse of to_dict (used to hand options to a worker process)."""
+        fields = dict(data)
+        fields["stop"] = StopRule(fields["stop"]["kind"], fields["stop"]["value"])
+        fields["data_dir"] = Path(fields["data_dir"]) if fields.get("data_dir") else None
+        for name in ("workloads", "modes", "precisions", "compile_backends", "workload_files"):
+            if name in fields:
+                fields[name] = tuple(fields[name])
+        return cls(**fields)
+
+    def to_dict(self) -> dict[str, Any]:
         return {
             "workloads": list(self.workloads), "device": self.device, "modes": list(self.modes),
             "stop": {"kind": self.stop.kind, "value": self.stop.value},
@@ -92,4 +118,7 @@ class RunOptions:
             "data_dir": str(self.data_dir) if self.data_dir else None, "size": self.size,
             "workers": self.workers, "seed": self.seed, "precisions": list(self.precisions),
             "compile_backends": list(self.compile_backends), "channels_last": self.channels_last,
+            "workload_files": list(self.workload_files), "isolation": self.isolation,
+            "case_timeout": self.case_timeout, "auto_batch": self.auto_batch,
+            "cooldown": self.cooldown,
         }

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -82,10 +83,10 @@ def _make_step(workload: Workload, model: torch.nn.Module, case: Case) -> Callab
 _UNSUPPORTED_WORDS = ("unsupported", "not supported", "not implemented", "no kernel")
 
 
-def _status_of(error: BaseException) -> str:
+def status_of(error: BaseException) -> str:
     if isinstance(error, NonFiniteError):
         return "nan"
-    if isinstance(error, torch.OutOfMemoryError) or "out of memory" in str(error).lower():
+    if isinstance(error, torch.OutOfMemoryError | MemoryError) or "out of memory" in str(error).lower():
         return "oom"
     if isinstance(error, NotImplementedError) or any(
             word in str(error).lower() for word in _UNSUPPORTED_WORDS):
@@ -93,16 +94,22 @@ def _status_of(error: BaseException) -> str:
     return "failed"
 
 
-def run_case(case: Case, options: RunOptions, progress: Progress | None = None) -> CaseResult:
-    """Set up, warm up and measure one case. Exceptions become the result's status."""
-    workload = get_workload_class(case.workload)(options.size)
-    result = CaseResult(
-        workload=case.workload, workload_version=workload.version, mode=case.mode,
+def skeleton_result(case: Case, options: RunOptions) -> CaseResult:
+    """A result that names the case and its settings, before anything is measured."""
+    workload_cls = get_workload_class(case.workload)
+    return CaseResult(
+        workload=case.workload, workload_version=workload_cls.version, mode=case.mode,
         device=case.device.name, batch_size=case.batch_size, precision=case.precision,
         compile_backend=case.compile_backend, channels_last=case.channels_last,
         data=options.data, size=options.size, stop_rule=options.stop.describe(),
         threads=torch.get_num_threads(), memory_source=case.device.memory_source,
     )
+
+
+def run_case(case: Case, options: RunOptions, progress: Progress | None = None) -> CaseResult:
+    """Set up, warm up and measure one case in this process. Exceptions become its status."""
+    workload = get_workload_class(case.workload)(options.size)
+    result = skeleton_result(case, options)
     try:
         result.device_name = str(case.device.info().get("name", case.device.name))
     except Exception as error:  # describing the device is not worth failing the case over
@@ -120,7 +127,7 @@ def run_case(case: Case, options: RunOptions, progress: Progress | None = None) 
         with matmul_precision(precision):
             _measure(case, workload, options, result, progress)
     except Exception as error:
-        result.status = _status_of(error)
+        result.status = status_of(error)
         result.error = f"{type(error).__name__}: {error}".strip()
         if isinstance(error, NonFiniteError):
             result.extra["nonfinite_step"] = error.step
@@ -164,17 +171,68 @@ def new_record(options: RunOptions, devices: DeviceSet, command: list[str]) -> R
     )
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived: like KeyboardInterrupt, it stops the suite after saving what finished."""
+
+
+class Interrupted(Exception):
+    """The suite was stopped by a signal; ``record`` holds the finished cases and the interrupted one."""
+
+    def __init__(self, record: RunRecord, signal_name: str, exit_code: int) -> None:
+        super().__init__(f"interrupted by {signal_name}")
+        self.record, self.signal_name, self.exit_code = record, signal_name, exit_code
+
+
+def _run_one(case: Case, options: RunOptions, progress: Progress | None) -> CaseResult:
+    if options.isolation == "process":
+        from accelbench.isolation import run_case_isolated
+
+        return run_case_isolated(case, options, progress, skeleton_result(case, options))
+    return run_case(case, options, progress)
+
+
+def run_with_auto_batch(case: Case, options: RunOptions, progress: Progress | None) -> CaseResult:
+    """Run the case; with --auto-batch, halve the batch after out-of-memory until it fits
+    (as timm's benchmark does). The result records the batch used and those that failed."""
+    failed_batches: list[int] = []
+    while True:
+        result = _run_one(case, options, progress)
+        if result.status != "oom" or not options.auto_batch or case.batch_size == 1:
+            break
+        failed_batches.append(case.batch_size)
+        case = replace(case, batch_size=max(1, case.batch_size // 2))
+    if failed_batches:
+        result.extra["oom_batch_sizes"] = failed_batches
+    return result
+
+
 def run_plan(options: RunOptions, devices: DeviceSet, cases: list[Case], command: list[str],
-             progress: CaseProgress | None = None) -> RunRecord:
-    """Run every case in order; the record is complete even when cases fail."""
+             progress: CaseProgress | None = None,
+             on_case: Callable[[RunRecord], None] | None = None) -> RunRecord:
+    """Run every case in order; the record is complete even when cases fail.
+
+    ``on_case`` is called with the record after each case (to save it as it grows). SIGINT
+    (KeyboardInterrupt) and SIGTERM (Terminated) raise Interrupted carrying the record.
+    """
     if options.threads:
         torch.set_num_threads(options.threads)
     record = new_record(options, devices, command)
-    for case in cases:
+    for index, case in enumerate(cases):
         case_progress = None
         if progress is not None:
             def case_progress(phase: str, done: float, total: float | None,
                               _case: Case = case) -> None:
                 progress(_case, phase, done, total)
-        record.cases.append(run_case(case, options, case_progress))
+        try:
+            if index and options.cooldown:
+                time.sleep(options.cooldown)
+            record.cases.append(run_with_auto_batch(case, options, case_progress))
+        except (KeyboardInterrupt, Terminated) as stop:
+            name, code = ("SIGINT", 130) if isinstance(stop, KeyboardInterrupt) else ("SIGTERM", 143)
+            interrupted = skeleton_result(case, options)
+            interrupted.status, interrupted.error = "interrupted", f"interrupted by {name}"
+            record.cases.append(interrupted)
+            raise Interrupted(record, name, code) from None
+        if on_case is not None:
+            on_case(record)
     return record

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import signal
 import sys
+from collections.abc import Iterator
 from typing import NoReturn
 
 from accelbench.errors import UsageError
@@ -53,6 +56,30 @@ def positive_float(text: str) -> float:
     if value > 1e7:
         raise argparse.ArgumentTypeError(f"{text!r} is too large (at most 10000000)")
     return value
+
+
+def non_negative_float(text: str) -> float:
+    value = float(_number(text.strip(), float, "a number"))
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
+    if value > 1e7:
+        raise argparse.ArgumentTypeError(f"{text!r} is too large (at most 10000000)")
+    return value
+
+
+@contextlib.contextmanager
+def terminate_as_exception() -> Iterator[None]:
+    """Turn SIGTERM into the Terminated exception, so a run saves what finished and exits 143."""
+    from accelbench.runner import Terminated
+
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def comma_list(text: str) -> tuple[str, ...]:

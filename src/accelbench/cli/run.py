@@ -10,13 +10,22 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from accelbench.cli.common import comma_list, non_negative_int, positive_float, positive_int
+from accelbench.cli.common import (
+    comma_list,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    terminate_as_exception,
+)
 from accelbench.devices import DEVICE_HELP, DeviceSet
 from accelbench.errors import UsageError
 from accelbench.options import DEFAULT_TIME_BUDGET_S, DEFAULT_WARMUP_STEPS, RunOptions, StopRule
 from accelbench.render.table import run_table
-from accelbench.runner import Case, plan, run_plan
+from accelbench.results import RunRecord
+from accelbench.runner import Case, Interrupted, plan, run_plan
 from accelbench.store.jsonfile import check_writable, save_record, save_to_results_dir
+from accelbench.store.keep import store_everywhere
 from accelbench.suites import DEFAULT_SUITE, suite_workloads
 from accelbench.userfile import load_workload_file
 from accelbench.workloads import get_workload_class, match_workloads
@@ -51,6 +60,14 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--workers", type=non_negative_int, default=0,
                         help="data-loader worker processes for real data (default 0)")
     add_config_arguments(parser)
+    parser.add_argument("--isolation", choices=("process", "none"), default="process",
+                        help="run each case in its own worker process (default) or inline")
+    parser.add_argument("--case-timeout", type=positive_float, default=1800.0, metavar="SECONDS",
+                        help="stop a case that takes longer than this (default 1800)")
+    parser.add_argument("--auto-batch", action="store_true",
+                        help="on out-of-memory, halve the batch until it fits")
+    parser.add_argument("--cooldown", type=non_negative_float, default=0.0, metavar="SECONDS",
+                        help="wait this long between cases (thermal recovery)")
     parser.add_argument("--output", "-o", type=Path, help="also write the result JSON here")
     parser.add_argument("--quiet", action="store_true", help="no live progress display")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -111,6 +128,11 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         data=args.data,
         data_dir=args.data_dir,
         workers=args.workers,
+        workload_files=tuple(str(Path(p).resolve()) for p in args.workload_file),
+        isolation=args.isolation,
+        case_timeout=args.case_timeout,
+        auto_batch=args.auto_batch,
+        cooldown=args.cooldown,
         **config_fields(args),
     )
 
@@ -140,22 +162,33 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     if not cases:
         raise UsageError("nothing to run: no workload supports the requested modes")
     console = Console(stderr=True)
-    record = _run_with_progress(options, devices, cases, argv, console, quiet=args.quiet)
-    saved = save_to_results_dir(record)
+    with terminate_as_exception():
+        try:
+            record = _run_with_progress(options, devices, cases, argv, console, quiet=args.quiet)
+        except Interrupted as stop:
+            _finish(stop.record, args.output)
+            console.print(f"[yellow]Interrupted by {stop.signal_name}: the finished cases are saved."
+                          "[/yellow]")
+            return stop.exit_code
+    _finish(record, args.output)
+    return 0 if all(case.ok for case in record.cases) else 1
+
+
+def _finish(record: RunRecord, output: Path | None) -> None:
+    saved = store_everywhere(record)
     out = Console(width=None if sys.stdout.isatty() else 160)
     out.print(run_table(record))
-    if args.output:
-        save_record(record, args.output)
-        out.print(f"Result written to {args.output}")
+    if output:
+        save_record(record, output)
+        out.print(f"Result written to {output}")
     out.print(f"Saved to {saved}")
-    return 0 if all(case.ok for case in record.cases) else 1
 
 
 def _run_with_progress(options: RunOptions, devices: DeviceSet, cases: list[Case],
                        argv: list[str], console: Console, quiet: bool) -> Any:
     command = ["accelbench", *argv]
     if quiet or not console.is_terminal and not sys.stderr.isatty():
-        return run_plan(options, devices, cases, command)
+        return run_plan(options, devices, cases, command, on_case=save_to_results_dir)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[phase]}"),
                   TimeElapsedColumn(), console=console, transient=True) as progress:
         tasks = {case: progress.add_task(case.label, total=1.0, phase="queued") for case in cases}
@@ -165,4 +198,5 @@ def _run_with_progress(options: RunOptions, devices: DeviceSet, cases: list[Case
             progress.update(tasks[case], completed=fraction if phase == "measure" else 0.0,
                             phase=phase)
 
-        return run_plan(options, devices, cases, command, progress=update)
+        return run_plan(options, devices, cases, command, progress=update,
+                        on_case=save_to_results_dir)

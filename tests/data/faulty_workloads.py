@@ -1,0 +1,78 @@
+"""Workloads that fail on purpose, loaded with --workload-file by the fault tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import accelbench
+from accelbench.data.synthetic import synthetic_epoch
+
+
+def _batch(generator: torch.Generator, n: int):
+    return torch.randn(n, 8, generator=generator), torch.randint(0, 2, (n,), generator=generator)
+
+
+class _Base(accelbench.Workload):
+    description = "fails on purpose"
+    default_batch_size = tiny_batch_size = {"train": 16, "eval": 16}
+    dataset_size = tiny_dataset_size = {"train": 64, "eval": 64}
+
+    def build_model(self) -> nn.Module:
+        return nn.Linear(8, 2)
+
+    def make_optimizer(self, model):
+        return torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def make_batches(self, mode, batch_size, options):
+        return synthetic_epoch(_batch, self.samples_per_epoch(mode), batch_size, options.seed)
+
+    def training_loss(self, model, batch):
+        x, y = batch
+        self.fault(len(x))
+        return F.cross_entropy(model(x), y)
+
+    def eval_step(self, model, batch):
+        self.fault(len(batch[0]))
+        return model(batch[0])
+
+    def fault(self, batch_size: int) -> None:
+        pass
+
+
+@accelbench.register
+class Segfault(_Base):
+    name = "fault-segv"
+
+    def fault(self, batch_size: int) -> None:
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+
+@accelbench.register
+class Hang(_Base):
+    name = "fault-hang"
+
+    def fault(self, batch_size: int) -> None:
+        time.sleep(3600)
+
+
+@accelbench.register
+class OutOfMemory(_Base):
+    name = "fault-oom"
+
+    def fault(self, batch_size: int) -> None:
+        if batch_size > 4:
+            raise torch.OutOfMemoryError(f"CUDA out of memory (simulated at batch {batch_size})")
+
+
+@accelbench.register
+class Slow(_Base):
+    name = "fault-slow"
+
+    def fault(self, batch_size: int) -> None:
+        time.sleep(0.2)

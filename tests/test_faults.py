@@ -1,0 +1,97 @@
+"""Faults inside a case become its status and the suite goes on; signals save what finished."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+FAULTY = Path(__file__).resolve().parent / "data" / "faulty_workloads.py"
+TINY = ["--workload-file", str(FAULTY), "--device", "cpu", "--size", "tiny", "--warmup", "1",
+        "--mode", "train"]
+
+
+def cases_by_workload(path: Path) -> dict[str, dict]:
+    return {case["workload"]: case for case in json.loads(path.read_text())["cases"]}
+
+
+def test_segfault_in_a_case_is_recorded_and_the_suite_goes_on(cli, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    proc = cli("run", "fault-segv", "mnist", *TINY, "--steps", "2", "-o", str(out))
+    assert proc.returncode == 1, proc.stderr
+    cases = cases_by_workload(out)
+    assert cases["fault-segv"]["status"] == "crashed"
+    assert "SIGSEGV" in cases["fault-segv"]["error"]
+    assert cases["mnist"]["status"] == "ok"
+
+
+def test_hang_past_the_case_timeout(cli, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    start = time.monotonic()
+    proc = cli("run", "fault-hang", "mnist", *TINY, "--steps", "2", "--case-timeout", "60",
+               "-o", str(out))
+    assert time.monotonic() - start < 200
+    assert proc.returncode == 1
+    cases = cases_by_workload(out)
+    assert cases["fault-hang"]["status"] == "timeout"
+    assert "--case-timeout 60" in cases["fault-hang"]["error"]
+    assert cases["mnist"]["status"] == "ok"
+
+
+def test_out_of_memory_is_a_status_and_auto_batch_halves(cli, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    proc = cli("run", "fault-oom", *TINY, "--steps", "2", "-o", str(out))
+    assert proc.returncode == 1
+    case = cases_by_workload(out)["fault-oom"]
+    assert case["status"] == "oom" and "simulated at batch 16" in case["error"]
+    assert case["batch_size"] == 16
+
+    proc = cli("run", "fault-oom", *TINY, "--steps", "2", "--auto-batch", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    case = cases_by_workload(out)["fault-oom"]
+    assert case["status"] == "ok" and case["batch_size"] == 4
+    assert case["extra"]["oom_batch_sizes"] == [16, 8]
+
+
+def test_inline_isolation_still_records_failures(cli, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    proc = cli("run", "fault-oom", *TINY, "--steps", "2", "--isolation", "none", "-o", str(out))
+    assert proc.returncode == 1
+    assert cases_by_workload(out)["fault-oom"]["status"] == "oom"
+
+
+@pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_during_a_suite_saves_finished_cases(tmp_path: Path, accelbench_home: Path,
+                                                   signum: int, code: int) -> None:
+    out = tmp_path / "r.json"
+    env = {**os.environ, "ACCELBENCH_HOME": str(accelbench_home)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "accelbench", "run", "mnist", "fault-slow", *TINY, "--steps", "500",
+         "-o", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    results = accelbench_home / "results"
+    deadline = time.monotonic() + 120
+    # Wait until the first case (mnist) is saved, i.e. the slow case is running.
+    while time.monotonic() < deadline:
+        files = list(results.glob("*.json")) if results.exists() else []
+        if files and len(json.loads(files[0].read_text())["cases"]) == 1:
+            break
+        time.sleep(0.2)
+    else:
+        process.kill()
+        pytest.fail("the first case never finished")
+    time.sleep(2)
+    process.send_signal(signum)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == code, stderr
+    assert "Traceback" not in stderr
+    for path in (out, files[0]):
+        cases = cases_by_workload(path)
+        assert cases["mnist"]["status"] == "ok"
+        assert cases["fault-slow"]["status"] == "interrupted"
+        assert signal.Signals(signum).name in cases["fault-slow"]["error"]
