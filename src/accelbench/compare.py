@@ -9,9 +9,9 @@ medians says. The test is rank-based, so it holds for any step-time distribution
 cannot create or hide a difference. The ratio shown is always the ratio of median throughputs.
 
 What is compared. Two cases are compared only when they did the same work: same workload version,
-batch size, precision, data kind and workload size. Otherwise they are marked "not comparable" with
-the reason, rather than giving a ratio that means nothing. A case that did not finish ("oom",
-"failed", ...) is shown with its status, never as a number.
+batch size, precision, data kind, workload size, compile backend and memory layout. Otherwise they
+are marked "not comparable" with the reason, rather than giving a ratio that means nothing. A case
+that did not finish ("oom", "failed", ...) is shown with its status, never as a number.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ MIN_SAMPLES = 4
 FASTER, SLOWER, SAME, NOT_COMPARABLE, NOT_RUN, TOO_FEW = (
     "faster", "slower", "same within noise", "not comparable", "did not run", "too few samples")
 #: The fields that must be equal for two cases to measure the same work.
-COMPARABLE_FIELDS = ("workload_version", "batch_size", "precision", "data", "size")
+COMPARABLE_FIELDS = ("workload_version", "batch_size", "precision", "data", "size", "compile_backend",
+                     "channels_last")
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def incomparable_reasons(a: CaseResult, b: CaseResult) -> list[str]:
     if a.workload != b.workload or a.mode != b.mode:
         reasons.append(f"workload {a.workload}/{a.mode} vs {b.workload}/{b.mode}")
     for name in COMPARABLE_FIELDS:
-        mine, theirs = getattr(a, name), getattr(b, name)
+        mine, theirs = getattr(a, name, None), getattr(b, name, None)
         if mine != theirs:
             reasons.append(f"{name.replace('_', ' ')} {mine} vs {theirs}")
     return reasons
@@ -158,7 +159,11 @@ def _speedup(cpu: CaseResult, accel: CaseResult) -> float | None:
 
 def compare_runs(runs: list[LabelledRun], with_reference: bool = False,
                  alpha: float = ALPHA) -> list[WorkloadComparison]:
-    """One WorkloadComparison per (workload, mode) present in any run, in order of appearance."""
+    """One WorkloadComparison per (workload, mode) present in any run, in order of appearance.
+
+    Only timing runs (kind "run") are compared: a parity check or a feature probe also holds cases,
+    but their step times (if any) time something else and would only add misleading rows."""
+    runs = [run for run in runs if run.record.kind == "run"]
     groups: dict[tuple[str, str], WorkloadComparison] = {}
     for run in runs:
         for case in run.record.cases:

@@ -57,6 +57,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     comparisons = compare_runs(runs, with_reference=args.reference)
     timelines = _timelines(db_path, [(g.workload, g.mode) for g in comparisons])
     generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    write_atomic(args.output, render_report(runs, comparisons, timelines, args.title, generated))
+    write_atomic(args.output, render_report(runs, comparisons, timelines, args.title, generated,
+                                                  published=args.reference))
     print(f"Report on {len(runs)} run(s) written to {args.output}", file=sys.stderr)
     return 0

@@ -59,6 +59,13 @@ def machine_cells(row: MachineRow) -> list[str]:
             else "n/a", epoch_cell(row.cpu), accel_name, epoch_cell(accel), speedup_cell(row)]
 
 
+def published_time(seconds: float | None) -> str:
+    """A published time with the digits it was published with (6.75 min stays 6.75, not 6.8)."""
+    if seconds is None:
+        return "n/a"
+    return f"{seconds / 60:.4g} min" if seconds >= 120 else f"{seconds:.4g} s"
+
+
 def reference_cells(ref: EpochReference) -> list[str]:
     speedup = ref.speedup
     if speedup is None and ref.cpu_epoch_s and ref.accel_epoch_s:
@@ -66,9 +73,9 @@ def reference_cells(ref: EpochReference) -> list[str]:
     derived = " (derived)" if ref.derived else ""
     return [PUBLISHED_LABEL, ref.machine,
             f"{ref.memory_gb:g} GB" if ref.memory_gb else "n/a",
-            format_seconds(ref.cpu_epoch_s) if ref.cpu_epoch_s else "n/a",
-            ref.accelerator or "", (format_seconds(ref.accel_epoch_s) + derived) if ref.accel_epoch_s
-            else "n/a", f"{speedup:.2f}x" if speedup else ""]
+            published_time(ref.cpu_epoch_s),
+            ref.accelerator or "", published_time(ref.accel_epoch_s) + (derived if ref.accel_epoch_s else ""),
+            f"{speedup:.2f}x" if speedup else ""]
 
 
 def pair_cells(pair: Pair) -> list[str]:

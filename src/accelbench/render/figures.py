@@ -39,8 +39,8 @@ def throughput_figure(runs: Sequence[LabelledRun]) -> bytes | None:
         for case in run.record.cases:
             rate = case.throughput() if case.ok else None
             if rate:
-                bars.append((f"{case.workload} {case.mode} | {run.label} {case.device}", rate,
-                             case.throughput_ci()))
+                name = f"{case.workload} {case.mode} | {run.label} {case.device} b{case.batch_size}"
+                bars.append((name, rate, case.throughput_ci()))
     if not bars:
         return None
     fig = Figure(figsize=(9, 0.45 * len(bars) + 1.2))
@@ -99,12 +99,16 @@ def step_time_figure(runs: Sequence[LabelledRun], workload: str, mode: str) -> b
     for run in runs:
         for case in run.record.cases:
             if case.workload == workload and case.mode == mode and case.ok and case.step_times:
-                series.append((f"{run.label} {case.device}", [t * 1e3 for t in case.step_times]))
+                series.append((f"{run.label} {case.device} (batch {case.batch_size})",
+                               [t * 1e3 for t in case.step_times]))
     if not series:
         return None
     fig = Figure(figsize=(9, 0.5 * len(series) + 1.4))
     ax = fig.add_subplot()
-    ax.boxplot([values for _, values in series], vert=False, showfliers=True)
+    try:
+        ax.boxplot([values for _, values in series], orientation="horizontal", showfliers=True)
+    except TypeError:  # matplotlib < 3.10 knows only vert=, which 3.11 deprecates
+        ax.boxplot([values for _, values in series], vert=False, showfliers=True)
     ax.set_yticks(list(range(1, len(series) + 1)), [label(name) for name, _ in series])
     ax.invert_yaxis()
     ax.set_xlabel("milliseconds per step (raw samples)")

@@ -17,7 +17,7 @@ from typing import Any
 
 from accelbench.compare import LabelledRun, WorkloadComparison
 from accelbench.measure.memory import format_bytes
-from accelbench.reference.published import PUBLISHED_LABEL
+from accelbench.reference.published import FEATURE_FINDINGS, PUBLISHED_LABEL, RATIO_CLAIMS
 from accelbench.render import figures
 from accelbench.render.compare_table import (
     MACHINE_COLUMNS,
@@ -144,6 +144,19 @@ def _numbers(values: Any) -> list[float] | None:
     return out
 
 
+def _parity_verdict(parity: dict[str, Any]) -> str:
+    """The check's own verdict line: verdict, first bad step, worst difference, error."""
+    parts = [f"verdict: {parity['verdict']}"] if "verdict" in parity else []
+    if parity.get("first_bad_step") is not None:
+        parts.append(f"first bad step {parity['first_bad_step']}")
+    if isinstance(parity.get("max_rel_loss_diff"), int | float):
+        parts.append(f"max relative loss difference {parity['max_rel_loss_diff']:.3g}")
+    for key in ("bad_tensor", "error"):
+        if parity.get(key):
+            parts.append(f"{key.replace('_', ' ')}: {parity[key]}")
+    return "; ".join(map(str, parts))
+
+
 def _parity_section(runs: Sequence[LabelledRun]) -> list[Markup]:
     parts: list[Markup] = []
     for run in runs:
@@ -151,9 +164,15 @@ def _parity_section(runs: Sequence[LabelledRun]) -> list[Markup]:
             parity = case.extra.get("parity")
             if parity is None:
                 continue
-            title = f"{run.label}: {case.workload} {case.mode} on {case.device}"
-            series = [_numbers(parity.get(k)) if isinstance(parity, dict) else None
-                      for k in ("steps", "candidate", "reference")]
+            title = f"{run.label}: {case.workload} {case.mode} on {case.device} ({case.precision})"
+            if not isinstance(parity, dict):
+                parts.append(el("p", f"{title}: parity data is malformed", class_="note"))
+                continue
+            verdict = _parity_verdict(parity)
+            series = [_numbers(parity.get(k)) for k in ("steps", "candidate", "reference")]
+            if all(s is None for s in series) and verdict:
+                parts.append(el("p", el("strong", title), f": {verdict} (no loss curves)"))
+                continue
             if any(s is None for s in series) or len({len(s) for s in series if s}) != 1:
                 parts.append(el("p", f"{title}: parity data is malformed and was not drawn", class_="note"))
                 continue
@@ -162,11 +181,11 @@ def _parity_section(runs: Sequence[LabelledRun]) -> list[Markup]:
                                f"Parity loss curves, {title}"))
             diffs = [abs(c - r) for c, r in zip(candidate, reference, strict=True)]  # type: ignore[arg-type]
             worst = max((d for d in diffs if not math.isnan(d)), default=math.nan)
-            nan_steps = [s for s, c in zip(steps, candidate, strict=True) if math.isnan(c)]  # type: ignore[arg-type]
+            nan_steps = [s for s, c in zip(steps, candidate, strict=True) if not math.isfinite(c)]  # type: ignore[arg-type]
             note = f"largest |candidate - reference|: {worst:.3g}"
             if nan_steps:
                 note += f"; candidate loss is NaN from step {nan_steps[0]:g}"
-            parts.append(el("p", note, class_="note"))
+            parts.append(el("p", "; ".join(filter(None, (verdict, note))), class_="note"))
     return parts
 
 
@@ -208,9 +227,22 @@ def _feature_section(runs: Sequence[LabelledRun]) -> list[Markup]:
     return [el("table", el("caption", "Feature probes per device"), el("thead", head), el("tbody", *body))]
 
 
+def _published_section() -> list[Markup]:
+    """Published findings that are not per-workload tables: stated ratios and feature findings."""
+    ratios = table(("claim", "ratio", "machine", "workloads", "source", "caveats"),
+                   [(r.claim, f"{r.qualifier} {r.ratio:g}x", r.machine, r.workloads, r.source.document,
+                     r.caveats) for r in RATIO_CLAIMS], row_class=lambda index: "published",
+                   caption=f"Stated speed ratios ({PUBLISHED_LABEL})")
+    findings = table(("device", "feature", "status", "detail", "source"),
+                     [(f.device, f.feature, f.status, f.detail, f.source.document) for f in FEATURE_FINDINGS],
+                     row_class=lambda index: "published",
+                     caption=f"Feature findings ({PUBLISHED_LABEL})")
+    return [ratios, findings]
+
+
 def render_report(runs: Sequence[LabelledRun], comparisons: Sequence[WorkloadComparison],
                   timelines: dict[tuple[str, str], list[TimelinePoint]] | None = None,
-                  title: str = "accelbench report", generated_at: str = "") -> str:
+                  title: str = "accelbench report", generated_at: str = "", published: bool = False) -> str:
     """The whole report as one HTML string (pure: no I/O beyond drawing figures in memory)."""
     sections: list[Markup] = [el("h1", title),
                               el("p", f"{len(runs)} run(s); generated {generated_at}", class_="note")]
@@ -218,9 +250,10 @@ def render_report(runs: Sequence[LabelledRun], comparisons: Sequence[WorkloadCom
     measured = [g for g in comparisons if g.rows]
     if measured:
         sections += [el("h2", "Comparison"), *_comparison_section(measured)]
-    pictures = [image(figures.throughput_figure(runs), "Throughput per device and workload"),
+    timed = [run for run in runs if run.record.kind == "run"]
+    pictures = [image(figures.throughput_figure(timed), "Throughput per device and workload"),
                 image(figures.speedup_figure(comparisons), "Accelerator speedup over CPU")]
-    pictures += [image(figures.step_time_figure(runs, g.workload, g.mode),
+    pictures += [image(figures.step_time_figure(timed, g.workload, g.mode),
                        f"Step-time distribution, {g.workload} {g.mode}") for g in measured]
     pictures = [p for p in pictures if p is not None]
     if pictures:
@@ -236,6 +269,8 @@ def render_report(runs: Sequence[LabelledRun], comparisons: Sequence[WorkloadCom
     features = _feature_section(runs)
     if features:
         sections += [el("h2", "Feature matrix"), *features]
+    if published:
+        sections += [el("h2", "Published results (not measured here)"), *_published_section()]
     head = el("head", el("meta", charset="utf-8"),
               el("meta", http_equiv="Content-Security-Policy", content=CSP),
               el("meta", name="viewport", content="width=device-width, initial-scale=1"),

@@ -129,7 +129,10 @@ def parse_time(text: str) -> datetime:
 class HistoryDB:
     """The history database; use as a context manager or call ``close()``."""
 
-    def __init__(self, path: Path | None = None, create: bool = True) -> None:
+    def __init__(self, path: Path | None = None, create: bool = True,
+                 lock_timeout_s: float | None = None) -> None:
+        """``lock_timeout_s``: how long to wait for another writer (default ``LOCK_TIMEOUT_S``);
+        ``accelbench run`` may want longer, since failing to store a finished run is costly."""
         self.path = Path(path) if path is not None else default_db_path()
         if self.path.is_dir():
             raise UsageError(f"history database {self.path} is a folder, not a file")
@@ -141,7 +144,8 @@ class HistoryDB:
             except OSError as error:
                 raise UsageError(f"cannot create the folder of {self.path}: {error}") from None
         try:
-            self._conn = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_S, isolation_level=None)
+            self._conn = sqlite3.connect(self.path, isolation_level=None,
+                                         timeout=LOCK_TIMEOUT_S if lock_timeout_s is None else lock_timeout_s)
         except sqlite3.Error as error:
             raise UsageError(f"cannot open history database {self.path}: {error}") from None
         try:
@@ -317,9 +321,11 @@ class HistoryDB:
 
     def timeline(self, workload: str, mode: str, device: str | None = None,
                  machine: str | None = None) -> list[TimelinePoint]:
-        """Throughput of one workload and mode over time, one point per stored case, oldest first."""
+        """Throughput of one workload and mode over time, one point per timed case, oldest first
+        (parity checks and probes are left out: their cases are not timings)."""
         sql = ("SELECT r.created_at, c.throughput, r.run_id, r.hostname, c.device, c.batch_size, c.status "
-               "FROM cases c JOIN runs r ON r.run_id = c.run_id WHERE c.workload = ? AND c.mode = ?")
+               "FROM cases c JOIN runs r ON r.run_id = c.run_id "
+               "WHERE r.kind = 'run' AND c.workload = ? AND c.mode = ?")
         params: list[Any] = [workload, mode]
         if device:
             sql += " AND (c.device = ? OR c.device LIKE ?)"
