@@ -6,11 +6,11 @@ import sys
 from collections.abc import Sequence
 
 from accelbench import __version__
-from accelbench.cli import compare, doctor, export, history, import_, report, run
+from accelbench.cli import check, compare, doctor, export, history, import_, list_, probe, report, run
 from accelbench.cli.common import OneLineParser
 from accelbench.errors import UsageError
 
-COMMANDS = (run, doctor, history, compare, report, import_, export)
+COMMANDS = (run, doctor, list_, check, probe, history, compare, report, import_, export)
 
 
 def build_parser() -> OneLineParser:

@@ -1,0 +1,288 @@
+"""Run features on devices: each in isolation, checked against its CPU reference, timed.
+
+A cell's status is decided in this order: ``fails`` (the feature raised or did not do its job),
+``wrong`` (a result is further from the float64 CPU reference than its tolerance), ``slower``
+(an accelerator took longer than the CPU for the same work), else ``works``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+import traceback
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import torch
+
+from accelbench import __version__
+from accelbench.devices import Device, DeviceSet
+from accelbench.environment import collect_environment
+from accelbench.probes import (
+    Feature,
+    Reference,
+    Result,
+    Trial,
+    fallback_ops,
+    first_statement,
+    message_text,
+)
+from accelbench.results import CaseResult, RunRecord
+
+#: An accelerator is called slower only when it takes this much longer than the CPU, so that a
+#: tie within timing noise is not reported as a finding.
+SLOWER_MARGIN = 1.05
+REPEATS = 5
+#: Each timed repeat runs the op enough times to last this long, so timer resolution and
+#: synchronisation cost do not dominate fast ops.
+MIN_REPEAT_S = 0.005
+MAX_NUMBER = 1000
+#: The median repeat this much slower than the best one marks a timing as noisy (a loaded
+#: machine); the best is still reported, flagged.
+NOISY_SPREAD = 1.5
+
+ProbeProgress = Callable[[Device, Feature], None]
+
+
+@dataclass
+class Cell:
+    """One feature on one device."""
+
+    status: str
+    detail: str = ""
+    #: Device time / CPU time for the same op (above 1: the device is slower); None when untimed.
+    ratio: float | None = None
+    seconds: float = 0.0
+    traceback: str = field(default="", repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "detail": self.detail, "ratio": self.ratio,
+                "seconds": round(self.seconds, 4)}
+
+
+def first_line(error: BaseException) -> str:
+    """``Type: message``, on one line."""
+    text = first_statement(message_text(error).splitlines())
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def relative_error(value: torch.Tensor, reference: torch.Tensor) -> float:
+    """Largest |value - reference| over the reference's largest magnitude; inf for NaN or Inf."""
+    wide = torch.complex128 if value.is_complex() or reference.is_complex() else torch.float64
+    got, want = value.detach().to("cpu").to(wide), reference.detach().to("cpu").to(wide)
+    if got.shape != want.shape:
+        raise ValueError(f"result shape {tuple(got.shape)} differs from the reference's "
+                         f"{tuple(want.shape)}")
+    if not bool(torch.isfinite(got).all()):
+        return math.inf
+    scale = want.abs().max().item() if want.numel() else 0.0
+    return (got - want).abs().max().item() / (scale or 1.0)
+
+
+@dataclass(frozen=True)
+class Timing:
+    best: float
+    median: float
+
+    @property
+    def noisy(self) -> bool:
+        return self.median > NOISY_SPREAD * self.best
+
+
+def time_op(op: Callable[[], Any], device: Device, repeats: int = REPEATS) -> Timing:
+    """Seconds per call of ``op``, synchronising ``device`` around every timed stretch."""
+    op()  # warm-up: first calls allocate memory, pick kernels and compile
+    device.synchronize()
+
+    def stretch(number: int) -> float:
+        device.synchronize()
+        start = time.perf_counter()
+        for _ in range(number):
+            op()
+        device.synchronize()
+        return time.perf_counter() - start
+
+    # Like timeit's autorange: enough calls per stretch that it lasts MIN_REPEAT_S.
+    number, elapsed = 1, stretch(1)
+    while elapsed < MIN_REPEAT_S and number < MAX_NUMBER:
+        number *= 10
+        elapsed = stretch(number)
+    samples = sorted([elapsed / number] + [stretch(number) / number for _ in range(repeats - 1)])
+    return Timing(samples[0], samples[len(samples) // 2])
+
+
+def _format_seconds(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
+
+
+def _versus(mine: Timing, theirs: Timing, other: str) -> str:
+    ratio = mine.best / theirs.best
+    words = f"{ratio:.2f}x slower than" if ratio > 1 else f"{1 / ratio:.2f}x faster than"
+    noisy = ", noisy" if mine.noisy or theirs.noisy else ""
+    return (f"{words} {other} ({_format_seconds(mine.best)} vs {_format_seconds(theirs.best)}"
+            f"{noisy})")
+
+
+def _check(results: list[Result], reference: Reference) -> tuple[bool, str]:
+    """(all within tolerance, the worst result's error in words)."""
+    def wanted(label: str) -> torch.Tensor:
+        if not isinstance(reference, dict):
+            return reference
+        if label not in reference:
+            raise KeyError(f"the reference has no {label!r} (it has {', '.join(reference)})")
+        return reference[label]
+
+    errors = [(relative_error(r.value, wanted(r.label)), r) for r in results]
+    error, worst = max(errors, key=lambda pair: pair[0] / pair[1].tolerance)
+    within = all(e <= r.tolerance for e, r in errors)
+    relation = "<=" if within else ">"
+    label = f" ({worst.label})" if len(results) > 1 or within is False else ""
+    return within, f"max err {error:.1e} {relation} tol {worst.tolerance:.0e}{label}"
+
+
+def _cpu_ratio(feature: Feature, device_op: Callable[[], Any], device: Device,
+               cpu: Device) -> tuple[float | None, str]:
+    """Device time over CPU time for the feature's op; the CPU runs the feature afresh."""
+    try:
+        cpu_op = feature.run(cpu.torch_device).op
+    except Exception as error:
+        return None, f"no CPU time to compare: the CPU fails ({first_line(error)})"
+    if cpu_op is None:
+        return None, ""
+    mine, theirs = time_op(device_op, device), time_op(cpu_op, cpu)
+    return mine.best / theirs.best, _versus(mine, theirs, "the CPU")
+
+
+def _evaluate(feature: Feature, trial: Trial, device: Device, cpu: Device,
+              reference: Callable[[], Reference] | None) -> Cell:
+    if trial.failure:
+        return Cell("fails", "; ".join([trial.failure, *trial.notes]))
+    parts, status, ratio = [], "works", None
+    if trial.results:
+        if reference is None:
+            raise RuntimeError(f"feature {feature.name!r} returned results but has no reference")
+        within, words = _check(trial.results, reference())
+        parts.append(words)
+        status = "works" if within else "wrong"
+    if trial.op is not None and feature.timed and not device.is_cpu:
+        ratio, words = _cpu_ratio(feature, trial.op, device, cpu)
+        parts.append(words)
+        if status == "works" and ratio is not None and ratio > SLOWER_MARGIN:
+            status = "slower"
+            parts.insert(0, parts.pop())  # the finding first
+    if trial.op is not None and trial.baseline is not None:
+        parts.append(_versus(time_op(trial.op, device), time_op(trial.baseline, device),
+                             trial.baseline_name))
+    return Cell(status, "; ".join(p for p in [*parts, *trial.notes] if p), ratio)
+
+
+@contextlib.contextmanager
+def _global_state_kept() -> Iterator[None]:
+    """A feature that fails half-way must not change the conditions of the next one."""
+    precision, dtype, grad = (torch.get_float32_matmul_precision(), torch.get_default_dtype(),
+                              torch.is_grad_enabled())
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(precision)
+        torch.set_default_dtype(dtype)
+        torch.set_grad_enabled(grad)
+
+
+def probe_feature(feature: Feature, device: Device, cpu: Device,
+                  reference: Callable[[], Reference] | None = None) -> Cell:
+    """Run one feature on one device; every exception becomes a ``fails`` cell."""
+    reference = reference or feature.reference
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught, _global_state_kept():
+        warnings.simplefilter("always")
+        try:
+            trial = feature.run(device.torch_device)
+            device.synchronize()
+            cell = _evaluate(feature, trial, device, cpu, reference)
+        except Exception as error:
+            cell = Cell("fails", first_line(error), traceback=traceback.format_exc(limit=10))
+    messages = list(dict.fromkeys(message_text(w.message) for w in caught))
+    notes = []
+    fell_back = fallback_ops(messages)
+    if fell_back:
+        notes.append(f"ran on the CPU via fallback: {', '.join(fell_back)}")
+    if cell.status == "fails" and messages:
+        notes.append(f"torch warned: {first_statement(messages[0].splitlines())}")
+    cell.detail = "; ".join([cell.detail, *notes]) if cell.detail else "; ".join(notes)
+    cell.seconds = time.perf_counter() - start
+    return cell
+
+
+class _References:
+    """Each feature's reference, computed once and shared by every device."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, Reference] = {}
+
+    def of(self, feature: Feature) -> Callable[[], Reference] | None:
+        compute = feature.reference
+        if compute is None:
+            return None
+
+        def cached() -> Reference:
+            if feature.name not in self._values:
+                self._values[feature.name] = compute()
+            return self._values[feature.name]
+        return cached
+
+
+def probe_device(device: Device, features: list[Feature], cpu: Device,
+                 progress: ProbeProgress | None = None,
+                 references: _References | None = None) -> dict[str, Cell]:
+    """Every feature that applies to the device's kind, in order."""
+    references = references or _References()
+    cells = {}
+    for feature in features:
+        if not feature.applies_to(device.kind):
+            continue
+        if progress is not None:
+            progress(device, feature)
+        cells[feature.name] = probe_feature(feature, device, cpu, references.of(feature))
+    return cells
+
+
+def _device_name(device: Device) -> str:
+    try:
+        return str(device.info().get("name", device.name))
+    except Exception as error:  # describing the device is not worth failing the probe over
+        return f"{device.name} ({type(error).__name__})"
+
+
+def probe_case(device: Device, cells: dict[str, Cell]) -> CaseResult:
+    return CaseResult(workload="features", mode="probe", device=device.name,
+                      device_name=_device_name(device), batch_size=1, status="ok",
+                      threads=torch.get_num_threads(), memory_source=device.memory_source,
+                      extra={"probe": {name: cell.to_dict() for name, cell in cells.items()}})
+
+
+def probe_record(devices: DeviceSet, chosen: list[Device], features: list[Feature],
+                 command: list[str], options: dict[str, Any],
+                 progress: ProbeProgress | None = None,
+                 on_cell: Callable[[Device, str, Cell], None] | None = None) -> RunRecord:
+    """Probe every chosen device; the CPU, always available, serves as the timing reference."""
+    record = RunRecord(
+        run_id=uuid.uuid4().hex[:12],
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        accelbench_version=__version__, command=command, options=options,
+        environment=collect_environment(devices), kind="probe",
+    )
+    cpu = devices.select("cpu")[0]
+    references = _References()
+    for device in chosen:
+        cells = probe_device(device, features, cpu, progress, references)
+        if on_cell is not None:
+            for name, cell in cells.items():
+                on_cell(device, name, cell)
+        record.cases.append(probe_case(device, cells))
+    return record

@@ -1,0 +1,46 @@
+"""The feature matrix of a ``probe`` record: features as rows, devices as columns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from accelbench.results import RunRecord
+
+STYLES = {"works": "green", "fails": "red", "wrong": "bold magenta", "slower": "yellow"}
+#: Room for the finding in a cell; an error message is the finding itself, so it gets more.
+DETAIL_CHARS = {"fails": 120}
+DEFAULT_DETAIL_CHARS = 60
+
+
+def _cell_text(cell: Any) -> Text:
+    if not isinstance(cell, dict):
+        return Text("not probed", style="dim")
+    status = str(cell.get("status", "?"))
+    text = Text(status, style=STYLES.get(status, ""))
+    # The first part of the detail is the finding (the error, the error size, the ratio); the
+    # rest (notes, timings against a baseline) stays in the JSON.
+    finding = str(cell.get("detail", "")).split("; ")[0]
+    if finding:
+        room = DETAIL_CHARS.get(status, DEFAULT_DETAIL_CHARS)
+        short = finding if len(finding) <= room else finding[:room - 1] + "…"
+        text.append(f" {short}", style="dim")
+    return text
+
+
+def probe_table(record: RunRecord) -> Table:
+    """Pure: the record's cells as a rich Table (features never probed on a device say so)."""
+    columns = [(case.device, case.extra.get("probe", {})) for case in record.cases]
+    features = list(dict.fromkeys(name for _, cells in columns for name in cells))
+    table = Table(title=f"accelbench probe {record.run_id}", title_justify="left",
+                  caption="works | fails (the error) | wrong (error vs the float64 CPU reference "
+                  "beyond the tolerance) | slower (than the CPU); full details with --json",
+                  caption_justify="left")
+    table.add_column("feature", no_wrap=True)
+    for device, _ in columns:
+        table.add_column(device, overflow="fold")
+    for feature in features:
+        table.add_row(feature, *(_cell_text(cells.get(feature)) for _, cells in columns))
+    return table
