@@ -26,8 +26,10 @@ NUM_CLASSES = 10
 IMAGE_SHAPE = (3, 32, 32)
 _ROW = 3 * 32 * 32
 
-# What numpy needs to rebuild an array from a pickle (numpy 1.x and 2.x module names).
+# What numpy needs to rebuild an array from a pickle (numpy 1.x and 2.x module names), and the
+# string-to-bytes helper Python 3 writes for bytes at protocols 0-2.
 _ALLOWED = {
+    ("_codecs", "encode"),
     ("numpy", "ndarray"), ("numpy", "dtype"),
     ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
     ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),

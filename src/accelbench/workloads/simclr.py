@@ -88,9 +88,14 @@ def simclr_augment(side: int = 32) -> v2.Compose:
     ])
 
 
-def to_unit_normalized(images: torch.Tensor) -> torch.Tensor:
+def to_unit_range(images: torch.Tensor, model: nn.Module) -> torch.Tensor:
+    """uint8 CIFAR pixels to floats in [0, 1], in the model's parameter dtype (fp32, bf16, fp16)."""
+    return images.to(next(model.parameters()).dtype).div(255.0)
+
+
+def to_normalized(images: torch.Tensor, model: nn.Module) -> torch.Tensor:
     """uint8 CIFAR pixels to the normalised float images the test transforms give."""
-    return v2.functional.normalize(images.float().div(255.0), MEAN, STD)
+    return v2.functional.normalize(to_unit_range(images, model), MEAN, STD)
 
 
 def knn_predict(feature: torch.Tensor, feature_bank: torch.Tensor, feature_labels: torch.Tensor,
@@ -126,7 +131,7 @@ class SimCLR(Workload):
     data_kinds = ("synthetic", "real")
     #: The published figures are the ImageNet ResNet-18 at 224x224, not this CIFAR variant.
     torchvision_weights: ClassVar[str] = "ResNet18_Weights.IMAGENET1K_V1"
-    torchvision_note: ClassVar[str] = "ImageNet ResNet-18 at 224x224; this backbone is the CIFAR variant"
+    torchvision_note: ClassVar[str] = "ImageNet ResNet-18 (224x224); this is its CIFAR variant (32x32)"
 
     def __init__(self, size: str = "published") -> None:
         super().__init__(size)
@@ -150,7 +155,9 @@ class SimCLR(Workload):
     def _epoch(self, split: str, batch_size: int, options: DataOptions, shuffle: bool) -> Iterable[Batch]:
         if options.kind == "real":
             return tensor_loader(self._real_data(options.data_dir, split), batch_size, options, shuffle)
-        return synthetic_epoch(cifar_like_batch, self.samples_per_epoch(split), batch_size, options.seed)
+        # A different seed per split: test images drawn like the memory bank's would sit in it.
+        seed = options.seed + (1 if split == "eval" else 0)
+        return synthetic_epoch(cifar_like_batch, self.samples_per_epoch(split), batch_size, seed)
 
     def make_batches(self, mode: str, batch_size: int, options: DataOptions) -> Iterable[Batch]:
         return self._epoch(mode, batch_size, options, shuffle=mode == "train")
@@ -163,24 +170,19 @@ class SimCLR(Workload):
             for split in ("train", "eval") if mode == "train" else (mode,):
                 check_cifar10(options.data_dir, split)
 
-    def train_step(self, model: nn.Module, optimizer: torch.optim.Optimizer,
-                   batch: Batch) -> torch.Tensor:
-        pixels = batch[0].float().div(255.0)
-        optimizer.zero_grad()
+    def training_loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        pixels = to_unit_range(batch[0], model)
         # Two forwards, as lightly's training_step: batch-norm statistics are per view.
-        loss = nt_xent_loss(model(self._augment(pixels)), model(self._augment(pixels)))
-        loss.backward()
-        optimizer.step()
-        return loss.detach()
+        return nt_xent_loss(model(self._augment(pixels)), model(self._augment(pixels)))
 
     def eval_step(self, model: nn.Module, batch: Batch) -> torch.Tensor:
-        return cast(SimCLRNet, model).backbone(to_unit_normalized(batch[0]))
+        return cast(SimCLRNet, model).backbone(to_normalized(batch[0], model))
 
     def _embed(self, model: SimCLRNet, batches: Iterable[Batch],
                device: str) -> tuple[torch.Tensor, torch.Tensor]:
         features, labels = [], []
         for images, targets in batches:
-            embedding = model.backbone(to_unit_normalized(images.to(device)))
+            embedding = model.backbone(to_normalized(images.to(device), model))
             features.append(F.normalize(embedding, dim=1))
             labels.append(targets.to(device))
         return torch.cat(features), torch.cat(labels)

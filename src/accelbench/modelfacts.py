@@ -1,0 +1,139 @@
+"""What a workload's model is: parameters, FLOPs per sample, and torchvision's published figures.
+
+FLOPs are counted, not estimated: ``torch.utils.flop_counter.FlopCounterMode`` records the
+matrix products, convolutions and attention of one real step on a batch of ``COUNT_BATCH``.
+One FLOP is one floating-point operation, so a multiply-add counts 2 (torchvision's "GFLOPS"
+metadata counts multiply-adds, hence the separate label). The model is built on the ``meta``
+device, where no memory is allocated and no arithmetic runs, so counting VGG-16 takes a fraction
+of a second; a model that cannot run on ``meta`` is counted on the CPU instead.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+import torchvision
+from torch.utils.flop_counter import FlopCounterMode
+
+from accelbench.workloads.base import DataOptions, Workload, get_workload_class
+
+#: Training-mode batch norm needs more than one value per channel.
+COUNT_BATCH = 2
+TORCHVISION_LABEL = "torchvision published (multiply-adds)"
+
+
+@dataclass(frozen=True)
+class TorchvisionFigures:
+    """The figures torchvision publishes for a pretrained weight set (224x224, batch 1)."""
+
+    weights: str
+    parameters: int
+    gmacs: float
+    metrics: dict[str, Any]
+    note: str = ""
+    label: str = TORCHVISION_LABEL
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    name: str
+    description: str
+    source: str
+    modes: tuple[str, ...]
+    input_shape: tuple[int, ...]
+    default_batch_size: dict[str, int]
+    dataset_size: dict[str, int]
+    available: bool
+    unavailable_reason: str | None = None
+    parameters: int | None = None
+    #: Counted FLOPs per sample of one step in each mode (training: forward + backward).
+    flops_per_sample: dict[str, float] = field(default_factory=dict)
+    #: Counted FLOPs per sample of the model's forward alone (the evaluation step's forward).
+    forward_flops_per_sample: float | None = None
+    counted_on: str | None = None
+    count_error: str | None = None
+    torchvision: TorchvisionFigures | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["modes"] = list(self.modes)
+        data["input_shape"] = list(self.input_shape)
+        return data
+
+
+def torchvision_figures(weights: str, note: str = "") -> TorchvisionFigures:
+    """Read a weights enum's metadata (``"ResNet50_Weights.IMAGENET1K_V1"``); nothing is downloaded."""
+    enum_name, member = weights.split(".", 1)
+    meta = getattr(getattr(torchvision.models, enum_name), member).meta
+    return TorchvisionFigures(weights=weights, parameters=int(meta["num_params"]),
+                              gmacs=float(meta["_ops"]), metrics=dict(meta.get("_metrics", {})),
+                              note=note)
+
+
+def count_flops(workload: Workload, mode: str, device: str = "meta") -> tuple[float, int]:
+    """(FLOPs per sample of one ``mode`` step, parameter count) with the model on ``device``."""
+    with torch.device(device):
+        model = workload.build_model()
+    parameters = sum(p.numel() for p in model.parameters())
+    batch = next(iter(workload.make_batches(mode, COUNT_BATCH, DataOptions())))
+    batch = tuple(t.to(device) for t in batch)
+    with FlopCounterMode(display=False) as counter:
+        if mode == "train":
+            # The optimiser's update is elementwise (no counted FLOPs), so forward + backward is it.
+            model.train()
+            workload.training_loss(model, batch).backward()
+        else:
+            model.eval()
+            with torch.no_grad():
+                workload.eval_step(model, batch)
+    return counter.get_total_flops() / COUNT_BATCH, parameters
+
+
+def _count_anywhere(workload: Workload, mode: str) -> tuple[float, int, str]:
+    try:
+        return (*count_flops(workload, mode, "meta"), "meta")
+    except Exception:  # some models read tensor values (a data-dependent branch): count for real
+        return (*count_flops(workload, mode, "cpu"), "cpu")
+
+
+@functools.cache
+def model_facts(name: str, size: str = "published") -> ModelFacts:
+    """Facts for workload ``name`` at ``size``; counting failures are reported, not raised."""
+    cls = get_workload_class(name)
+    workload = cls(size)
+    weights = getattr(cls, "torchvision_weights", None)
+    facts: dict[str, Any] = dict(
+        name=name, description=cls.description, source=cls.source, modes=tuple(cls.modes),
+        input_shape=tuple(cls.input_shape),
+        default_batch_size={m: workload.batch_size(m) for m in cls.modes},
+        dataset_size={m: workload.samples_per_epoch(m) for m in cls.modes},
+        torchvision=torchvision_figures(weights, getattr(cls, "torchvision_note", "")) if weights
+        else None,
+    )
+    reason = workload.unavailable_reason()
+    if reason:
+        return ModelFacts(**facts, available=False, unavailable_reason=reason)
+    per_mode: dict[str, float] = {}
+    try:
+        for mode in cls.modes:
+            per_mode[mode], facts["parameters"], facts["counted_on"] = _count_anywhere(workload, mode)
+        if "eval" in per_mode:
+            facts["forward_flops_per_sample"] = per_mode["eval"]
+    except Exception as error:
+        facts["count_error"] = f"{type(error).__name__}: {error}"
+    return ModelFacts(**facts, available=True, flops_per_sample=per_mode)
+
+
+def flops_per_sample(workload_name: str, mode: str, size: str = "published") -> float | None:
+    """Counted FLOPs one sample costs in ``mode`` (None when they cannot be counted here).
+
+    Evaluation is the forward pass. Training is a whole counted training step, forward plus
+    backward: it lands close to the standard estimate of 3x the forward (the backward computes
+    gradients for both activations and weights, each about one forward), a little under it because
+    the first layer needs no input gradient. For SimCLR a training sample is two augmented views
+    through backbone and projection head, while evaluation embeds one image with the backbone.
+    """
+    return model_facts(workload_name, size).flops_per_sample.get(mode)

@@ -1,0 +1,64 @@
+"""``accelbench list``: every workload with its facts, as JSON from a real process and as a table."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from accelbench.cli import main
+from accelbench.modelfacts import model_facts
+from accelbench.workloads import workload_names
+
+FIELDS = {"name", "description", "source", "parameters", "forward_flops_per_sample", "flops_per_sample",
+          "torchvision", "default_batch_size", "input_shape", "dataset_size", "modes", "available",
+          "unavailable_reason"}
+
+
+def test_list_json_from_a_real_process(cli) -> None:
+    proc = cli("list", "--json")
+    assert proc.returncode == 0, proc.stderr
+    listed = {item["name"]: item for item in json.loads(proc.stdout)}
+    assert sorted(listed) == workload_names()
+    for item in listed.values():
+        assert set(item) >= FIELDS, item["name"]
+        assert item["available"] is (item["unavailable_reason"] is None)
+    resnet = listed["resnet50"]
+    assert resnet["parameters"] == 25_557_032
+    assert resnet["torchvision"]["gmacs"] == pytest.approx(4.09, abs=0.005)
+    assert resnet["torchvision"]["label"] == "torchvision published (multiply-adds)"
+    assert resnet["forward_flops_per_sample"] == pytest.approx(2 * 4.09e9, rel=0.05)
+    assert resnet["default_batch_size"] == {"train": 128, "eval": 128}
+    assert resnet["input_shape"] == [3, 224, 224]
+    assert resnet["dataset_size"] == {"train": 1_281_167, "eval": 50_000}
+    assert resnet["modes"] == ["train", "eval"]
+    assert listed["vgg16"]["parameters"] == 138_357_544
+    assert listed["vae"]["flops_per_sample"]["train"] > listed["vae"]["flops_per_sample"]["eval"] > 0
+
+
+def test_list_table_with_a_wildcard(capsys) -> None:
+    assert main(["list", "resnet*", "vgg16"]) == 0
+    out = capsys.readouterr().out
+    assert "resnet50" in out and "vgg16" in out and "simclr" not in out
+    assert "25.6M" in out and "138M" in out  # parameters
+    assert "4.09" in out and "15.47" in out  # torchvision's GMACs
+    assert "8.18G" in out and "30.9G" in out  # counted forward FLOPs
+
+
+def test_list_unknown_pattern_is_a_usage_error(capsys) -> None:
+    assert main(["list", "nosuch*"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("accelbench: error: unknown workload 'nosuch*'") and len(err.splitlines()) == 1
+
+
+def test_list_shows_the_install_command_when_transformers_is_missing(monkeypatch, capsys) -> None:
+    model_facts.cache_clear()  # facts are cached per process; these must see the missing package
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    try:
+        assert main(["list", "bert-base"]) == 0
+    finally:
+        model_facts.cache_clear()
+    text = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
+    assert "bert-base (n/a)" in text
+    assert "install it with: pip install 'accelbench[transformers]'" in text
