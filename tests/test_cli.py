@@ -46,6 +46,12 @@ def test_run_mnist_on_cpu_end_to_end(cli, tmp_path: Path, accelbench_home: Path)
     saved = list((accelbench_home / "results").glob("*.json"))
     assert len(saved) == 1 and str(saved[0]) in proc.stdout.replace("\n", "")
     assert "mnist" in proc.stdout and "samples/s" in proc.stdout
+    # ... and in the history database, with the raw samples.
+    from accelbench.store.history import HistoryDB
+
+    with HistoryDB(accelbench_home / "history.sqlite") as history:
+        stored = history.get(data["run_id"])
+    assert stored.cases[0].step_times == train["step_times"]
 
 
 def test_version_and_module_entry_point(cli) -> None:

@@ -68,7 +68,7 @@ def run(
     record = run_plan(options, devices, plan(options, devices), ["python", *sys.argv[:1]],
                       progress=progress)
     if save:
-        from accelbench.store.jsonfile import save_to_results_dir
+        from accelbench.store.keep import store_everywhere
 
-        save_to_results_dir(record)
+        store_everywhere(record)
     return record

@@ -17,7 +17,8 @@ from accelbench.devices import DEVICE_HELP, DeviceSet
 from accelbench.options import RunOptions, StopRule
 from accelbench.parity import REFERENCES
 from accelbench.render.check_table import check_table
-from accelbench.store.jsonfile import check_writable, save_record, save_to_results_dir
+from accelbench.store.jsonfile import check_writable, save_record
+from accelbench.store.keep import store_everywhere
 
 
 def add_parser(subparsers: Any) -> None:
@@ -36,6 +37,7 @@ def add_parser(subparsers: Any) -> None:
     add_config_arguments(parser)
     parser.add_argument("--output", "-o", type=Path, help="also write the result JSON here")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--db", type=Path, help="history database (default: the per-user one)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.set_defaults(execute=execute)
 
@@ -56,7 +58,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     record = run_check(options, devices, ["accelbench", *argv],
                        progress=None if not sys.stderr.isatty()
                        else lambda case: status.print(f"checking {case.label}"))
-    saved = save_to_results_dir(record)
+    saved = store_everywhere(record, args.db)
     if args.output:
         save_record(record, args.output)
     if args.json:

@@ -19,7 +19,8 @@ from accelbench.probes import Feature
 from accelbench.probes.engine import Cell, probe_record
 from accelbench.probes.features import all_features, select_features
 from accelbench.render.probe_table import probe_table
-from accelbench.store.jsonfile import check_writable, save_record, save_to_results_dir
+from accelbench.store.jsonfile import check_writable, save_record
+from accelbench.store.keep import store_everywhere
 
 
 def add_parser(subparsers: Any) -> None:
@@ -34,6 +35,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print the result record as JSON")
     parser.add_argument("--output", "-o", type=Path, metavar="FILE.json",
                         help="also write the result JSON here")
+    parser.add_argument("--db", type=Path, help="history database (default: the per-user one)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of failing probes")
     parser.set_defaults(execute=execute)
 
@@ -85,7 +87,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         record = probe_record(devices, chosen, features, ["accelbench", *argv], options,
                               progress=progress, on_cell=show_traceback)
 
-    saved = save_to_results_dir(record)
+    saved = store_everywhere(record, args.db)
     if args.output:
         save_record(record, args.output)
     # With --json, stdout carries only the JSON; where it was saved goes to stderr.

@@ -69,6 +69,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--cooldown", type=non_negative_float, default=0.0, metavar="SECONDS",
                         help="wait this long between cases (thermal recovery)")
     parser.add_argument("--output", "-o", type=Path, help="also write the result JSON here")
+    parser.add_argument("--db", type=Path, help="history database (default: the per-user one)")
     parser.add_argument("--quiet", action="store_true", help="no live progress display")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.set_defaults(execute=execute)
@@ -166,16 +167,16 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         try:
             record = _run_with_progress(options, devices, cases, argv, console, quiet=args.quiet)
         except Interrupted as stop:
-            _finish(stop.record, args.output)
+            _finish(stop.record, args.output, args.db)
             console.print(f"[yellow]Interrupted by {stop.signal_name}: the finished cases are saved."
                           "[/yellow]")
             return stop.exit_code
-    _finish(record, args.output)
+    _finish(record, args.output, args.db)
     return 0 if all(case.ok for case in record.cases) else 1
 
 
-def _finish(record: RunRecord, output: Path | None) -> None:
-    saved = store_everywhere(record)
+def _finish(record: RunRecord, output: Path | None, db: Path | None) -> None:
+    saved = store_everywhere(record, db)
     out = Console(width=None if sys.stdout.isatty() else 160)
     out.print(run_table(record))
     if output:

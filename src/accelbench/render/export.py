@@ -7,7 +7,7 @@ import io
 import json
 
 from accelbench.results import CaseResult, RunRecord
-from accelbench.store.jsonfile import _clean
+from accelbench.store.jsonfile import clean_for_json
 
 FORMATS = ("json", "csv", "markdown")
 
@@ -21,7 +21,7 @@ CSV_COLUMNS = (
 
 def to_json(record: RunRecord) -> str:
     # The same text save_record writes, so the export is a result file like any other.
-    return json.dumps(_clean(record.to_dict()), indent=1) + "\n"
+    return json.dumps(clean_for_json(record.to_dict()), indent=1) + "\n"
 
 
 def case_figures(record: RunRecord, case: CaseResult) -> dict[str, object]:

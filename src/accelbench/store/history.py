@@ -24,7 +24,7 @@ from typing import Any
 
 from accelbench.errors import UsageError
 from accelbench.results import SCHEMA_VERSION, RunRecord
-from accelbench.store.jsonfile import _clean
+from accelbench.store.jsonfile import clean_for_json
 from accelbench.store.paths import data_home
 
 HISTORY_FILE = "history.sqlite"
@@ -347,7 +347,7 @@ def record_hostname(record: RunRecord) -> str:
 
 def _json(value: Any) -> str:
     # Same NaN policy as the JSON files: a NaN would make the stored JSON unreadable.
-    return json.dumps(_clean(value), allow_nan=False, sort_keys=False)
+    return json.dumps(clean_for_json(value), allow_nan=False, sort_keys=False)
 
 
 def _unique(values: Iterator[str] | Any) -> tuple[str, ...]:

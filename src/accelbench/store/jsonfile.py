@@ -14,14 +14,14 @@ from accelbench.results import RunRecord
 from accelbench.store.paths import results_dir
 
 
-def _clean(value: Any) -> Any:
+def clean_for_json(value: Any) -> Any:
     """JSON has no NaN or Infinity: store them as null rather than write invalid JSON."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
+        return {k: clean_for_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
+        return [clean_for_json(v) for v in value]
     return value
 
 
@@ -30,7 +30,11 @@ def write_atomic(path: Path, text: str) -> None:
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    umask = os.umask(0)
+    os.umask(umask)
     try:
+        # mkstemp creates 0600 files; results and reports are ordinary files others may read.
+        os.chmod(temporary, 0o666 & ~umask)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -54,7 +58,7 @@ def check_writable(path: Path) -> None:
 
 
 def save_record(record: RunRecord, path: Path) -> Path:
-    write_atomic(Path(path), json.dumps(_clean(record.to_dict()), indent=1) + "\n")
+    write_atomic(Path(path), json.dumps(clean_for_json(record.to_dict()), indent=1) + "\n")
     return Path(path)
 
 
