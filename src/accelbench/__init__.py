@@ -1,8 +1,27 @@
 """accelbench: how fast does this machine train and evaluate PyTorch models on each device?"""
 
+from __future__ import annotations
+
+from typing import Any
+
 __version__ = "0.1.0"
 
-from accelbench.api import list_workloads, run  # noqa: E402
-from accelbench.workloads.base import DataOptions, Workload, register  # noqa: E402
-
 __all__ = ["DataOptions", "Workload", "__version__", "list_workloads", "register", "run"]
+
+_LAZY = {
+    "run": "accelbench.api",
+    "list_workloads": "accelbench.api",
+    "Workload": "accelbench.workloads.base",
+    "DataOptions": "accelbench.workloads.base",
+    "register": "accelbench.workloads.base",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use, so `import accelbench` (and commands that never run a model) do
+    # not pay for importing torch.
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'accelbench' has no attribute {name!r}")

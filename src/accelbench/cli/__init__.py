@@ -2,32 +2,53 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Sequence
 
 from accelbench import __version__
-from accelbench.cli import check, compare, doctor, export, history, import_, list_, probe, report, run
 from accelbench.cli.common import OneLineParser
 from accelbench.errors import UsageError
 
-COMMANDS = (run, doctor, list_, check, probe, history, compare, report, import_, export)
+#: Subcommand -> (module, one-line help). Only the chosen command's module is imported, so
+#: commands that never touch torch (history, compare, export, report ...) start fast.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("accelbench.cli.run", "time workloads on devices"),
+    "doctor": ("accelbench.cli.doctor", "show devices, builds and what is missing"),
+    "list": ("accelbench.cli.list_", "show the workloads, their sizes and FLOPs"),
+    "check": ("accelbench.cli.check", "numerical parity of a device against the CPU"),
+    "probe": ("accelbench.cli.probe", "which features work on each device"),
+    "history": ("accelbench.cli.history", "list stored runs and throughput over time"),
+    "compare": ("accelbench.cli.compare", "compare runs; 'faster' only when significant"),
+    "report": ("accelbench.cli.report", "write a self-contained HTML report"),
+    "import": ("accelbench.cli.import_", "add result JSON files to the history"),
+    "export": ("accelbench.cli.export", "write a stored run as JSON, CSV or Markdown"),
+}
 
 
-def build_parser() -> OneLineParser:
+def _chosen_command(argv: Sequence[str]) -> str | None:
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def build_parser(argv: Sequence[str] = ()) -> OneLineParser:
     parser = OneLineParser(prog="accelbench",
                            description="Benchmark PyTorch training and evaluation on every "
                            "device of this machine.")
     parser.add_argument("--version", action="version", version=f"accelbench {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND",
                                        parser_class=OneLineParser)
-    for command in COMMANDS:
-        command.add_parser(subparsers)
+    chosen = _chosen_command(argv)
+    for name, (module, help_text) in COMMANDS.items():
+        if name == chosen:
+            importlib.import_module(module).add_parser(subparsers)
+        else:
+            subparsers.add_parser(name, help=help_text)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
