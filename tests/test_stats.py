@@ -54,3 +54,15 @@ def test_median_interval_always_holds_the_median(samples: list[float]) -> None:
     s = summarize(samples)
     assert s.min <= s.median_ci_low <= s.median <= s.median_ci_high <= s.max
     assert s.q1 <= s.median <= s.q3
+
+
+def test_drift_flags_a_slowing_case_only() -> None:
+    from accelbench.measure.stats import drift
+
+    slowing = drift([1.0 + 0.001 * (i % 3) for i in range(30)] + [1.15 + 0.001 * (i % 3) for i in range(10)])
+    assert slowing is not None and slowing["drifting"] and slowing["ratio"] > 1.1
+    steady = drift([1.0 + 0.01 * ((i * 7) % 5) for i in range(40)])
+    assert steady is not None and not steady["drifting"]
+    faster = drift([1.2] * 20 + [1.0] * 20)
+    assert faster is not None and not faster["drifting"]
+    assert drift([1.0] * 10) is None

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.measure.stats import Summary, summarize
+from accelbench.measure.stats import Summary, drift, summarize
 
 SCHEMA_VERSION = 1
 #: A case is input-bound when waiting for batches takes more than this share of its step time:
@@ -114,6 +114,7 @@ class CaseResult:
             "epoch_time_kind": epoch[3] if epoch else None,
             "input_fraction": self.input_fraction(),
             "input_bound": self.input_bound(),
+            "drift": drift(self.step_times),
         }
         return data
 

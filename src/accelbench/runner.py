@@ -16,6 +16,7 @@ from accelbench import __version__
 from accelbench.devices import Device, DeviceSet
 from accelbench.environment import collect_environment
 from accelbench.measure.loop import NonFiniteError, Progress, StepLoop
+from accelbench.measure.sensors import cpu_sensors
 from accelbench.options import RunOptions
 from accelbench.precision import get_precision, matmul_precision, prepare_model, unsupported_reason
 from accelbench.results import CaseResult, RunRecord
@@ -123,6 +124,7 @@ def run_case(case: Case, options: RunOptions, progress: Progress | None = None) 
     if unsupported:
         result.status, result.error = "unsupported", unsupported
         return result
+    result.extra["sensors"] = {"start": {**cpu_sensors(), **case.device.sensors()}}
     try:
         with matmul_precision(precision):
             _measure(case, workload, options, result, progress)
@@ -132,6 +134,7 @@ def run_case(case: Case, options: RunOptions, progress: Progress | None = None) 
         if isinstance(error, NonFiniteError):
             result.extra["nonfinite_step"] = error.step
         result.extra["traceback"] = traceback.format_exc(limit=8)
+    result.extra["sensors"]["end"] = {**cpu_sensors(), **case.device.sensors()}
     return result
 
 

@@ -62,6 +62,10 @@ class DeviceAdapter(ABC):
     def info(self, index: int) -> dict[str, Any]:
         """Name, memory (total, free where readable) and compute facts of device ``index``."""
 
+    def sensors(self, index: int) -> dict[str, Any]:
+        """Clock and temperature of the device where readable (for drift diagnosis); {} if not."""
+        return {}
+
     def torch_device(self, index: int) -> str:
         return f"{self.kind}:{index}"
 
@@ -106,3 +110,9 @@ class Device:
 
     def info(self) -> dict[str, Any]:
         return self.adapter.info(self.index)
+
+    def sensors(self) -> dict[str, Any]:
+        try:
+            return self.adapter.sensors(self.index)
+        except Exception as error:  # a sensor that cannot be read is a fact, not a failure
+            return {"error": f"{type(error).__name__}: {error}"}

@@ -77,6 +77,23 @@ class CudaAdapter(DeviceAdapter):
     def peak_memory_bytes(self, index: int) -> int | None:
         return int(self._torch.cuda.max_memory_allocated(index))
 
+    def sensors(self, index: int) -> dict[str, Any]:
+        """GPU temperature and SM clock through NVML (nvidia-ml-py), when it is installed."""
+        try:
+            import pynvml
+        except ImportError:
+            return {}
+        pynvml.nvmlInit()
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            return {
+                "gpu_temperature_c": pynvml.nvmlDeviceGetTemperature(handle,
+                                                                     pynvml.NVML_TEMPERATURE_GPU),
+                "gpu_sm_clock_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
+            }
+        finally:
+            pynvml.nvmlShutdown()
+
     def info(self, index: int) -> dict[str, Any]:
         props = self._torch.cuda.get_device_properties(index)
         cuda_version, hip_version = self._build()

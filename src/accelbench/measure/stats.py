@@ -17,6 +17,11 @@ import numpy as np
 from scipy import stats as sps
 
 NOISY_REL_IQR = 0.10
+#: Drift: the last quarter of a case's samples is slower than the first by this much, and
+#: significantly so (one-sided Mann-Whitney U, p < DRIFT_ALPHA).
+DRIFT_MIN_RATIO = 1.05
+DRIFT_ALPHA = 0.01
+DRIFT_MIN_SAMPLES = 16
 CONFIDENCE = 0.95
 
 
@@ -107,3 +112,16 @@ def summarize(
         rel_iqr=rel_iqr,
         noisy=rel_iqr > noisy_threshold,
     )
+
+
+def drift(samples: Sequence[float]) -> dict[str, Any] | None:
+    """Compare the last quarter of the samples with the first (thermal throttling shows as a
+    slow-down over the case). None with fewer than DRIFT_MIN_SAMPLES samples."""
+    if len(samples) < DRIFT_MIN_SAMPLES:
+        return None
+    quarter = len(samples) // 4
+    first, last = list(samples[:quarter]), list(samples[-quarter:])
+    ratio = float(np.median(last) / np.median(first)) if np.median(first) > 0 else 1.0
+    p_value = float(sps.mannwhitneyu(last, first, alternative="greater").pvalue)
+    return {"ratio": ratio, "p_value": p_value,
+            "drifting": ratio >= DRIFT_MIN_RATIO and p_value < DRIFT_ALPHA}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from accelbench.measure.memory import format_bytes
+from accelbench.measure.stats import drift
 from accelbench.render.format import format_rate, format_seconds
 from accelbench.results import CaseResult, RunRecord
 
@@ -53,6 +54,9 @@ def case_row(case: CaseResult, cases: list[CaseResult]) -> list[str]:
         spread = f"{summary.rel_iqr * 100:.1f}%"
         if summary.noisy:
             spread = f"[yellow]{spread} noisy[/yellow]"
+        trend = drift(case.step_times)
+        if trend and trend["drifting"]:
+            spread += f" [red]drift +{(trend['ratio'] - 1) * 100:.0f}%[/red]"
     speedup = speedup_vs_cpu(case, cases)
     return [*head, rate, ci_text, epoch_text,
             spread, f"{speedup:.2f}x" if speedup else "", format_bytes(case.peak_memory_bytes)]

@@ -1,0 +1,52 @@
+"""The runner: sensors around each case, cooldown between cases, plan expansion."""
+
+from __future__ import annotations
+
+import time
+
+from fakes import FakeAsyncAdapter
+
+from accelbench.devices import DeviceSet
+from accelbench.devices.cpu import CpuAdapter
+from accelbench.options import RunOptions, StopRule
+from accelbench.runner import plan, run_plan
+
+
+class SensorAdapter(FakeAsyncAdapter):
+    def sensors(self, index: int) -> dict:
+        return {"gpu_temperature_c": 61}
+
+
+def tiny(**overrides) -> RunOptions:
+    fields = {"workloads": ("mnist",), "device": "cpu", "modes": ("train",), "size": "tiny",
+              "stop": StopRule("steps", 2), "warmup_steps": 0, "isolation": "none", **overrides}
+    return RunOptions(**fields)
+
+
+def test_sensors_are_read_at_start_and_end_of_each_case() -> None:
+    devices = DeviceSet([CpuAdapter(), SensorAdapter()])
+    options = tiny(device="fake:1")
+    record = run_plan(options, devices, plan(options, devices), ["test"])
+    sensors = record.cases[0].extra["sensors"]
+    assert sensors["start"]["gpu_temperature_c"] == 61 and sensors["end"]["gpu_temperature_c"] == 61
+
+
+def test_cooldown_waits_between_cases_not_before() -> None:
+    devices = DeviceSet.current()
+    options = tiny(modes=("train", "eval"), cooldown=1.5)
+    start = time.perf_counter()
+    record = run_plan(options, devices, plan(options, devices), ["test"])
+    elapsed = time.perf_counter() - start
+    assert [c.status for c in record.cases] == ["ok", "ok"]
+    assert elapsed >= 1.5
+
+
+def test_plan_expands_precisions_backends_and_devices() -> None:
+    devices = DeviceSet([CpuAdapter(), FakeAsyncAdapter()])
+    options = tiny(device="cpu,fake:0", modes=("train", "eval"), precisions=("fp32", "bf16"),
+                   compile_backends=("", "eager"))
+    cases = plan(options, devices)
+    assert len(cases) == 2 * 2 * 2 * 2
+    assert {(c.precision, c.compile_backend) for c in cases} == {
+        ("fp32", ""), ("fp32", "eager"), ("bf16", ""), ("bf16", "eager")}
+    assert cases[0].batch_size == 8 and cases[-1].batch_size == 16  # tiny train / eval batches
