@@ -32,16 +32,14 @@ def test_segfault_in_a_case_is_recorded_and_the_suite_goes_on(cli, tmp_path: Pat
 
 
 def test_hang_past_the_case_timeout(cli, tmp_path: Path) -> None:
+    # That the suite goes on after a failed case is shown by the segfault test; here only the stop.
     out = tmp_path / "r.json"
     start = time.monotonic()
-    proc = cli("run", "fault-hang", "mnist", *TINY, "--steps", "2", "--case-timeout", "60",
-               "-o", str(out))
-    assert time.monotonic() - start < 200
+    proc = cli("run", "fault-hang", *TINY, "--steps", "2", "--case-timeout", "20", "-o", str(out))
+    assert 20 <= time.monotonic() - start < 90
     assert proc.returncode == 1
-    cases = cases_by_workload(out)
-    assert cases["fault-hang"]["status"] == "timeout"
-    assert "--case-timeout 60" in cases["fault-hang"]["error"]
-    assert cases["mnist"]["status"] == "ok"
+    case = cases_by_workload(out)["fault-hang"]
+    assert case["status"] == "timeout" and "--case-timeout 20" in case["error"]
 
 
 def test_out_of_memory_is_a_status_and_auto_batch_halves(cli, tmp_path: Path) -> None:
@@ -52,18 +50,12 @@ def test_out_of_memory_is_a_status_and_auto_batch_halves(cli, tmp_path: Path) ->
     assert case["status"] == "oom" and "simulated at batch 16" in case["error"]
     assert case["batch_size"] == 16
 
-    proc = cli("run", "fault-oom", *TINY, "--steps", "2", "--auto-batch", "-o", str(out))
+    proc = cli("run", "fault-oom", *TINY, "--steps", "2", "--auto-batch", "--isolation", "none",
+               "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     case = cases_by_workload(out)["fault-oom"]
     assert case["status"] == "ok" and case["batch_size"] == 4
     assert case["extra"]["oom_batch_sizes"] == [16, 8]
-
-
-def test_inline_isolation_still_records_failures(cli, tmp_path: Path) -> None:
-    out = tmp_path / "r.json"
-    proc = cli("run", "fault-oom", *TINY, "--steps", "2", "--isolation", "none", "-o", str(out))
-    assert proc.returncode == 1
-    assert cases_by_workload(out)["fault-oom"]["status"] == "oom"
 
 
 @pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
