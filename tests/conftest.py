@@ -12,11 +12,18 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(scope="session")
+def peak_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One measurement of the CPU's matmul peak serves the whole session."""
+    return tmp_path_factory.mktemp("peak") / "peak_flops.json"
+
+
 @pytest.fixture(autouse=True)
-def accelbench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def accelbench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, peak_cache: Path) -> Path:
     """Every test writes results into its own folder, never the user's."""
     home = tmp_path / "accelbench-home"
     monkeypatch.setenv("ACCELBENCH_HOME", str(home))
+    monkeypatch.setenv("ACCELBENCH_PEAK_CACHE", str(peak_cache))
     return home
 
 

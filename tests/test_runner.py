@@ -50,3 +50,16 @@ def test_plan_expands_precisions_backends_and_devices() -> None:
     assert {(c.precision, c.compile_backend) for c in cases} == {
         ("fp32", ""), ("fp32", "eager"), ("bf16", ""), ("bf16", "eager")}
     assert cases[0].batch_size == 8 and cases[-1].batch_size == 16  # tiny train / eval batches
+
+
+def test_achieved_flops_and_fraction_of_the_measured_peak() -> None:
+    from accelbench.modelfacts import flops_per_sample
+
+    devices = DeviceSet.current()
+    options = tiny(stop=StopRule("steps", 3))
+    case = run_plan(options, devices, plan(options, devices), ["test"]).cases[0]
+    flops = case.extra["flops"]
+    assert flops["per_sample"] == flops_per_sample("mnist", "train", "tiny") > 0
+    assert flops["achieved_flops"] == flops["per_sample"] * case.throughput()
+    assert 0 < flops["fraction_of_peak"] == flops["achieved_flops"] / flops["peak_flops"]
+    assert flops["peak_dtype"] == "float32"

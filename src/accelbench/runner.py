@@ -18,7 +18,7 @@ from accelbench.environment import collect_environment
 from accelbench.measure.loop import NonFiniteError, Progress, StepLoop
 from accelbench.measure.sensors import cpu_sensors
 from accelbench.options import RunOptions
-from accelbench.precision import get_precision, matmul_precision, prepare_model, unsupported_reason
+from accelbench.precision import Precision, get_precision, matmul_precision, prepare_model, unsupported_reason
 from accelbench.results import CaseResult, RunRecord
 from accelbench.steps import make_eval_step, make_train_step
 from accelbench.workloads.base import DataOptions, Workload, get_workload_class
@@ -135,7 +135,31 @@ def run_case(case: Case, options: RunOptions, progress: Progress | None = None) 
             result.extra["nonfinite_step"] = error.step
         result.extra["traceback"] = traceback.format_exc(limit=8)
     result.extra["sensors"]["end"] = {**cpu_sensors(), **case.device.sensors()}
+    if result.ok:
+        result.extra["flops"] = achieved_flops(result, case.device, precision)
     return result
+
+
+def achieved_flops(result: CaseResult, device: Device, precision: Precision) -> dict[str, Any]:
+    """Achieved FLOP/s (counted FLOPs per sample x samples/s) and its fraction of the device's
+    measured matrix-product peak in the case's compute dtype."""
+    from accelbench.measure.peak import measured_peak_flops
+    from accelbench.modelfacts import flops_per_sample
+
+    dtype = precision.autocast_dtype or precision.param_dtype
+    figures: dict[str, Any] = {"peak_dtype": str(dtype).removeprefix("torch.")}
+    try:
+        per_sample = flops_per_sample(result.workload, result.mode, result.size)
+        throughput = result.throughput()
+        if per_sample is None or throughput is None:
+            return {**figures, "error": "FLOPs could not be counted for this workload"}
+        achieved = per_sample * throughput
+        peak = measured_peak_flops(device, dtype)
+        figures.update(per_sample=per_sample, achieved_flops=achieved, peak_flops=peak,
+                       fraction_of_peak=achieved / peak if peak > 0 else None)
+    except Exception as error:  # the figures are extra; the timing stands without them
+        figures["error"] = f"{type(error).__name__}: {error}"
+    return figures
 
 
 def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseResult,

@@ -38,7 +38,7 @@ def case_row(case: CaseResult, cases: list[CaseResult]) -> list[str]:
     if not case.ok:
         first_line = case.error.splitlines()[0] if case.error else ""
         message = f"[red]{case.status}[/red] {first_line[:70]}"
-        return [*head, message, "", "", "", "", ""]
+        return [*head, message, "", "", "", "", "", ""]
     summary = case.summary()
     ci = case.throughput_ci()
     rate = format_rate(case.throughput())
@@ -59,11 +59,21 @@ def case_row(case: CaseResult, cases: list[CaseResult]) -> list[str]:
             spread += f" [red]drift +{(trend['ratio'] - 1) * 100:.0f}%[/red]"
     speedup = speedup_vs_cpu(case, cases)
     return [*head, rate, ci_text, epoch_text,
-            spread, f"{speedup:.2f}x" if speedup else "", format_bytes(case.peak_memory_bytes)]
+            spread, f"{speedup:.2f}x" if speedup else "", flops_text(case),
+            format_bytes(case.peak_memory_bytes)]
+
+
+def flops_text(case: CaseResult) -> str:
+    flops = case.extra.get("flops", {})
+    achieved, fraction = flops.get("achieved_flops"), flops.get("fraction_of_peak")
+    if not isinstance(achieved, int | float):
+        return "n/a"
+    text = format_rate(achieved / 1e9)
+    return f"{text} ({fraction * 100:.0f}%)" if isinstance(fraction, int | float) else text
 
 
 COLUMNS = ("workload", "mode", "device", "config", "batch", "samples/s", "95% CI", "epoch", "IQR/med",
-           "vs CPU", "peak mem")
+           "vs CPU", "GFLOP/s (% peak)", "peak mem")
 
 
 def run_table(record: RunRecord) -> Table:
