@@ -156,3 +156,38 @@ def test_slow_loader_marks_the_case_input_bound() -> None:
     fast = StepLoop(CountingStep(sleep=0.01), epoch(), CPU).run(StopRule("steps", 5), 1)
     assert not CaseResult(workload="w", mode="train", device="cpu", batch_size=2,
                           **vars(fast)).input_bound()
+
+
+def test_energy_meter_brackets_only_the_measured_steps() -> None:
+    step = CountingStep()
+
+    class Meter:
+        def start(self) -> None:
+            self.calls_at_start = step.calls
+
+        def stop(self) -> str:
+            self.calls_at_stop = step.calls
+            return "reading"
+
+    meter = Meter()
+    loop = StepLoop(step, epoch(), CPU, meter=meter)
+    loop.run(StopRule("steps", 6), warmup_steps=2)
+    assert (meter.calls_at_start, meter.calls_at_stop) == (2, 8)
+    assert loop.energy_reading == "reading"
+
+
+def test_energy_figures_reach_the_result_and_the_table() -> None:
+    from accelbench.measure.energy import energy_figures
+    from accelbench.render.table import energy_lines
+    from accelbench.results import CaseResult, RunRecord
+
+    figures = energy_figures(120.0, measured_steps=60, steps_per_epoch=938, batch_size=64)
+    assert figures["joules_per_step"] == 2.0 and figures["joules_per_epoch"] == 1876.0
+    assert figures["samples_per_joule"] == 32.0
+    case = CaseResult(workload="mnist", mode="train", device="cuda:0", batch_size=64,
+                      extra={"energy": {**figures, "source": "nvml"}})
+    missing = CaseResult(workload="mnist", mode="train", device="cpu", batch_size=64,
+                         extra={"energy": {"joules": None, "reason": "rapl: not readable"}})
+    lines = energy_lines(RunRecord("r", "t", "v", cases=[case, missing]))
+    assert lines == ["energy mnist train cuda:0: 2 J/step, 1.88e+03 J/epoch, 32 samples/J (nvml)",
+                     "energy n/a on cpu: rapl: not readable"]

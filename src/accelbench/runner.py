@@ -15,6 +15,7 @@ import torch
 from accelbench import __version__
 from accelbench.devices import Device, DeviceSet
 from accelbench.environment import collect_environment
+from accelbench.measure.energy import energy_meter_for
 from accelbench.measure.loop import NonFiniteError, Progress, StepLoop
 from accelbench.measure.sensors import cpu_sensors
 from accelbench.options import RunOptions
@@ -179,11 +180,16 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
     if case.mode == "train" and type(workload).end_of_epoch is not Workload.end_of_epoch:
         def epoch_end() -> dict[str, float]:
             return workload.end_of_epoch(model, case.device.torch_device, data)
+    meter = energy_meter_for(case.device)
+    meter.prepare()
     loop = StepLoop(_make_step(workload, model, case), batches, case.device, progress,
-                    epoch_end)
+                    epoch_end, meter)
     measured = loop.run(options.stop, options.warmup_steps)
     for name, value in vars(measured).items():
         setattr(result, name, value)
+    if loop.energy_reading is not None:
+        result.extra["energy"] = loop.energy_reading.figures(
+            result.measured_steps, result.steps_per_epoch, result.batch_size)
     result.peak_memory_bytes = case.device.peak_memory_bytes()
 
 

@@ -21,7 +21,7 @@ from accelbench.cli.common import (
 from accelbench.devices import DEVICE_HELP, DeviceSet
 from accelbench.errors import UsageError
 from accelbench.options import DEFAULT_TIME_BUDGET_S, DEFAULT_WARMUP_STEPS, RunOptions, StopRule
-from accelbench.render.table import run_table
+from accelbench.render.table import energy_lines, run_table
 from accelbench.results import RunRecord
 from accelbench.runner import Case, Interrupted, plan, run_plan
 from accelbench.store.jsonfile import check_writable, save_record, save_to_results_dir
@@ -179,6 +179,8 @@ def _finish(record: RunRecord, output: Path | None, db: Path | None) -> None:
     saved = store_everywhere(record, db)
     out = Console(width=None if sys.stdout.isatty() else 160)
     out.print(run_table(record))
+    for line in energy_lines(record):
+        out.print(line, style="dim", highlight=False)
     if output:
         save_record(record, output)
         out.print(f"Result written to {output}")

@@ -79,9 +79,13 @@ class StepLoop:
 
     def __init__(self, step: Callable[[Any], Any], epoch: Iterable[Any], device: Device,
                  progress: Progress | None = None,
-                 epoch_end: Callable[[], dict[str, float]] | None = None) -> None:
+                 epoch_end: Callable[[], dict[str, float]] | None = None,
+                 meter: Any = None) -> None:
         self.step = step
         self.epoch_end = epoch_end
+        #: An energy meter (``start()`` / ``stop() -> reading``) around the measured steps only.
+        self.meter = meter
+        self.energy_reading: Any = None
         self.epoch = epoch
         self.device = device
         self.progress = progress or (lambda phase, done, total: None)
@@ -134,6 +138,9 @@ class StepLoop:
         stream = BatchStream(self.epoch)
         self.warm_up(warmup_steps, stream)
         k = self.result.steps_per_sample
+        if self.meter is not None:
+            self.device.synchronize()
+            self.meter.start()
         if stop.kind == "epochs":
             self._run_epochs(int(stop.value), k)
         elif stop.kind == "steps":
@@ -148,6 +155,9 @@ class StepLoop:
                    or len(self.result.step_times) < MIN_SAMPLES):
                 self._record(*self._run_window(stream.next, k))
                 self.progress("measure", min(self.result.measured_time_s, stop.value), stop.value)
+        if self.meter is not None:
+            self.device.synchronize()
+            self.energy_reading = self.meter.stop()
         if self.epoch_end is not None and stop.kind != "epochs":
             self.result.epoch_end_s = self._timed_epoch_end()
         return self.result

@@ -85,3 +85,24 @@ def run_table(record: RunRecord) -> Table:
     for case in record.cases:
         table.add_row(*case_row(case, record.cases))
     return table
+
+
+def energy_lines(record: RunRecord) -> list[str]:
+    """One line per case with energy figures, or one line saying why there are none."""
+    lines, reasons = [], set()
+    for case in record.cases:
+        energy = case.extra.get("energy")
+        if not energy:
+            continue
+        if isinstance(energy.get("joules"), int | float):
+            per_epoch = energy.get("joules_per_epoch")
+            lines.append(f"energy {case.workload} {case.mode} {case.device}: "
+                         f"{energy['joules_per_step']:.3g} J/step, "
+                         f"{per_epoch:.3g} J/epoch, {energy['samples_per_joule']:.3g} samples/J "
+                         f"({energy['source']})" if per_epoch else
+                         f"energy {case.workload} {case.mode} {case.device}: "
+                         f"{energy['joules_per_step']:.3g} J/step ({energy['source']})")
+        elif energy.get("reason"):
+            reasons.add(f"{case.device}: {energy['reason']}")
+    lines.extend(f"energy n/a on {reason}" for reason in sorted(reasons))
+    return lines
