@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("accelbench.cli.report", "write a self-contained HTML report"),
     "import": ("accelbench.cli.import_", "add result JSON files to the history"),
     "export": ("accelbench.cli.export", "write a stored run as JSON, CSV or Markdown"),
+    "scale": ("accelbench.cli.scale", "how a workload's training scales over processes and machines"),
 }
 
 

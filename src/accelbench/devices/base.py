@@ -41,6 +41,10 @@ class DeviceAdapter(ABC):
     is_async: bool = True
     #: Memory figures are the device allocator's (True) or the process's resident set (False).
     memory_source: str = "device allocator"
+    #: The torch.distributed backend for this kind's tensors ("" = torch's default map decides).
+    distributed_backend: str = ""
+    #: Energy sources (names known to accelbench.measure.energy), in order of preference.
+    energy_sources: tuple[str, ...] = ()
 
     @abstractmethod
     def availability(self) -> Availability:

@@ -18,6 +18,9 @@ class CpuAdapter(DeviceAdapter):
     kind = "cpu"
     is_async = False
     memory_source = "process peak RSS"
+    distributed_backend = "gloo"
+    # RAPL on Linux (Intel and AMD), powermetrics on macOS; whichever is readable.
+    energy_sources = ("rapl", "powermetrics-cpu")
 
     def __init__(self, proc_self: Path = _PROC_SELF) -> None:
         self._proc = proc_self

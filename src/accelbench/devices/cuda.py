@@ -15,6 +15,8 @@ _INSTALL_HINT = "install a CUDA build of torch (the selector at pytorch.org/get-
 
 class CudaAdapter(DeviceAdapter):
     kind = "cuda"
+    distributed_backend = "nccl"  # RCCL under the same name on ROCm
+    energy_sources = ("nvml",)
 
     def __init__(self, torch_module: Any = None, driver_file: Path = _DRIVER_FILE) -> None:
         if torch_module is None:

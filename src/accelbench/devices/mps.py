@@ -59,6 +59,10 @@ def _version_tuple(text: str) -> tuple[int, ...]:
 class MpsAdapter(DeviceAdapter):
     kind = "mps"
     memory_source = "MPS allocator, sampled at step boundaries"
+    # torch maps mps to gloo; whether gloo takes MPS tensors is checked before a launch.
+    distributed_backend = "gloo"
+    # The GPU shares the SoC with the CPU cores that drive it: both are counted.
+    energy_sources = ("powermetrics-cpu-gpu",)
 
     def __init__(self, torch_module: Any = None, facts: MacFacts | None = None) -> None:
         if torch_module is None:

@@ -9,6 +9,7 @@ from accelbench.devices.base import Availability, DeviceAdapter
 
 class XpuAdapter(DeviceAdapter):
     kind = "xpu"
+    distributed_backend = "xccl"
 
     def __init__(self, torch_module: Any = None) -> None:
         if torch_module is None:

@@ -1,0 +1,119 @@
+"""``accelbench scale``: training throughput at 1, 2, 4 ... processes under DDP (or FSDP)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from accelbench.cli.common import non_negative_int, positive_float, positive_int
+from accelbench.options import DEFAULT_TIME_BUDGET_S, DEFAULT_WARMUP_STEPS, StopRule
+from accelbench.render.format import format_rate
+from accelbench.results import CaseResult
+from accelbench.scale import DEFAULT_TIMEOUT_S
+from accelbench.store.jsonfile import check_writable, save_record
+from accelbench.store.keep import store_everywhere
+
+HELP = "how a workload's training scales over processes and machines"
+
+
+def process_counts(text: str) -> tuple[int, ...]:
+    """``1,2,4``: positive whole numbers, each once, in the order given."""
+    counts: list[int] = []
+    for item in text.split(","):
+        value = positive_int(item)
+        if value not in counts:
+            counts.append(value)
+    return tuple(counts)
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("scale", help=HELP, description=HELP + ". Each process count "
+                                   "runs through torchrun; every rank trains on its own data.")
+    parser.add_argument("workload", metavar="WORKLOAD", help="a workload name (see 'accelbench list')")
+    parser.add_argument("--nproc", type=process_counts, default=(1, 2), metavar="N[,N...]",
+                        help="processes per node to try, e.g. 1,2,4 (default 1,2)")
+    parser.add_argument("--device", default="auto",
+                        help="cpu (gloo), cuda (nccl), xpu (xccl) or auto (default auto)")
+    parser.add_argument("--backend", default="",
+                        help="torch.distributed backend (default: the device's)")
+    stop = parser.add_mutually_exclusive_group()
+    stop.add_argument("--steps", type=positive_int, help="measure exactly N steps after warm-up")
+    stop.add_argument("--time-budget", type=positive_float, metavar="SECONDS",
+                      help=f"measure about this long per world size (default "
+                      f"{DEFAULT_TIME_BUDGET_S:g}); the no-sync comparison runs as many steps again")
+    parser.add_argument("--warmup", type=non_negative_int, default=DEFAULT_WARMUP_STEPS,
+                        help=f"warm-up steps (default {DEFAULT_WARMUP_STEPS})")
+    parser.add_argument("--batch-size", type=positive_int, help="batch per process")
+    parser.add_argument("--threads", type=positive_int,
+                        help="torch threads per process (default: the CPU's cores / processes)")
+    parser.add_argument("--size", choices=("published", "tiny"), default="published")
+    parser.add_argument("--fsdp", action="store_true",
+                        help="shard with FSDP2 (fully_shard) instead of DistributedDataParallel")
+    parser.add_argument("--workload-file", type=Path, action="append", default=[],
+                        metavar="FILE.py", help="load your own workloads")
+    nodes = parser.add_argument_group("several machines (passed to torchrun unchanged)")
+    nodes.add_argument("--nnodes", type=positive_int, default=1)
+    nodes.add_argument("--node-rank", type=non_negative_int)
+    nodes.add_argument("--rdzv-endpoint", default="", metavar="HOST:PORT")
+    nodes.add_argument("--rdzv-backend", default="c10d")
+    nodes.add_argument("--rdzv-id", default="accelbench", metavar="ID")
+    parser.add_argument("--timeout", type=positive_float, default=DEFAULT_TIMEOUT_S,
+                        metavar="SECONDS", help=f"kill a world size's processes after this long "
+                        f"(default {DEFAULT_TIMEOUT_S:g})")
+    parser.add_argument("--output", "-o", type=Path, help="also write the result JSON here")
+    parser.add_argument("--db", type=Path, help="history database (default: the per-user one)")
+    parser.add_argument("--debug", action="store_true",
+                        help="show tracebacks and torchrun's output as it comes")
+    parser.set_defaults(execute=execute)
+
+
+def options_from_args(args: argparse.Namespace) -> Any:
+    from accelbench.scale.launcher import Rendezvous, ScaleOptions
+
+    if args.steps:
+        stop = StopRule("steps", args.steps)
+    else:
+        stop = StopRule("time", args.time_budget or DEFAULT_TIME_BUDGET_S)
+    return ScaleOptions(
+        workload=args.workload, nproc=args.nproc, device=args.device, stop=stop,
+        warmup_steps=args.warmup, batch_size=args.batch_size, size=args.size,
+        threads=args.threads, fsdp=args.fsdp, backend=args.backend,
+        rendezvous=Rendezvous(args.nnodes, args.node_rank, args.rdzv_endpoint, args.rdzv_backend,
+                              args.rdzv_id),
+        timeout=args.timeout,
+        workload_files=tuple(str(Path(p).resolve()) for p in args.workload_file),
+        echo=args.debug,
+    )
+
+
+def execute(args: argparse.Namespace, argv: list[str]) -> int:
+    from accelbench.render.scale_table import scale_table
+    from accelbench.scale.launcher import run_scale
+
+    options = options_from_args(args)
+    if args.output:
+        check_writable(args.output)
+    status = Console(stderr=True)
+
+    def progress(nproc: int, case: CaseResult | None) -> None:
+        if case is None:
+            status.print(f"scale: {nproc} process(es) per node ...")
+        elif case.ok:
+            status.print(f"scale: {nproc} process(es): "
+                         f"{format_rate(case.extra['scale']['global_throughput'])} samples/s")
+        else:
+            status.print(f"scale: {nproc} process(es): {case.status}")
+
+    record = run_scale(options, ["accelbench", *argv], progress)
+    saved = store_everywhere(record, args.db)
+    out = Console(width=None if sys.stdout.isatty() else 160)
+    out.print(scale_table(record))
+    if args.output:
+        save_record(record, args.output)
+        out.print(f"Result written to {args.output}")
+    out.print(f"Saved to {saved}")
+    return 0 if all(case.ok for case in record.cases) else 1

@@ -1,0 +1,392 @@
+"""Run a workload's distributed training at each process count through torchrun; collect the ranks.
+
+For each ``--nproc N`` the launcher starts ``python -m torch.distributed.run --nproc-per-node N``
+(``--standalone`` on one node; torchrun's own rendezvous options, passed on unchanged, across
+nodes) running :mod:`accelbench.scale.ddp_worker`, waits at most ``--timeout`` seconds, then reads
+the per-rank result files. torchrun ends the whole group when one rank dies; a group that is still
+running at the timeout is killed (torchrun and every process under it).
+
+The case's ``step_times`` are per step the slowest rank's time (a global step ends when its last
+rank finishes). Per-process throughput = batch / median of those; global = world size x
+per-process; efficiency = global / (world size / baseline world size x baseline global), the
+baseline being the smallest world size measured (1 process when ``--nproc`` includes 1, which makes
+it global / (N x throughput at 1 process)). Every world size, 1 included, runs under DDP/FSDP, so
+the wrapper's own cost is in the baseline too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import accelbench
+from accelbench.devices import Device, DeviceSet
+from accelbench.errors import UsageError
+from accelbench.options import DEFAULT_WARMUP_STEPS, RunOptions, StopRule
+from accelbench.results import CaseResult, RunRecord
+from accelbench.runner import Case, new_record, skeleton_result
+from accelbench.scale import DEFAULT_TIMEOUT_S
+from accelbench.scale.backends import (
+    LAUNCH_ENV,
+    backend_for,
+    backend_unavailable_reason,
+    check_processes_fit,
+    fsdp_unavailable_reason,
+)
+from accelbench.scale.ddp_worker import ALL_RANKS_FILE
+from accelbench.userfile import load_workload_file
+from accelbench.workloads.base import get_workload_class
+
+#: Collectives in a rank give up this long after --timeout: the launcher's kill comes first; the
+#: process-group timeout only backstops ranks it cannot reach (those on other nodes).
+PG_TIMEOUT_MARGIN_S = 30.0
+OUTPUT_TAIL_LINES = 200
+
+
+@dataclass(frozen=True)
+class Rendezvous:
+    """torchrun's multi-node options; one node without an endpoint runs ``--standalone``."""
+
+    nnodes: int = 1
+    node_rank: int | None = None
+    endpoint: str = ""
+    backend: str = "c10d"
+    id: str = "accelbench"
+
+    def __post_init__(self) -> None:
+        if self.nnodes < 1:
+            raise UsageError(f"--nnodes must be positive, got {self.nnodes}")
+        if self.nnodes > 1 and not self.endpoint:
+            raise UsageError(f"--nnodes {self.nnodes} needs --rdzv-endpoint HOST:PORT (where the "
+                             "nodes meet)")
+
+    def torchrun_args(self) -> list[str]:
+        if self.nnodes == 1 and not self.endpoint:
+            return ["--standalone"]
+        node_rank = ["--node-rank", str(self.node_rank)] if self.node_rank is not None else []
+        return ["--nnodes", str(self.nnodes), *node_rank, "--rdzv-endpoint", self.endpoint,
+                "--rdzv-backend", self.backend, "--rdzv-id", self.id]
+
+
+@dataclass(frozen=True)
+class ScaleOptions:
+    workload: str
+    nproc: tuple[int, ...]
+    device: str = "cpu"
+    stop: StopRule = field(default_factory=StopRule)
+    warmup_steps: int = DEFAULT_WARMUP_STEPS
+    #: Per process; None takes the workload's training batch.
+    batch_size: int | None = None
+    size: str = "published"
+    #: torch threads per process; None shares the CPU's cores out among the node's processes.
+    threads: int | None = None
+    fsdp: bool = False
+    #: "" takes the device's backend.
+    backend: str = ""
+    rendezvous: Rendezvous = field(default_factory=Rendezvous)
+    timeout: float = DEFAULT_TIMEOUT_S
+    seed: int = 0
+    workload_files: tuple[str, ...] = ()
+    #: Stream torchrun's output to stderr as it comes (--debug).
+    echo: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.nproc or any(n <= 0 for n in self.nproc):
+            raise UsageError(f"--nproc needs positive process counts, got {list(self.nproc)}")
+        if not self.timeout > 0:
+            raise UsageError(f"--timeout must be positive, got {self.timeout}")
+        if self.warmup_steps < 0:
+            raise UsageError(f"--warmup must be 0 or more, got {self.warmup_steps}")
+
+    @property
+    def strategy(self) -> str:
+        return "fsdp" if self.fsdp else "ddp"
+
+    def threads_per_process(self, nproc: int) -> int:
+        # torchrun would set OMP_NUM_THREADS=1 for N > 1 but leave 1 process all cores, which
+        # makes the comparison between world sizes unfair on the CPU.
+        return self.threads or max(1, (os.cpu_count() or 1) // nproc)
+
+    def run_options(self, device: Device) -> RunOptions:
+        """The same settings as ``accelbench run`` options (for the record and each case)."""
+        return RunOptions(workloads=(self.workload,), device=device.name, modes=("train",),
+                          stop=self.stop, warmup_steps=self.warmup_steps,
+                          batch_size=self.batch_size, threads=self.threads, size=self.size,
+                          seed=self.seed, workload_files=self.workload_files,
+                          case_timeout=self.timeout)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("echo")
+        data["nproc"], data["workload_files"] = list(self.nproc), list(self.workload_files)
+        return data
+
+
+@dataclass
+class LaunchOutcome:
+    #: torchrun's exit code; None when it was killed at the timeout.
+    returncode: int | None
+    output_tail: list[str]
+
+
+Progress = Callable[[int, CaseResult | None], None]
+
+
+def run_scale(options: ScaleOptions, command: list[str], progress: Progress | None = None) -> RunRecord:
+    """One case per process count, in order; failures become statuses, bad usage raises."""
+    for path in options.workload_files:
+        load_workload_file(Path(path))
+    workload = get_workload_class(options.workload)(options.size)
+    if "train" not in workload.modes:
+        raise UsageError(f"workload {options.workload!r} has no training mode to scale")
+    devices = DeviceSet.current()
+    chosen = devices.select(options.device)
+    if len(chosen) != 1:
+        raise UsageError(f"--device {options.device!r} names {len(chosen)} devices; scale runs on "
+                         "one device kind (cpu, cuda, xpu or auto)")
+    device = chosen[0]
+    backend = options.backend or backend_for(device)
+    reason = backend_unavailable_reason(device, backend)
+    if reason:
+        raise UsageError(f"cannot run {device.kind} processes over torch.distributed: {reason}")
+    for nproc in options.nproc:
+        check_processes_fit(devices, device, nproc)
+    run_options = options.run_options(device)
+    record = new_record(run_options, devices, command)
+    record.kind = "scale"
+    record.options["scale"] = options.to_dict()
+    for nproc in options.nproc:
+        if progress is not None:
+            progress(nproc, None)
+        record.cases.append(run_world_size(options, run_options, device, backend, nproc))
+        if progress is not None:
+            progress(nproc, record.cases[-1])
+    fill_efficiency(record.cases)
+    return record
+
+
+def torchrun_command(nproc: int, rendezvous: Rendezvous, spec_path: Path) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc),
+            *rendezvous.torchrun_args(), "--max-restarts", "0",
+            "-m", "accelbench.scale.ddp_worker", str(spec_path)]
+
+
+def run_world_size(options: ScaleOptions, run_options: RunOptions, device: Device, backend: str,
+                   nproc: int) -> CaseResult:
+    workload = get_workload_class(options.workload)(options.size)
+    batch = options.batch_size or workload.batch_size("train")
+    result = skeleton_result(Case(options.workload, "train", device, batch), run_options)
+    world = nproc * options.rendezvous.nnodes
+    result.threads = options.threads_per_process(nproc)
+    # Each rank's share of an epoch, as a DistributedSampler splits it.
+    result.dataset_size = -(-workload.samples_per_epoch("train") // world)
+    result.steps_per_epoch = -(-result.dataset_size // batch)
+    scale: dict[str, Any] = {
+        "world_size": world, "nproc_per_node": nproc, "nnodes": options.rendezvous.nnodes,
+        "backend": backend, "strategy": options.strategy, "global_throughput": None,
+        "per_process_throughput": None, "efficiency": None, "comm_fraction": None, "ranks": [],
+    }
+    result.extra["scale"] = scale
+    unavailable = workload.unavailable_reason()
+    unsupported = fsdp_unavailable_reason() if options.fsdp else None
+    if unavailable or unsupported:
+        result.status = "unavailable" if unavailable else "unsupported"
+        result.error = str(unavailable or unsupported)
+        return result
+    with tempfile.TemporaryDirectory(prefix="accelbench-scale-") as folder:
+        out = Path(folder)
+        spec = {
+            "workload": options.workload, "size": options.size, "device": device.kind,
+            "backend": backend, "strategy": options.strategy, "batch_size": batch,
+            "warmup_steps": options.warmup_steps, "stop": asdict(options.stop),
+            "seed": options.seed, "threads": result.threads,
+            "workload_files": list(options.workload_files), "out_dir": str(out),
+            "pg_timeout_s": options.timeout + PG_TIMEOUT_MARGIN_S,
+        }
+        (out / "spec.json").write_text(json.dumps(spec))
+        outcome = launch(torchrun_command(nproc, options.rendezvous, out / "spec.json"),
+                         _environment(result.threads), options.timeout, options.echo)
+        ranks = collect_ranks(out, world if options.rendezvous.nnodes == 1 else None, outcome)
+    fill_case(result, ranks, outcome, options.timeout)
+    return result
+
+
+def _environment(threads: int) -> dict[str, str]:
+    # The ranks import the same accelbench as this process, installed or not.
+    source_root = str(Path(accelbench.__file__).resolve().parents[1])
+    path = os.pathsep.join(p for p in (source_root, os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, **LAUNCH_ENV, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": path,
+            "PYTHONUNBUFFERED": "1"}
+
+
+def launch(command: list[str], env: dict[str, str], timeout: float, echo: bool) -> LaunchOutcome:
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, env=env, start_new_session=True)
+    tail: deque[str] = deque(maxlen=OUTPUT_TAIL_LINES)
+    reader = threading.Thread(target=_pump, args=(process.stdout, tail, echo), daemon=True)
+    reader.start()
+    try:
+        code: int | None = process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_tree(process)
+        code = None
+    except BaseException:
+        _kill_tree(process)
+        raise
+    reader.join(timeout=5)
+    return LaunchOutcome(code, list(tail))
+
+
+def _pump(stream: IO[str], tail: deque[str], echo: bool) -> None:
+    for line in stream:
+        tail.append(line.rstrip())
+        if echo:
+            sys.stderr.write(line)
+
+
+def _kill_tree(process: subprocess.Popen[str]) -> None:
+    """Kill torchrun and every process under it: torchrun starts each rank in a session of its
+    own, so killing torchrun's process group alone would leave the ranks running."""
+    import psutil
+
+    try:
+        descendants = psutil.Process(process.pid).children(recursive=True)
+    except psutil.Error:
+        descendants = []
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        process.kill()
+    for child in descendants:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+    process.wait()
+    psutil.wait_procs(descendants, timeout=5)
+
+
+# torchrun's failure summary: "rank : 1 (local_rank: 1)" then "exitcode : -11 (pid: 42)".
+_FAILURE = re.compile(r"rank\s*:\s*(\d+) \(local_rank: \d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
+
+
+def collect_ranks(folder: Path, world: int | None, outcome: LaunchOutcome) -> list[dict[str, Any]]:
+    """Every rank's report; ranks that left none get one saying why. ``world`` None (several
+    nodes, no gathered file) lists only the ranks whose files are here."""
+    gathered = folder / ALL_RANKS_FILE
+    if gathered.exists():
+        reports = json.loads(gathered.read_text())
+    else:
+        reports = [json.loads(path.read_text()) for path in folder.glob("rank-*.json")]
+    by_rank = {int(report["rank"]): report for report in reports}
+    exits = {int(rank): int(code) for rank, code in _FAILURE.findall("\n".join(outcome.output_tail))}
+    # SIGTERM is how torchrun stops the other ranks once one has failed: not a failure of its own.
+    broken = {rank for rank, code in exits.items() if code != -signal.SIGTERM}
+    broken |= {rank for rank, report in by_rank.items() if report["status"] != "ok"}
+    for rank in range(world or 0):
+        if rank not in by_rank:
+            by_rank[rank] = _missing_rank(rank, outcome, exits.get(rank), bool(broken - {rank}))
+    return [by_rank[rank] for rank in sorted(by_rank)]
+
+
+def _missing_rank(rank: int, outcome: LaunchOutcome, exit_code: int | None,
+                  other_failed: bool) -> dict[str, Any]:
+    if outcome.returncode is None:
+        status, error = "timeout", "killed at the --timeout"
+    elif other_failed and exit_code in (None, -signal.SIGTERM):
+        status, error = "interrupted", "stopped by torchrun when another rank failed"
+    elif exit_code is not None and exit_code < 0:
+        status, error = "crashed", f"the process died from {_signal_name(-exit_code)}"
+    elif exit_code is not None:
+        status, error = "crashed", f"the process exited with code {exit_code}"
+    else:
+        status, error = "crashed", f"left no result (torchrun exited with code {outcome.returncode})"
+    return {"rank": rank, "status": status, "error": error, "step_times": [],
+            "nosync_step_times": []}
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def fill_case(result: CaseResult, ranks: list[dict[str, Any]], outcome: LaunchOutcome,
+              timeout: float) -> None:
+    """The case's status and figures from its ranks and from how torchrun ended."""
+    scale = result.extra["scale"]
+    scale["ranks"] = [{key: rank.get(key) for key in ("rank", "node_rank", "host", "device",
+                                                      "status", "error", "step_times",
+                                                      "nosync_step_times")} for rank in ranks]
+    failed = [rank for rank in ranks if rank["status"] != "ok"]
+    # The root cause is the first rank to fail: the others then fail on their broken
+    # collectives ("connection closed by peer") or are stopped by torchrun.
+    cause = min(failed, key=lambda r: (r["status"] == "interrupted", r.get("failed_at") or math.inf),
+                default=None)
+    if outcome.returncode is None:
+        result.status = "timeout"
+        result.error = (f"world size {scale['world_size']} did not finish within --timeout "
+                        f"{timeout:g} s; torchrun and its processes were killed")
+    elif cause is not None:
+        result.status, result.error = cause["status"], f"rank {cause['rank']}: {cause['error']}"
+    elif outcome.returncode != 0 or not ranks:
+        last = next((line for line in reversed(outcome.output_tail) if line.strip()), "")
+        result.status = "crashed"
+        result.error = f"torchrun exited with code {outcome.returncode}" + (f": {last}" if last else "")
+    if result.status != "ok":
+        result.extra["torchrun_output_tail"] = outcome.output_tail[-40:]
+        return
+    _fill_figures(result, ranks)
+
+
+def _slowest(per_rank: list[list[float]]) -> list[float]:
+    return [max(times) for times in zip(*per_rank, strict=False)]
+
+
+def _fill_figures(result: CaseResult, ranks: list[dict[str, Any]]) -> None:
+    scale = result.extra["scale"]
+    scale["world_size"] = int(ranks[0].get("world_size", scale["world_size"]))
+    result.step_times = _slowest([rank["step_times"] for rank in ranks])
+    nosync = _slowest([rank["nosync_step_times"] for rank in ranks])
+    result.measured_steps = int(ranks[0]["measured_steps"])
+    result.warmup_steps = int(ranks[0]["warmup_steps"])
+    for name in ("measured_time_s", "input_wait_s", "warmup_time_s", "time_to_first_step_s",
+                 "peak_memory_bytes"):
+        values = [rank[name] for rank in ranks if rank.get(name) is not None]
+        if values:
+            setattr(result, name, max(values))
+    per_process = result.throughput()
+    if per_process is None:
+        return
+    scale["per_process_throughput"] = per_process
+    scale["global_throughput"] = per_process * scale["world_size"]
+    if nosync:
+        scale["comm_fraction"] = 1.0 - statistics.median(nosync) / statistics.median(result.step_times)
+
+
+def fill_efficiency(cases: list[CaseResult]) -> None:
+    """Scaling efficiency of every measured case against the smallest measured world size."""
+    measured = [case for case in cases if case.extra["scale"]["global_throughput"]]
+    if not measured:
+        return
+    base = min(measured, key=lambda case: case.extra["scale"]["world_size"]).extra["scale"]
+    for case in measured:
+        scale = case.extra["scale"]
+        ideal = base["global_throughput"] * scale["world_size"] / base["world_size"]
+        scale["efficiency"] = scale["global_throughput"] / ideal if ideal > 0 else None
+        scale["efficiency_baseline_world_size"] = base["world_size"]
+        if scale["efficiency"] is not None and not math.isfinite(scale["efficiency"]):
+            scale["efficiency"] = None

@@ -1,0 +1,255 @@
+"""accelbench scale: real torchrun processes over gloo on the CPU, failures, timeouts, usage."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from accelbench.errors import UsageError
+from accelbench.results import CaseResult
+from accelbench.scale.launcher import (
+    LaunchOutcome,
+    Rendezvous,
+    collect_ranks,
+    fill_case,
+    fill_efficiency,
+    torchrun_command,
+)
+
+RANK_FAULTS = '''
+import os
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import accelbench
+from accelbench.data.synthetic import synthetic_epoch
+
+
+def _batch(generator, n):
+    return torch.randn(n, 8, generator=generator), torch.randint(0, 2, (n,), generator=generator)
+
+
+class _Base(accelbench.Workload):
+    description = "rank 1 misbehaves"
+    default_batch_size = tiny_batch_size = {"train": 16, "eval": 16}
+    dataset_size = tiny_dataset_size = {"train": 64, "eval": 64}
+
+    def build_model(self):
+        return nn.Linear(8, 2)
+
+    def make_optimizer(self, model):
+        return torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def make_batches(self, mode, batch_size, options):
+        return synthetic_epoch(_batch, self.samples_per_epoch(mode), batch_size, options.seed)
+
+    def training_loss(self, model, batch):
+        (Path(os.environ["SCALE_TEST_PIDS"]) / str(os.getpid())).touch()
+        if os.environ["RANK"] == "1":
+            self.fault()
+        x, y = batch
+        return F.cross_entropy(model(x), y)
+
+
+@accelbench.register
+class Fails(_Base):
+    name = "scale-rank1-fails"
+
+    def fault(self):
+        raise RuntimeError("planted failure in rank 1")
+
+
+@accelbench.register
+class Hangs(_Base):
+    name = "scale-rank1-hangs"
+
+    def fault(self):
+        time.sleep(3600)
+'''
+
+CPU = ["--device", "cpu", "--size", "tiny", "--warmup", "1"]
+
+
+@pytest.fixture
+def faulty(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
+    """A workload file whose rank 1 fails or hangs; ranks note their pids in a folder."""
+    path = tmp_path / "rank_faults.py"
+    path.write_text(RANK_FAULTS)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    return path, {"SCALE_TEST_PIDS": str(pids)}, pids
+
+
+def test_scale_mnist_over_one_and_two_processes(cli, tmp_path: Path) -> None:
+    out = tmp_path / "scale.json"
+    proc = cli("scale", "mnist", *CPU, "--nproc", "1,2", "--steps", "6", "-o", str(out),
+               "--db", str(tmp_path / "h.db"), timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = json.loads(out.read_text())
+    assert record["kind"] == "scale"
+    cases = record["cases"]
+    assert [case["extra"]["scale"]["world_size"] for case in cases] == [1, 2]
+    one, two = (case["extra"]["scale"] for case in cases)
+    for case, scale in zip(cases, (one, two), strict=True):
+        assert case["status"] == "ok" and case["mode"] == "train" and case["device"] == "cpu"
+        assert case["batch_size"] == 8 and len(case["step_times"]) == 6
+        assert scale["backend"] == "gloo" and scale["strategy"] == "ddp"
+        assert scale["per_process_throughput"] > 0 and scale["global_throughput"] > 0
+        assert scale["per_process_throughput"] == pytest.approx(8 / statistics.median(case["step_times"]))
+        assert isinstance(scale["comm_fraction"], float)
+        assert [rank["status"] for rank in scale["ranks"]] == ["ok"] * scale["world_size"]
+    assert two["global_throughput"] == pytest.approx(2 * two["per_process_throughput"])
+    assert one["efficiency"] == pytest.approx(1.0)
+    assert two["efficiency"] == pytest.approx(two["global_throughput"] / (2 * one["global_throughput"]))
+    assert [rank["rank"] for rank in two["ranks"]] == [0, 1]
+    # The global step is the slowest rank's.
+    slowest = [max(a, b) for a, b in zip(*(r["step_times"] for r in two["ranks"]), strict=True)]
+    assert cases[1]["step_times"] == pytest.approx(slowest)
+    assert "global samples/s" in proc.stdout and "efficiency" in proc.stdout
+
+
+def test_fsdp_over_two_processes(cli, tmp_path: Path) -> None:
+    out = tmp_path / "fsdp.json"
+    proc = cli("scale", "mnist", *CPU, "--nproc", "2", "--steps", "3", "--fsdp", "-o", str(out),
+               timeout=120)
+    case = json.loads(out.read_text())["cases"][0]
+    # FSDP2 runs over gloo on the CPU in torch >= 2.6; where it cannot, that is the status.
+    assert case["status"] in ("ok", "unsupported"), case["error"]
+    assert case["extra"]["scale"]["strategy"] == "fsdp"
+    assert proc.returncode == (0 if case["status"] == "ok" else 1)
+
+
+def _dead(pids: Path) -> bool:
+    return not any(psutil.pid_exists(int(p.name)) and psutil.Process(int(p.name)).status()
+                   != psutil.STATUS_ZOMBIE for p in pids.iterdir())
+
+
+def test_a_failing_rank_is_reported_not_hung_on(cli, tmp_path: Path, faulty) -> None:
+    path, env, pids = faulty
+    out = tmp_path / "fail.json"
+    start = time.monotonic()
+    proc = cli("scale", "scale-rank1-fails", "--workload-file", str(path), *CPU, "--nproc", "2",
+               "--steps", "3", "--timeout", "120", "-o", str(out), env=env, timeout=150)
+    assert time.monotonic() - start < 90
+    assert proc.returncode == 1, proc.stderr
+    case = json.loads(out.read_text())["cases"][0]
+    assert case["status"] == "failed"
+    assert case["error"] == "rank 1: RuntimeError: planted failure in rank 1"
+    ranks = case["extra"]["scale"]["ranks"]
+    assert [rank["rank"] for rank in ranks] == [0, 1]
+    assert ranks[1]["status"] == "failed" and "planted failure" in ranks[1]["error"]
+    assert ranks[0]["status"] != "ok"  # stopped, or failed on its broken all-reduce
+    assert _dead(pids)
+
+
+def test_a_hanging_rank_is_killed_at_the_timeout(cli, tmp_path: Path, faulty) -> None:
+    path, env, pids = faulty
+    out = tmp_path / "hang.json"
+    start = time.monotonic()
+    proc = cli("scale", "scale-rank1-hangs", "--workload-file", str(path), *CPU, "--nproc", "2",
+               "--steps", "3", "--timeout", "20", "-o", str(out), env=env, timeout=150)
+    assert time.monotonic() - start < 60
+    assert proc.returncode == 1, proc.stderr
+    case = json.loads(out.read_text())["cases"][0]
+    assert case["status"] == "timeout" and "--timeout 20 s" in case["error"]
+    assert any(pids.iterdir()), "the ranks never started a step"
+    assert _dead(pids), "a rank survived the timeout"
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--nproc", "0"], "positive"),
+    (["--nproc", "1,a"], "'a' is not a whole number"),
+    (["--device", "cuda"], "not available"),
+    (["--device", "cpu", "--backend", "nccl"], "nccl backend does not handle cpu"),
+])
+def test_bad_usage_is_one_line_and_exit_2(cli, args: list[str], words: str) -> None:
+    proc = cli("scale", "mnist", "--size", "tiny", *args, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("accelbench: error:") and words in lines[0]
+
+
+# --- the pieces, without processes ---------------------------------------------------------------
+def test_multi_node_options_reach_torchrun_unchanged(tmp_path: Path) -> None:
+    rendezvous = Rendezvous(nnodes=2, node_rank=1, endpoint="node0.example:29400",
+                            backend="c10d", id="job-42")
+    command = torchrun_command(4, rendezvous, tmp_path / "spec.json")
+    assert command[1:5] == ["-m", "torch.distributed.run", "--nproc-per-node", "4"]
+    text = " ".join(command)
+    for option in ("--nnodes 2", "--node-rank 1", "--rdzv-endpoint node0.example:29400",
+                   "--rdzv-backend c10d", "--rdzv-id job-42"):
+        assert option in text
+    assert "--standalone" not in command
+    assert command[-3:] == ["-m", "accelbench.scale.ddp_worker", str(tmp_path / "spec.json")]
+    single = torchrun_command(2, Rendezvous(), tmp_path / "spec.json")
+    assert "--standalone" in single and "--nnodes" not in single
+    with pytest.raises(UsageError, match="--rdzv-endpoint"):
+        Rendezvous(nnodes=2)
+
+
+def _case(world: int) -> CaseResult:
+    return CaseResult(workload="w", mode="train", device="cpu", batch_size=4,
+                      extra={"scale": {"world_size": world, "global_throughput": None}})
+
+
+def _write(folder: Path, report: dict) -> None:
+    (folder / f"rank-{report['rank']}.json").write_text(json.dumps(report))
+
+
+def test_first_failing_rank_is_the_cause_and_silent_ranks_are_explained(tmp_path: Path) -> None:
+    _write(tmp_path, {"rank": 0, "status": "failed", "error": "RuntimeError: Connection closed by peer",
+                      "failed_at": 200.0, "step_times": []})
+    _write(tmp_path, {"rank": 1, "status": "oom", "error": "OutOfMemoryError: boom",
+                      "failed_at": 100.0, "step_times": []})
+    summary = ["[1]:", "  time      : 2026-01-01_00:00:00", "  host      : h",
+               "  rank      : 2 (local_rank: 2)", "  exitcode  : -11 (pid: 7) SIGSEGV",
+               "[2]:", "  time      : 2026-01-01_00:00:00", "  host      : h",
+               "  rank      : 3 (local_rank: 3)", "  exitcode  : -15 (pid: 8) SIGTERM"]
+    outcome = LaunchOutcome(1, summary)
+    ranks = collect_ranks(tmp_path, 5, outcome)
+    assert [r["status"] for r in ranks] == ["failed", "oom", "crashed", "interrupted", "interrupted"]
+    assert ranks[2]["error"] == "the process died from SIGSEGV"
+    assert ranks[3]["error"] == "stopped by torchrun when another rank failed"
+    case = _case(5)
+    fill_case(case, ranks, outcome, timeout=60)
+    assert (case.status, case.error) == ("oom", "rank 1: OutOfMemoryError: boom")
+    assert case.extra["torchrun_output_tail"] == summary
+
+
+def test_efficiency_against_the_smallest_world_size() -> None:
+    cases = [_case(2), _case(4), _case(8)]
+    for case, rate in zip(cases, (100.0, 180.0, None), strict=True):
+        case.extra["scale"]["global_throughput"] = rate
+    fill_efficiency(cases)
+    assert cases[0].extra["scale"]["efficiency"] == pytest.approx(1.0)
+    assert cases[1].extra["scale"]["efficiency"] == pytest.approx(180.0 / 200.0)
+    assert cases[2].extra["scale"].get("efficiency") is None  # failed: no figure
+
+
+def test_process_counts() -> None:
+    import argparse
+
+    from accelbench.cli.scale import process_counts
+
+    assert process_counts("1,2, 4,2") == (1, 2, 4)
+    for bad in ("0", "a", "1,,2", "-1"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            process_counts(bad)
+
+
+def test_environment_of_the_ranks_names_this_accelbench() -> None:
+    from accelbench.scale.launcher import _environment
+
+    env = _environment(3)
+    assert env["OMP_NUM_THREADS"] == "3"
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(Path(__file__).resolve().parents[1] / "src")
