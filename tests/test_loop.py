@@ -38,6 +38,15 @@ class CountingStep:
 CPU = Device(CpuAdapter(), "cpu", 0)
 
 
+class SlowEpoch:
+    """A loader that takes 10 ms per batch."""
+
+    def __iter__(self):
+        for _ in range(100):
+            time.sleep(0.01)
+            yield (torch.zeros(2, 2),)
+
+
 def test_steps_rule_measures_exactly_n_steps_after_warmup() -> None:
     step = CountingStep()
     measured = StepLoop(step, epoch(), CPU).run(StopRule("steps", 7), warmup_steps=2)
@@ -112,12 +121,6 @@ def test_non_finite_output_stops_with_the_step_number() -> None:
 
 
 def test_input_wait_is_measured_separately() -> None:
-    class SlowEpoch:
-        def __iter__(self):
-            for _ in range(100):
-                time.sleep(0.01)
-                yield (torch.zeros(2, 2),)
-
     measured = StepLoop(CountingStep(), SlowEpoch(), CPU).run(StopRule("steps", 5), warmup_steps=1)
     assert measured.input_wait_s >= 0.05
     assert measured.input_wait_s <= measured.measured_time_s
@@ -142,12 +145,6 @@ def test_bad_stop_rules_are_usage_errors(kind: str, value: float) -> None:
 
 def test_slow_loader_marks_the_case_input_bound() -> None:
     from accelbench.results import CaseResult
-
-    class SlowEpoch:
-        def __iter__(self):
-            for _ in range(100):
-                time.sleep(0.01)
-                yield (torch.zeros(2, 2),)
 
     measured = StepLoop(CountingStep(), SlowEpoch(), CPU).run(StopRule("steps", 5), warmup_steps=1)
     case = CaseResult(workload="w", mode="train", device="cpu", batch_size=2, **{

@@ -7,8 +7,8 @@ import contextlib
 import math
 import signal
 import sys
-from collections.abc import Iterator
-from typing import NoReturn
+from collections.abc import Callable, Iterator
+from typing import Any, NoReturn
 
 from accelbench.errors import UsageError
 
@@ -31,40 +31,25 @@ def _number(text: str, kind: type, what: str) -> float:
     return value
 
 
-def positive_int(text: str) -> int:
-    value = int(_number(text.strip(), int, "a whole number"))
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive whole number")
-    if value > 10**9:
-        raise argparse.ArgumentTypeError(f"{text!r} is too large (at most 1000000000)")
-    return value
+def _bounded(kind: type, what: str, allow_zero: bool, most: float) -> Callable[[str], Any]:
+    """An argparse type: a finite ``kind`` above zero (or at least zero), at most ``most``."""
+
+    def parse(text: str) -> Any:
+        value = kind(_number(text.strip(), kind, what))
+        if value < 0 or (value == 0 and not allow_zero):
+            raise argparse.ArgumentTypeError(
+                f"{text!r} must be {'0 or more' if allow_zero else f'positive ({what})'}")
+        if value > most:
+            raise argparse.ArgumentTypeError(f"{text!r} is too large (at most {most:.0f})")
+        return value
+
+    return parse
 
 
-def non_negative_int(text: str) -> int:
-    value = int(_number(text.strip(), int, "a whole number"))
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
-    if value > 10**9:
-        raise argparse.ArgumentTypeError(f"{text!r} is too large (at most 1000000000)")
-    return value
-
-
-def positive_float(text: str) -> float:
-    value = float(_number(text.strip(), float, "a number"))
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
-    if value > 1e7:
-        raise argparse.ArgumentTypeError(f"{text!r} is too large (at most 10000000)")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    value = float(_number(text.strip(), float, "a number"))
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
-    if value > 1e7:
-        raise argparse.ArgumentTypeError(f"{text!r} is too large (at most 10000000)")
-    return value
+positive_int = _bounded(int, "a whole number", allow_zero=False, most=10**9)
+non_negative_int = _bounded(int, "a whole number", allow_zero=True, most=10**9)
+positive_float = _bounded(float, "a number", allow_zero=False, most=1e7)
+non_negative_float = _bounded(float, "a number", allow_zero=True, most=1e7)
 
 
 @contextlib.contextmanager
