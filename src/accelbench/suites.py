@@ -5,9 +5,9 @@ from __future__ import annotations
 from accelbench.errors import UsageError
 
 SUITES: dict[str, tuple[str, ...]] = {
-    # A convolutional network, the VAE and a transformer; on a 2-core laptop CPU all six cases
-    # finish in about two minutes. The transformer is BERT-Mini-shaped rather than BERT-base,
-    # whose training step at batch 64 x 128 tokens takes about a minute on such a CPU.
+    # A convolutional network, the VAE and a transformer: six cases that finish within three
+    # minutes on a 2-core CPU. The transformer is a BERT-Tiny-shaped model in plain torch, not
+    # BERT-base, whose training step at batch 64 x 128 tokens alone takes minutes on such a CPU.
     "quick": ("mnist", "vae", "transformer-small"),
 }
 DEFAULT_SUITE = "quick"
