@@ -59,3 +59,17 @@ def test_broken_file_through_the_cli_is_exit_2(cli, tmp_path: Path) -> None:
     path.write_text(BROKEN["raises"][0])
     assert_one_line_error(cli("run", "--workload-file", str(path)), "bad.py", "RuntimeError")
     assert_one_line_error(cli("run", "--workload-file", str(tmp_path / "none.py")), "does not exist")
+
+
+def test_error_text_with_brackets_is_shown_verbatim() -> None:
+    from rich.console import Console
+
+    from accelbench.render.table import run_table
+    from accelbench.results import CaseResult, RunRecord
+
+    case = CaseResult(workload="w[bold]", mode="train", device="cpu", batch_size=1,
+                      status="unavailable", error="pip install 'accelbench[transformers]'")
+    console = Console(width=300, record=True)
+    console.print(run_table(RunRecord("r", "t", "v", cases=[case])))
+    text = console.export_text()
+    assert "accelbench[transformers]" in text and "w[bold]" in text

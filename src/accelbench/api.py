@@ -50,19 +50,22 @@ def run(
     size: str = "published",
     workers: int = 0,
     workload_file: str | Path | None = None,
+    isolation: str = "process",
     save: bool = True,
     progress: CaseProgress | None = None,
 ) -> RunRecord:
     """Run workloads on devices and return the RunRecord (also saved like a CLI run)."""
+    workload_files: tuple[str, ...] = ()
     if workload_file is not None:
         from accelbench.userfile import load_workload_file
 
         load_workload_file(Path(workload_file))
+        workload_files = (str(Path(workload_file).resolve()),)
     options = RunOptions(
         workloads=tuple(match_workloads(list(workloads))), device=device, modes=tuple(modes),
         stop=stop_rule(steps, time_budget, epochs), warmup_steps=warmup, batch_size=batch_size,
         threads=threads, data=data, data_dir=Path(data_dir) if data_dir else None, size=size,
-        workers=workers,
+        workers=workers, workload_files=workload_files, isolation=isolation,
     )
     devices = DeviceSet.current()
     record = run_plan(options, devices, plan(options, devices), ["python", *sys.argv[:1]],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from accelbench.render.table import config_label
@@ -27,11 +28,11 @@ def check_table(record: RunRecord) -> Table:
         verdict = parity.get("verdict", "failed")
         tolerance = parity.get("tolerance", {})
         table.add_row(
-            case.workload, case.device, config_label(case), str(case.batch_size),
+            escape(case.workload), case.device, config_label(case), str(case.batch_size),
             f"[{_COLOURS.get(verdict, 'red')}]{verdict}[/]",
             str(parity.get("first_bad_step") or ""),
             _number(parity.get("max_rel_loss_diff")), _number(parity.get("output_rel_diff")),
             f"{tolerance.get('pass', '')}/{tolerance.get('drift', '')}" if tolerance else "",
-            (case.error or "").splitlines()[0][:80] if case.error else "",
+            escape(case.error.splitlines()[0][:80]) if case.error else "",
         )
     return table

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from accelbench.measure.memory import format_bytes
@@ -34,10 +35,10 @@ def config_label(case: CaseResult) -> str:
 
 
 def case_row(case: CaseResult, cases: list[CaseResult]) -> list[str]:
-    head = [case.workload, case.mode, case.device, config_label(case), str(case.batch_size)]
+    head = [escape(case.workload), case.mode, case.device, config_label(case), str(case.batch_size)]
     if not case.ok:
         first_line = case.error.splitlines()[0] if case.error else ""
-        message = f"[red]{case.status}[/red] {first_line[:70]}"
+        message = f"[red]{case.status}[/red] {escape(first_line[:70])}"
         return [*head, message, "", "", "", "", "", ""]
     summary = case.summary()
     ci = case.throughput_ci()
