@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from accelbench.devices import DeviceSet
+from accelbench.measure.loop import BatchStream, StepLoop
 from accelbench.options import RunOptions, StopRule
 from accelbench.runner import Case, run_case
 from accelbench.workloads import get_workload_class
@@ -53,6 +54,26 @@ def accelbench_loop(steps: int, warmup: int, batch_size: int) -> float:
     return result.measured_time_s / result.measured_steps
 
 
+def loop_cost_per_step(steps: int = 20000) -> float:
+    """Seconds per step that accelbench's loop itself adds: the same loop around a step that does
+    nothing but return a finite scalar (the non-finite check included), minus a bare Python loop
+    over the same batches calling the same function."""
+    cpu = DeviceSet.current().select("cpu")[0]
+    batches = [(torch.zeros(1),)] * 64
+    done = torch.tensor(1.0)
+
+    def step(batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        return done
+
+    measured = StepLoop(step, batches, cpu).run(StopRule("steps", steps), warmup_steps=10)
+    start = time.perf_counter()
+    stream = BatchStream(batches)
+    for _ in range(steps):
+        step(stream.next())
+    bare = (time.perf_counter() - start) / steps
+    return measured.measured_time_s / measured.measured_steps - bare
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=6)
@@ -72,10 +93,14 @@ def main() -> None:
         print(f"round {round_ + 1}: plain {plain[-1] * 1e3:.2f} ms/step, "
               f"accelbench {ours[-1] * 1e3:.2f} ms/step")
     ratio = statistics.median(ours) / statistics.median(plain)
+    paired = [o - p for o, p in zip(ours, plain, strict=True)]
     print(f"threads {args.threads}, batch {args.batch_size}, {args.rounds} rounds x {args.steps} steps")
     print(f"median plain {statistics.median(plain) * 1e3:.2f} ms/step, accelbench "
           f"{statistics.median(ours) * 1e3:.2f} ms/step: accelbench/plain = {ratio:.4f} "
           f"({(ratio - 1) * 100:+.2f}%)")
+    print(f"paired differences per round: mean {statistics.mean(paired) * 1e3:+.2f} ms, "
+          f"min {min(paired) * 1e3:+.2f} ms, max {max(paired) * 1e3:+.2f} ms")
+    print(f"accelbench's loop machinery alone (no-op step): {loop_cost_per_step() * 1e6:.1f} us/step")
 
 
 if __name__ == "__main__":

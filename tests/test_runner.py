@@ -63,3 +63,28 @@ def test_achieved_flops_and_fraction_of_the_measured_peak() -> None:
     assert flops["achieved_flops"] == flops["per_sample"] * case.throughput()
     assert 0 < flops["fraction_of_peak"] == flops["achieved_flops"] / flops["peak_flops"]
     assert flops["peak_dtype"] == "float32"
+
+
+class MetaAdapter(FakeAsyncAdapter):
+    """A device on which nothing can be computed: every real op fails."""
+
+    def torch_device(self, index: int) -> str:
+        return "meta"
+
+
+def test_unsupported_combination_is_a_status_and_the_run_goes_on() -> None:
+    devices = DeviceSet([CpuAdapter(), MetaAdapter()])
+    options = tiny(device="fake:0,cpu", precisions=("bf16",))
+    record = run_plan(options, devices, plan(options, devices), ["test"])
+    meta, cpu = record.cases
+    assert meta.status == "unsupported" and "bf16 on fake:0" in meta.error
+    assert cpu.status == "ok"
+
+
+def test_compile_failure_naming_an_unsupported_device_is_unsupported() -> None:
+    from accelbench.runner import status_of
+
+    assert status_of(RuntimeError("Unsupported device type: mps")) == "unsupported"
+    assert status_of(RuntimeError("CUDA out of memory. Tried to allocate 2 GiB")) == "oom"
+    assert status_of(MemoryError()) == "oom"
+    assert status_of(ValueError("shapes do not match")) == "failed"
