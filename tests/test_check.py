@@ -177,3 +177,11 @@ def test_check_cli_end_to_end(cli, tmp_path: Path) -> None:
 def test_check_bad_usage(cli, args: list[str], needle: str) -> None:
     proc = cli(*args)
     assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("workload", ["transformer-small", "bert-base", "vae"])
+def test_transformers_and_the_vae_pass_against_fp64(workload: str) -> None:
+    # Hidden dropout is seeded, attention dropout switched off on both sides, VAE noise shared:
+    # an honest fp32 candidate must then match the fp64 reference.
+    case = check(workload, "fp32", steps=4)
+    assert case.extra["parity"]["verdict"] == "pass", case.extra["parity"]

@@ -1,7 +1,9 @@
 """Numerical parity: train a candidate (device x precision x compile) and a CPU reference from
 identical initial weights on identical batches with identical randomness, and compare.
 
-Identical randomness: every ``nn.Dropout`` of both models is swapped for :class:`SeededDropout`,
+Identical randomness: every ``nn.Dropout`` of both models is swapped for :class:`SeededDropout`
+(attention-probability dropout, which fused attention kernels draw on the device, is switched
+off on both sides),
 which draws its mask on the CPU from a generator reset to the same seed at every step on both
 sides, and models draw other noise (the VAE's reparameterisation) through a ``Noise`` module,
 which parity points at the same per-step CPU generator. So the two sides differ only in
@@ -79,10 +81,30 @@ class SeededDropout(nn.Module):
         return x * keep.to(device=x.device, dtype=x.dtype) / (1 - self.p)
 
 
+def _is_attention(module: nn.Module) -> bool:
+    return isinstance(module, nn.MultiheadAttention) or type(module).__name__.endswith("Attention")
+
+
+def _disable_attention_dropout(module: nn.Module) -> None:
+    """Attention-probability dropout runs inside fused kernels (scaled_dot_product_attention,
+    multi_head_attention_forward) that draw their own random numbers on the device, so it cannot
+    be made identical: it is switched off on both sides instead (they still match each other)."""
+    if isinstance(getattr(module, "dropout", None), float):
+        module.dropout = 0.0  # nn.MultiheadAttention keeps its probability as a float
+    elif isinstance(getattr(module, "dropout", None), nn.Dropout):
+        module.dropout = nn.Dropout(0.0)  # HF attention reads self.dropout.p for its kernel
+
+
 def seed_randomness(model: nn.Module, random: ParityRandom) -> nn.Module:
-    """Dropouts become SeededDropout; every Noise module draws from the shared generator."""
+    """Dropouts become SeededDropout (attention dropout is switched off, see above); every Noise
+    module draws from the shared generator."""
+    if _is_attention(model):
+        _disable_attention_dropout(model)
     for name, child in model.named_children():
-        if isinstance(child, nn.Dropout):
+        if _is_attention(child):
+            _disable_attention_dropout(child)
+            seed_randomness(child, random)
+        elif isinstance(child, nn.Dropout) and child.p > 0:
             setattr(model, name, SeededDropout(child.p, random))
         elif isinstance(child, Noise):
             child.generator = random.generator
