@@ -253,3 +253,17 @@ def test_environment_of_the_ranks_names_this_accelbench() -> None:
     env = _environment(3)
     assert env["OMP_NUM_THREADS"] == "3"
     assert env["PYTHONPATH"].split(os.pathsep)[0] == str(Path(__file__).resolve().parents[1] / "src")
+
+
+def test_a_crash_in_teardown_after_every_rank_reported_keeps_the_figures() -> None:
+    ranks = [{"rank": r, "status": "ok", "error": "", "world_size": 2, "step_times": [0.1, 0.1],
+              "nosync_step_times": [0.08, 0.08], "measured_steps": 2, "warmup_steps": 1,
+              "measured_time_s": 0.2, "batch_size": 4} for r in (0, 1)]
+    outcome = LaunchOutcome(1, ["failed (exitcode: -6) local_rank: 1"])
+    case = _case(2)
+    fill_case(case, ranks, outcome, timeout=60)
+    assert case.status == "ok" and case.step_times == [0.1, 0.1]
+    assert "after every rank had written its result" in case.extra["scale"]["teardown_warning"]
+    missing = _case(2)
+    fill_case(missing, ranks[:1], outcome, timeout=60)
+    assert missing.status == "crashed" and "torchrun exited with code 1" in missing.error
