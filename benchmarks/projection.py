@@ -33,8 +33,14 @@ def main() -> None:
     for mode in args.modes.split(","):
         batch = 64 if mode == "train" else 1000
         for repeat in range(args.repeats):
-            projected = epoch_time(mode, StopRule(), batch)
-            measured = epoch_time(mode, StopRule("epochs", 1), batch)
+            # Alternate which run goes first, so a machine that speeds up or slows down over
+            # minutes does not always favour the same side.
+            if repeat % 2:
+                measured = epoch_time(mode, StopRule("epochs", 1), batch)
+                projected = epoch_time(mode, StopRule(), batch)
+            else:
+                projected = epoch_time(mode, StopRule(), batch)
+                measured = epoch_time(mode, StopRule("epochs", 1), batch)
             error = projected[0] / measured[0] - 1
             print(f"{mode} #{repeat + 1}: projected {projected[0]:.2f} s "
                   f"(95% CI {projected[1]:.2f}-{projected[2]:.2f}), measured {measured[0]:.2f} s, "
