@@ -9,7 +9,7 @@ from torch import nn
 from torchvision.models.vgg import cfgs, make_layers
 
 from accelbench.workloads.base import register
-from accelbench.workloads.resnet50 import ImageNetClassifier
+from accelbench.workloads.imagenet import ImageNetClassifier
 
 
 @register
