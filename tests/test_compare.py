@@ -8,37 +8,64 @@ from conftest_report import HOSTILE_MACHINE, case, cpu_and_cuda, record, steps
 
 from accelbench.cli import main
 from accelbench.compare import (
+    CANT_TELL,
     FASTER,
     NOT_COMPARABLE,
     NOT_RUN,
     SAME,
     SLOWER,
-    TOO_FEW,
     LabelledRun,
     compare_cases,
     compare_runs,
     describe,
 )
+from accelbench.repeat import merge_repeats
+from accelbench.results import CaseResult
 from accelbench.store.history import HistoryDB
 from accelbench.store.jsonfile import save_record
 
 
-def test_clearly_different_samples_are_faster_or_slower() -> None:
-    slow, fast = case(median=0.10, seed=1), case(median=0.05, seed=2)
+def processes(medians: list[float], **fields) -> CaseResult:
+    """A case measured in one worker process per median (as --repeat N records it)."""
+    return merge_repeats([case(median=m, seed=i, **fields) for i, m in enumerate(medians)])
+
+
+def test_clearly_different_processes_are_faster_or_slower() -> None:
+    slow = processes([0.100, 0.102, 0.099, 0.101])
+    fast = processes([0.050, 0.051, 0.049, 0.050])
     verdict = compare_cases(slow, fast)
-    assert verdict.verdict == FASTER and verdict.p_value < 0.05
-    assert abs(verdict.ratio - 2.0) < 0.1
-    assert "faster" in describe(verdict)
+    assert verdict.verdict == FASTER and verdict.processes == (4, 4)
+    assert abs(verdict.ratio - 2.0) < 0.1 and verdict.low > 1.9 and verdict.high < 2.1
+    assert "faster" in describe(verdict) and "4 vs 4 processes" in describe(verdict)
     assert compare_cases(fast, slow).verdict == SLOWER
 
 
-def test_overlapping_noisy_samples_are_same_within_noise() -> None:
-    # Medians 3% apart but a 30% spread: not a difference the data can support.
-    a = case(step_times=steps(0.100, n=12, spread=0.3, seed=5))
-    b = case(step_times=steps(0.103, n=12, spread=0.3, seed=6))
+def test_one_process_a_side_is_never_called() -> None:
+    # Two single processes 2x apart with thousands of tight samples each: the old per-step test
+    # called this with p ~ 1e-90; across processes there is nothing to judge the spread by.
+    slow, fast = case(median=0.10, seed=1), case(median=0.05, seed=2)
+    verdict = compare_cases(slow, fast)
+    assert verdict.verdict == CANT_TELL and verdict.low is None
+    assert "--repeat" in describe(verdict) and "can't tell" in describe(verdict)
+
+
+def test_tight_processes_are_same_within_noise_and_wide_ones_cant_tell() -> None:
+    a = processes([0.100, 0.101, 0.099, 0.100, 0.100])
+    b = processes([0.101, 0.100, 0.100, 0.099, 0.101])
+    assert compare_cases(a, b).verdict == SAME
+    assert describe(compare_cases(a, b)).startswith("same within noise")
+    # 3% apart with a 15% spread between processes: neither a difference nor the same.
+    wide_a = processes([0.085, 0.115, 0.100])
+    wide_b = processes([0.088, 0.118, 0.103])
+    assert compare_cases(wide_a, wide_b).verdict == CANT_TELL
+
+
+def test_a_significant_difference_below_the_minimum_effect_is_not_called() -> None:
+    # 2% faster with almost no spread: significant, but inside the +-5% noise band.
+    a = processes([0.1000, 0.1001, 0.0999, 0.1000])
+    b = processes([0.0980, 0.0981, 0.0979, 0.0980])
     verdict = compare_cases(a, b)
-    assert verdict.verdict == SAME and verdict.p_value >= 0.05
-    assert describe(verdict).startswith("same within noise")
+    assert verdict.low > 1 and verdict.verdict == SAME
 
 
 def test_different_work_is_not_comparable() -> None:
@@ -48,17 +75,19 @@ def test_different_work_is_not_comparable() -> None:
                           (case(median=0.05, workload_version=2), "workload version"),
                           (case(median=0.05, data="real"), "data"),
                           (case(median=0.05, size="tiny"), "size"),
+                          (case(median=0.05, channels_last=True), "channels last"),
                           (case(median=0.05, compile_backend="inductor"), "compile backend")):
         verdict = compare_cases(base, other)
         assert verdict.verdict == NOT_COMPARABLE and reason in verdict.reason
         assert verdict.ratio is None
 
 
-def test_failed_and_tiny_cases() -> None:
+def test_failed_cases_and_failed_processes() -> None:
     failed = case(status="oom", error="CUDA out of memory", step_times=[])
     assert compare_cases(case(), failed).verdict == NOT_RUN
-    few = compare_cases(case(step_times=[0.1, 0.1, 0.1]), case(step_times=[0.05, 0.05, 0.05]))
-    assert few.verdict == TOO_FEW and "untested" in describe(few)
+    one_crashed = merge_repeats([case(seed=1), case(status="crashed", error="SIGSEGV", step_times=[])])
+    assert one_crashed.status == "crashed" and "process 2 of 2: SIGSEGV" in one_crashed.error
+    assert len(one_crashed.repeats) == 2 and one_crashed.repeats[0]["step_times"]
 
 
 def test_compare_runs_rows_pairs_and_references() -> None:
@@ -69,7 +98,7 @@ def test_compare_runs_rows_pairs_and_references() -> None:
     assert [row.run.label for row in train.rows] == ["a", "b"]
     assert abs(train.rows[0].speedup - 5.0) < 0.5  # CPU epoch / accelerator epoch
     kinds = {(p.a.device, p.b.device): p.verdict.verdict for p in train.pairs}
-    assert kinds[("cuda:0", "cuda:0")] == SLOWER  # b's GPU is half as fast
+    assert kinds[("cuda:0", "cuda:0")] == CANT_TELL  # b's GPU is half as fast, but one process each
     assert ("cpu", "cuda:0") not in kinds  # pairs only within one device kind
     assert {r.machine for r in train.references} >= {"Apple M1 (MPS)"}
     evaluation = next(g for g in groups if g.mode == "eval")
@@ -114,3 +143,64 @@ def test_checks_and_probes_are_not_compared_as_timings() -> None:
     assert {(g.workload, g.mode) for g in groups} == {("mnist", "train"), ("mnist", "eval")}
     assert all(row.run.label == "run" for g in groups for row in g.rows)
     assert all(not g.pairs for g in groups)
+
+
+def _run(run_id: str, cases: list[CaseResult], power: dict | None = None) -> LabelledRun:
+    run = record(run_id, cases)
+    if power is not None:
+        run.environment["power"] = power
+    return LabelledRun(run_id, run)
+
+
+def test_repeated_runs_call_a_real_difference_and_show_power_differences() -> None:
+    a = _run("a", [processes([0.02, 0.021, 0.0205], device="cuda:0")],
+             power={"power_source": {"value": "AC"}, "cpu_governor": {"na": "hidden"}})
+    b = _run("b", [processes([0.04, 0.041, 0.039], device="cuda:0")],
+             power={"power_source": {"value": "battery (40%)"}, "cpu_governor": {"value": "powersave"}})
+    pair = compare_runs([a, b])[0].pairs[0]
+    assert pair.verdict.verdict == SLOWER and pair.verdict.processes == (3, 3)
+    # n/a on one side is a missing reading, not a difference.
+    assert pair.power_note == "power source AC vs battery (40%)"
+
+
+def test_compile_lists_pair_eager_with_eager_everywhere(monkeypatch) -> None:
+    """--compile inductor,eager: the accelerator's eager case is held against the CPU's eager case
+    in the run table, compare's rows and pairs, and the report (issue 11)."""
+    from accelbench.render.html import render_report
+    from accelbench.render.table import vs_cpu_cell
+
+    def suite(run_id: str) -> LabelledRun:
+        return _run(run_id, [
+            processes([0.100, 0.101, 0.099], compile_backend="inductor"),
+            processes([0.200, 0.202, 0.198], compile_backend="eager"),
+            processes([0.020, 0.0202, 0.0198], device="cuda:0", compile_backend="inductor"),
+            processes([0.020, 0.0202, 0.0198], device="cuda:0", compile_backend="eager")])
+
+    run = suite("r1")
+    cases = run.record.cases
+    # Like for like: eager 0.2 / 0.02 = 10x; the old first-CPU-case rule gave 5x.
+    assert vs_cpu_cell(cases[3], cases).startswith("10.0")
+    assert vs_cpu_cell(cases[2], cases).startswith("5.0")
+    group = compare_runs([run, suite("r2")])[0]
+    speedups = {row.accel.compile_backend: row.speedup for row in group.rows if row.run.label == "r1"}
+    assert abs(speedups["eager"] - 10) < 0.2 and abs(speedups["inductor"] - 5) < 0.1
+    assert all(p.a.compile_backend == p.b.compile_backend for p in group.pairs)
+    assert len(group.pairs) == 4 and all(p.verdict.verdict != NOT_COMPARABLE for p in group.pairs)
+    html = render_report([run], compare_runs([run]), {}, "t", "now")
+    assert "10.00x" in html and "compile:eager" in html
+
+
+def test_every_precision_reaches_the_machine_table() -> None:
+    run = _run("p", [case(median=0.1), case(median=0.3, precision="bf16"),
+                     case(device="cuda:0", median=0.01), case(device="cuda:0", median=0.01,
+                                                              precision="bf16")])
+    rows = compare_runs([run])[0].rows
+    assert [(r.cpu.precision, r.accel.precision) for r in rows] == [("fp32", "fp32"), ("bf16", "bf16")]
+    assert abs(rows[1].speedup - 30) < 3
+
+
+def test_cpu_only_configuration_keeps_its_row() -> None:
+    run = _run("c", [case(median=0.1, precision="bf16"), case(device="cuda:0", median=0.01)])
+    rows = compare_runs([run])[0].rows
+    assert {(r.cpu.precision if r.cpu else None, r.accel.precision if r.accel else None)
+            for r in rows} == {("bf16", None), (None, "fp32")}

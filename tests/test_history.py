@@ -108,12 +108,57 @@ def test_version_1_database_is_migrated(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
     _version_1_database(path)
     with HistoryDB(path) as db:
-        assert db._version() == DB_VERSION == 2
+        assert db._version() == DB_VERSION == 3
         size = db._conn.execute("SELECT size FROM cases WHERE run_id = 'old1'").fetchone()[0]
         assert size == "tiny"  # filled from the stored case JSON
         assert db.get("old1").cases[0].size == "tiny"
         db.add_record(cpu_and_cuda("new1"))
         assert [r.run_id for r in db.list_runs()] == ["old1", "new1"]
+
+
+def test_version_2_database_gains_the_key_columns(tmp_path: Path) -> None:
+    """An old history (no compile or memory-format column) upgrades in place; the key columns are
+    filled from each row's stored JSON, so old eager and compiled runs become separate series."""
+    path = tmp_path / "v2.sqlite"
+    _version_1_database(path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN")
+    history._MIGRATIONS[1](conn)
+    conn.execute("UPDATE schema_version SET version = 2")
+    compiled = case(compile_backend="inductor", channels_last=True, median=0.05)
+    conn.execute("INSERT INTO cases (run_id, position, workload, workload_version, mode, device, "
+                 "device_name, precision, batch_size, data, status, error, throughput, median_step_s, "
+                 "case_json, size) VALUES ('old1', 1, 'mnist', 1, 'train', 'cpu', '', 'fp32', 64, "
+                 "'synthetic', 'ok', '', 1280.0, 0.05, ?, 'published')", (json.dumps(compiled.to_dict()),))
+    conn.execute("COMMIT")
+    conn.close()
+    with HistoryDB(path) as db:
+        assert db._version() == 3
+        rows = db._conn.execute("SELECT position, compile_backend, channels_last, config_key FROM cases "
+                                "WHERE run_id = 'old1' ORDER BY position").fetchall()
+        assert [r[1:3] for r in rows] == [("", 0), ("inductor", 1)]
+        assert json.loads(rows[1][3])["compile_backend"] == "inductor"
+        points = db.timeline("mnist", "train")
+    assert len({p.config_key for p in points}) == 2
+    assert {p.config for p in points} == {"fp32 tiny batch 64",
+                                          "fp32 compile:inductor channels-last batch 64"}
+
+
+def test_timeline_series_follow_the_comparability_key(db: HistoryDB, capsys) -> None:
+    from rich.console import Console
+
+    from accelbench.cli.history import _timeline_table
+
+    for run_id, precision in (("f1", "fp32"), ("b1", "bf16"), ("f2", "fp32")):
+        db.add_record(record(run_id, [case(precision=precision)]))
+    points = db.timeline("mnist", "train")
+    console = Console(width=200)
+    with console.capture() as captured:
+        console.print(_timeline_table("mnist", "train", points))
+    lines = [line for line in captured.get().splitlines() if "box" in line]
+    assert len(lines) == 2  # fp32 (2 runs) and bf16 (1 run), never one line
+    assert any("bf16" in line and " 1 " in line for line in lines)
+    assert any("fp32" in line and " 2 " in line for line in lines)
 
 
 def test_newer_database_is_refused(tmp_path: Path) -> None:

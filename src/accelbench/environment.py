@@ -9,6 +9,7 @@ from typing import Any
 
 from accelbench import __version__
 from accelbench.devices import DeviceSet
+from accelbench.measure.power import power_state
 
 
 def python_facts() -> dict[str, Any]:
@@ -59,4 +60,6 @@ def collect_environment(devices: DeviceSet | None = None) -> dict[str, Any]:
         "accelbench_version": __version__,
         "availability": {k: v.to_dict() for k, v in devices.availability.items()},
         "devices": device_info,
+        # AC/battery, governor, OS power mode, GPU power limit: results move with them.
+        "power": power_state(),
     }

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.measure.stats import Summary, drift, summarize
+from accelbench.measure.stats import Summary, drift, mean_ci, relative_median_ci_half_width, summarize
 
 SCHEMA_VERSION = 1
 #: A case is input-bound when waiting for batches takes more than this share of its step time:
@@ -53,9 +53,20 @@ class CaseResult:
     epoch_times: list[float] = field(default_factory=list)
     epoch_end_s: float | None = None
     metrics: dict[str, float] = field(default_factory=dict)
+    #: How input_wait_s was measured (device idle from timing events, or host fetch time) and
+    #: the host's own fetch time beside it (see accelbench.measure.input_wait).
+    input_wait_method: str = ""
+    input_fetch_s: float = 0.0
+    #: The precision target (percent half-width of the median's CI) of a time budget, if any,
+    #: and why measuring stopped ("steps", "epochs", "time budget", "precision reached").
+    target_ci_pct: float | None = None
+    stop_reason: str = ""
     peak_memory_bytes: int | None = None
     memory_source: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    #: With --repeat N: one dict per worker process (its samples and figures, see repeat.py);
+    #: the fields above are then the pooled view. Empty for a single process.
+    repeats: list[dict[str, Any]] = field(default_factory=list)
 
     # --- derived figures (computed on demand from the raw samples) ------------------------------
     @property
@@ -91,8 +102,18 @@ class CaseResult:
             return None
         scale = self.dataset_size / self.batch_size
         end = self.epoch_end_s or 0.0
-        return (summary.mean * scale + end, summary.mean_ci_low * scale + end,
-                summary.mean_ci_high * scale + end, "projected")
+        mean, low, high = summary.mean, summary.mean_ci_low, summary.mean_ci_high
+        process_means = [r["mean_step_s"] for r in self.repeats
+                         if r.get("status", "ok") == "ok" and r.get("mean_step_s")]
+        if len(process_means) >= 2:
+            # Repeats: the interval comes from the spread of the per-process means, so the
+            # run-to-run variation a user sees when running again is inside it.
+            mean, (low, high) = sum(process_means) / len(process_means), mean_ci(process_means)
+        return mean * scale + end, low * scale + end, high * scale + end, "projected"
+
+    def precision_reached(self) -> float | None:
+        """The median step time's 95% CI half-width as a fraction of the median (the larger side)."""
+        return relative_median_ci_half_width(self.step_times) if self.step_times else None
 
     def input_fraction(self) -> float | None:
         return self.input_wait_s / self.measured_time_s if self.measured_time_s > 0 else None
@@ -114,6 +135,7 @@ class CaseResult:
             "epoch_time_kind": epoch[3] if epoch else None,
             "input_fraction": self.input_fraction(),
             "input_bound": self.input_bound(),
+            "median_ci_rel_half_width": self.precision_reached(),
             "drift": drift(self.step_times),
         }
         return data
@@ -140,9 +162,12 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "batch_size": (int,), "workload_version": (int,), "steps_per_sample": (int,), "threads": (int,),
     "dataset_size": (int,), "steps_per_epoch": (int,), "warmup_steps": (int,),
     "measured_steps": (int,), "peak_memory_bytes": (int, type(None)),
+    "input_wait_method": (str,), "input_fetch_s": _NUMBER, "target_ci_pct": _OPTIONAL_NUMBER,
+    "stop_reason": (str,),
     "time_to_first_step_s": _OPTIONAL_NUMBER, "warmup_time_s": _OPTIONAL_NUMBER,
     "epoch_end_s": _OPTIONAL_NUMBER, "input_wait_s": _NUMBER, "measured_time_s": _NUMBER,
     "step_times": (list,), "epoch_times": (list,), "extra": (dict,), "metrics": (dict,),
+    "repeats": (list,),
 }
 
 

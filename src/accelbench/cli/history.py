@@ -86,16 +86,19 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def _timeline_table(workload: str, mode: str, points: list[Any]) -> Table:
-    series: dict[tuple[str, str, int], list[Any]] = {}
+    """One series per machine, device and comparability key: runs that did different work
+    (fp32 and bf16, eager and compiled, batch 64 and 128) are never drawn as one line."""
+    series: dict[tuple[str, str, str], list[Any]] = {}
     for point in points:
-        series.setdefault((point.machine, point.device, point.batch_size), []).append(point)
+        series.setdefault((point.machine, point.device, point.config_key), []).append(point)
     table = Table(title=f"{workload} {mode}: samples/s over time", title_justify="left")
-    for column in ("machine", "device", "batch", "runs", "first", "latest", "change", "trend"):
+    for column in ("machine", "device", "config", "runs", "first", "latest", "change", "trend"):
         table.add_column(column, overflow="fold")
-    for (machine, device, batch), mine in series.items():
+    for (machine, device, _), mine in series.items():
         rates = [p.throughput for p in mine if p.throughput and p.status == "ok"]
         first, last = (rates[0], rates[-1]) if rates else (None, None)
         change = f"{(last / first - 1) * 100:+.1f}%" if first and last and len(rates) > 1 else ""
-        table.add_row(*(Text(c) for c in (machine, device, str(batch), str(len(mine)), format_rate(first),
-                                          format_rate(last), change, sparkline(rates))))
+        table.add_row(*(Text(c) for c in (machine, device, mine[0].config or f"batch {mine[0].batch_size}",
+                                          str(len(mine)), format_rate(first), format_rate(last), change,
+                                          sparkline(rates))))
     return table

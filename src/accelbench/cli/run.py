@@ -21,7 +21,8 @@ from accelbench.cli.common import (
 from accelbench.devices import DEVICE_HELP, DeviceSet
 from accelbench.errors import UsageError
 from accelbench.options import DEFAULT_TIME_BUDGET_S, DEFAULT_WARMUP_STEPS, RunOptions, StopRule
-from accelbench.render.table import energy_lines, run_table
+from accelbench.render.table import diagnosis_lines, energy_lines, run_table
+from accelbench.repeat import DEFAULT_REPEATS
 from accelbench.results import RunRecord
 from accelbench.runner import Case, Interrupted, plan, run_plan
 from accelbench.store.jsonfile import check_writable, save_record, save_to_results_dir
@@ -68,6 +69,14 @@ def add_parser(subparsers: Any) -> None:
                         help="on out-of-memory, halve the batch until it fits")
     parser.add_argument("--cooldown", type=non_negative_float, default=0.0, metavar="SECONDS",
                         help="wait this long between cases (thermal recovery)")
+    parser.add_argument("--repeat", type=positive_int, nargs="?", const=DEFAULT_REPEATS, default=1,
+                        metavar="N", help="run each case in N fresh worker processes, interleaved "
+                        f"(alone: {DEFAULT_REPEATS}); compare needs 2+ a side to call a difference")
+    parser.add_argument("--profile", action="store_true",
+                        help="profile a few extra steps (torch.profiler) and diagnose each case: "
+                        "launch-, compute-, memory-, input- or kernel-bound")
+    parser.add_argument("--wide", action="store_true",
+                        help="the full table (spread, FLOP/s, memory, input wait, repeats, profile)")
     parser.add_argument("--output", "-o", type=Path, help="also write the result JSON here")
     parser.add_argument("--db", type=Path, help="history database (default: the per-user one)")
     parser.add_argument("--quiet", action="store_true", help="no live progress display")
@@ -134,6 +143,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         case_timeout=args.case_timeout,
         auto_batch=args.auto_batch,
         cooldown=args.cooldown,
+        repeat=args.repeat,
+        profile=args.profile,
         **config_fields(args),
     )
 
@@ -167,18 +178,20 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         try:
             record = _run_with_progress(options, devices, cases, argv, console, quiet=args.quiet)
         except Interrupted as stop:
-            _finish(stop.record, args.output, args.db)
+            _finish(stop.record, args.output, args.db, args.wide)
             console.print(f"[yellow]Interrupted by {stop.signal_name}: the finished cases are saved."
                           "[/yellow]")
             return stop.exit_code
-    _finish(record, args.output, args.db)
+    _finish(record, args.output, args.db, args.wide)
     return 0 if all(case.ok for case in record.cases) else 1
 
 
-def _finish(record: RunRecord, output: Path | None, db: Path | None) -> None:
+def _finish(record: RunRecord, output: Path | None, db: Path | None, wide: bool = False) -> None:
     saved = store_everywhere(record, db)
     out = Console(width=None if sys.stdout.isatty() else 160)
-    out.print(run_table(record))
+    out.print(run_table(record, wide))
+    for line in diagnosis_lines(record):
+        out.print(line, highlight=False, markup=False)
     for line in energy_lines(record):
         out.print(line, style="dim", highlight=False)
     if output:

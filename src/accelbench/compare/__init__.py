@@ -1,17 +1,14 @@
 """Compare runs: per workload and mode, machine rows in the published style plus pairwise verdicts.
 
-How a difference is called. Step times are skewed, with a long tail of slow steps (garbage
-collection, thermal throttling, other processes), so neither a t-test (which assumes normal data)
-nor "the medians differ" (which ignores the spread) is trustworthy. Like asv, we call a difference
-"faster" or "slower" only when a two-sided Mann-Whitney U test on the raw per-step samples rejects
-"same distribution" at alpha = 0.05; otherwise it is "same within noise", whatever the ratio of the
-medians says. The test is rank-based, so it holds for any step-time distribution and a few outliers
-cannot create or hide a difference. The ratio shown is always the ratio of median throughputs.
+What is compared. Two cases are compared only when they did the same work: the one comparability
+key of ``compare/key.py`` (workload and its version, mode, batch, precision, compile back end,
+memory format, data kind and mode, size). Everything else is "not comparable" with the reason. A
+case that did not finish ("oom", "failed", ...) is shown with its status, never as a number.
 
-What is compared. Two cases are compared only when they did the same work: same workload version,
-batch size, precision, data kind, workload size, compile backend and memory layout. Otherwise they
-are marked "not comparable" with the reason, rather than giving a ratio that means nothing. A case
-that did not finish ("oom", "failed", ...) is shown with its status, never as a number.
+How a difference is called: ``compare/verdict.py``, across worker processes (``--repeat``), with
+"can't tell" when the processes are too few. The same rule gives run-against-run pairs,
+machine-against-machine rows, the accelerator's speedup over the same run's CPU (the run table's
+"vs CPU" cell and the report call ``speedup_vs_cpu``) and the report.
 """
 
 from __future__ import annotations
@@ -19,20 +16,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from scipy.stats import mannwhitneyu
-
+from accelbench.compare.key import comparability_key, incomparable_reasons
+from accelbench.compare.verdict import (
+    CANT_TELL,
+    FASTER,
+    MIN_EFFECT,
+    NOT_COMPARABLE,
+    NOT_RUN,
+    SAME,
+    SLOWER,
+    Verdict,
+    describe,
+    judge,
+)
+from accelbench.measure.power import power_differences
 from accelbench.reference.published import EpochReference, epoch_references
+from accelbench.repeat import process_step_times
 from accelbench.results import CaseResult, RunRecord
 
-ALPHA = 0.05
-#: Fewer samples than this per side cannot reach p < 0.05 in a two-sided U test (3 vs 3 gives 0.1).
-MIN_SAMPLES = 4
-
-FASTER, SLOWER, SAME, NOT_COMPARABLE, NOT_RUN, TOO_FEW = (
-    "faster", "slower", "same within noise", "not comparable", "did not run", "too few samples")
-#: The fields that must be equal for two cases to measure the same work.
-COMPARABLE_FIELDS = ("workload_version", "batch_size", "precision", "data", "size", "compile_backend",
-                     "channels_last")
+__all__ = ["CANT_TELL", "FASTER", "NOT_COMPARABLE", "NOT_RUN", "SAME", "SLOWER", "LabelledRun",
+           "MachineRow", "Pair", "Verdict", "WorkloadComparison", "compare_cases", "compare_runs",
+           "cpu_counterpart", "describe", "speedup_vs_cpu"]
 
 
 @dataclass(frozen=True)
@@ -55,19 +59,9 @@ class LabelledRun:
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """B against A: ``ratio`` = B's median throughput / A's; ``verdict`` one of the constants."""
-
-    verdict: str
-    ratio: float | None = None
-    p_value: float | None = None
-    reason: str = ""
-    noisy: bool = False
-
-
-@dataclass(frozen=True)
 class MachineRow:
-    """One row of a published-style table: a run's CPU case and (at most) one accelerator case."""
+    """One row of a published-style table: a run's CPU case and (at most) one accelerator case of
+    the same configuration; ``speedup`` is the accelerator's throughput over the CPU's."""
 
     run: LabelledRun
     cpu: CaseResult | None
@@ -83,6 +77,8 @@ class Pair:
     a: CaseResult
     b: CaseResult
     verdict: Verdict
+    #: How the two runs' power states differ ("" when they do not, or when neither says).
+    power_note: str = ""
 
 
 @dataclass
@@ -98,67 +94,75 @@ def device_kind(device: str) -> str:
     return device.split(":", 1)[0]
 
 
-def incomparable_reasons(a: CaseResult, b: CaseResult) -> list[str]:
-    reasons = []
-    if a.workload != b.workload or a.mode != b.mode:
-        reasons.append(f"workload {a.workload}/{a.mode} vs {b.workload}/{b.mode}")
-    for name in COMPARABLE_FIELDS:
-        mine, theirs = getattr(a, name, None), getattr(b, name, None)
-        if mine != theirs:
-            reasons.append(f"{name.replace('_', ' ')} {mine} vs {theirs}")
-    return reasons
-
-
-def compare_cases(a: CaseResult, b: CaseResult, alpha: float = ALPHA) -> Verdict:
-    """Is B faster than A? See the module docstring for the rule."""
+def compare_cases(a: CaseResult, b: CaseResult, min_effect: float = MIN_EFFECT) -> Verdict:
+    """Is B faster than A? Comparable work first, then the rule of compare/verdict.py."""
     reasons = incomparable_reasons(a, b)
     if reasons:
         return Verdict(NOT_COMPARABLE, reason="; ".join(reasons))
     if not (a.ok and b.ok):
         failed = [f"{label} {case.status}" for label, case in (("A", a), ("B", b)) if not case.ok]
         return Verdict(NOT_RUN, reason=", ".join(failed))
-    sa, sb = a.summary(), b.summary()
-    if sa is None or sb is None:
-        return Verdict(NOT_RUN, reason="no timed samples")
-    ratio = sa.median / sb.median if sb.median > 0 else None
-    noisy = sa.noisy or sb.noisy
-    if min(sa.n, sb.n) < MIN_SAMPLES:
-        return Verdict(TOO_FEW, ratio, reason=f"{sa.n} and {sb.n} samples; need {MIN_SAMPLES}+ each",
-                       noisy=noisy)
-    # Per-step samples that average several steps are still comparable in location, which is
-    # what the U test asks about; their spread differs, which the test tolerates.
-    p_value = float(mannwhitneyu(a.step_times, b.step_times, alternative="two-sided").pvalue)
-    if p_value >= alpha:
-        return Verdict(SAME, ratio, p_value, noisy=noisy)
-    return Verdict(FASTER if sb.median < sa.median else SLOWER, ratio, p_value, noisy=noisy)
+    noisy = any(s.noisy for s in (a.summary(), b.summary()) if s is not None)
+    return judge(process_step_times(a), process_step_times(b), min_effect, noisy=noisy)
+
+
+def cpu_counterpart(case: CaseResult, cases: list[CaseResult]) -> CaseResult | None:
+    """The CPU case of ``cases`` that did the same work as ``case`` (None for a CPU case)."""
+    if device_kind(case.device) == "cpu":
+        return None
+    key = comparability_key(case)
+    return next((other for other in cases
+                 if device_kind(other.device) == "cpu" and comparability_key(other) == key), None)
+
+
+def speedup_vs_cpu(case: CaseResult, cases: list[CaseResult]) -> tuple[float, Verdict] | None:
+    """The "vs CPU" cell: the accelerator's throughput over the same-work CPU case's, with the
+    verdict of the one rule (one process a side gives "can't tell"). None when there is no such
+    CPU case or either did not finish."""
+    cpu = cpu_counterpart(case, cases)
+    if cpu is None:
+        return None
+    verdict = compare_cases(cpu, case)
+    return (verdict.ratio, verdict) if verdict.ratio is not None else None
 
 
 def _rows_for(run: LabelledRun, cases: list[CaseResult]) -> list[MachineRow]:
-    cpu = next((c for c in cases if device_kind(c.device) == "cpu"), None)
-    accels = [c for c in cases if device_kind(c.device) != "cpu"]
-    if not accels:
-        return [MachineRow(run, cpu, None, None, None)]
+    """One row per configuration and accelerator; a configuration run only on the CPU (or only
+    on an accelerator) still gets its row."""
+    configs: dict[tuple[object, ...], list[CaseResult]] = {}
+    for case in cases:
+        configs.setdefault(comparability_key(case), []).append(case)
     rows = []
-    for accel in accels:
-        speedup, verdict = None, None
-        if cpu is not None:
-            verdict = compare_cases(cpu, accel)
-            speedup = _speedup(cpu, accel) if verdict.verdict not in (NOT_COMPARABLE, NOT_RUN) else None
-        rows.append(MachineRow(run, cpu, accel, speedup, verdict))
+    for same_work in configs.values():
+        cpu = next((c for c in same_work if device_kind(c.device) == "cpu"), None)
+        accels = [c for c in same_work if device_kind(c.device) != "cpu"]
+        if not accels:
+            rows.append(MachineRow(run, cpu, None, None, None))
+        for accel in accels:
+            speedup = speedup_vs_cpu(accel, same_work)
+            verdict = compare_cases(cpu, accel) if cpu is not None else None
+            rows.append(MachineRow(run, cpu, accel, speedup[0] if speedup else None, verdict))
     return rows
 
 
-def _speedup(cpu: CaseResult, accel: CaseResult) -> float | None:
-    """CPU epoch time / accelerator epoch time, as published; the throughput ratio without epochs."""
-    cpu_epoch, accel_epoch = cpu.epoch_time(), accel.epoch_time()
-    if cpu_epoch and accel_epoch and accel_epoch[0] > 0:
-        return cpu_epoch[0] / accel_epoch[0]
-    mine, theirs = accel.throughput(), cpu.throughput()
-    return mine / theirs if mine and theirs else None
+def _pairs_for(run_a: LabelledRun, cases_a: list[CaseResult], run_b: LabelledRun,
+               cases_b: list[CaseResult], min_effect: float) -> list[Pair]:
+    """Same device kind and same work are compared; a case with no same-work partner on that
+    device kind in the other run is shown against the others as "not comparable", with why."""
+    note = power_differences(run_a.record.environment, run_b.record.environment)
+    pairs = []
+    for a in cases_a:
+        same_kind = [b for b in cases_b if device_kind(a.device) == device_kind(b.device)]
+        matched = [b for b in same_kind if comparability_key(a) == comparability_key(b)]
+        for b in matched or [b for b in same_kind if not any(
+                comparability_key(b) == comparability_key(x) for x in cases_a
+                if device_kind(x.device) == device_kind(b.device))]:
+            pairs.append(Pair(run_a.label, run_b.label, a, b, compare_cases(a, b, min_effect), note))
+    return pairs
 
 
 def compare_runs(runs: list[LabelledRun], with_reference: bool = False,
-                 alpha: float = ALPHA) -> list[WorkloadComparison]:
+                 min_effect: float = MIN_EFFECT) -> list[WorkloadComparison]:
     """One WorkloadComparison per (workload, mode) present in any run, in order of appearance.
 
     Only timing runs (kind "run") are compared: a parity check or a feature probe also holds cases,
@@ -175,25 +179,7 @@ def compare_runs(runs: list[LabelledRun], with_reference: bool = False,
             if cases:
                 group.rows.extend(_rows_for(run, cases))
         for (run_a, cases_a), (run_b, cases_b) in combinations(per_run, 2):
-            for a in cases_a:
-                for b in cases_b:
-                    if device_kind(a.device) == device_kind(b.device):
-                        group.pairs.append(Pair(run_a.label, run_b.label, a, b,
-                                                compare_cases(a, b, alpha)))
+            group.pairs.extend(_pairs_for(run_a, cases_a, run_b, cases_b, min_effect))
         if with_reference:
             group.references = epoch_references(workload, mode)
     return list(groups.values())
-
-
-def describe(verdict: Verdict) -> str:
-    """A verdict as a short phrase: "1.32x faster (p=0.001)", "not comparable: batch size 64 vs 128"."""
-    if verdict.verdict in (NOT_COMPARABLE, NOT_RUN, TOO_FEW):
-        ratio = f" ({verdict.ratio:.2f}x, untested)" if verdict.ratio and verdict.verdict == TOO_FEW else ""
-        return f"{verdict.verdict}{ratio}: {verdict.reason}"
-    ratio = verdict.ratio or 0.0
-    noisy = ", noisy" if verdict.noisy else ""
-    if verdict.verdict == FASTER:
-        return f"{ratio:.2f}x faster (p={verdict.p_value:.2g}{noisy})"
-    if verdict.verdict == SLOWER:
-        return f"{1 / ratio:.2f}x slower (p={verdict.p_value:.2g}{noisy})" if ratio else "slower"
-    return f"same within noise ({ratio:.2f}x, p={verdict.p_value:.2g}{noisy})"

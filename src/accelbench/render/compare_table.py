@@ -11,6 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from accelbench.compare import MachineRow, Pair, WorkloadComparison, describe
+from accelbench.compare.key import config_label
+from accelbench.compare.verdict import CANT_TELL, SAME, interval_text
 from accelbench.measure.memory import format_bytes
 from accelbench.reference.published import (
     EPOCH_REFERENCES,
@@ -23,8 +25,14 @@ from accelbench.reference.published import (
 from accelbench.render.format import format_seconds
 from accelbench.results import CaseResult
 
-MACHINE_COLUMNS = ("run", "machine", "memory", "CPU time", "accelerator", "accelerator time", "speedup")
-PAIR_COLUMNS = ("A", "B", "device A", "device B", "B vs A")
+MACHINE_COLUMNS = ("run", "machine", "memory", "config", "CPU time", "accelerator", "accelerator time",
+                   "speedup")
+PAIR_COLUMNS = ("A", "B", "device A", "device B", "config", "B vs A", "power state")
+#: How verdicts are reached, for table captions (terminal and HTML).
+RULE_CAPTION = ("faster/slower only when the 95% interval of the throughput ratio across worker "
+                "processes (--repeat) excludes 1 and the ratio is beyond the +-5% noise band; "
+                "same within noise when the interval lies inside it; can't tell otherwise "
+                "(one process a side is never called)")
 
 
 def epoch_cell(case: CaseResult | None) -> str:
@@ -42,12 +50,16 @@ def epoch_cell(case: CaseResult | None) -> str:
 
 
 def speedup_cell(row: MachineRow) -> str:
-    if row.speedup_verdict is None:
+    """The speedup with what the rule says about it: "5.02x (95% CI 4.8–5.3, 3 vs 3 processes)"."""
+    verdict = row.speedup_verdict
+    if verdict is None:
         return ""
     if row.speedup is None:
-        return describe(row.speedup_verdict)
-    suffix = " (same within noise)" if row.speedup_verdict.verdict == "same within noise" else ""
-    return f"{row.speedup:.2f}x{suffix}"
+        return describe(verdict)
+    if verdict.verdict == CANT_TELL:
+        return f"{row.speedup:.2f}x (can't tell: {interval_text(verdict)})"
+    suffix = "same within noise, " if verdict.verdict == SAME else ""
+    return f"{row.speedup:.2f}x ({suffix}{interval_text(verdict)})"
 
 
 def machine_cells(row: MachineRow) -> list[str]:
@@ -55,8 +67,10 @@ def machine_cells(row: MachineRow) -> list[str]:
     accel_name = ""
     if accel is not None:
         accel_name = f"{accel.device} ({accel.device_name})" if accel.device_name else accel.device
+    either = row.cpu or accel
     return [row.run.label, row.run.machine, format_bytes(row.run.memory_bytes) if row.run.memory_bytes
-            else "n/a", epoch_cell(row.cpu), accel_name, epoch_cell(accel), speedup_cell(row)]
+            else "n/a", config_label(either) if either else "", epoch_cell(row.cpu), accel_name,
+            epoch_cell(accel), speedup_cell(row)]
 
 
 def published_time(seconds: float | None) -> str:
@@ -72,14 +86,15 @@ def reference_cells(ref: EpochReference) -> list[str]:
         speedup = ref.cpu_epoch_s / ref.accel_epoch_s
     derived = " (derived)" if ref.derived else ""
     return [PUBLISHED_LABEL, ref.machine,
-            f"{ref.memory_gb:g} GB" if ref.memory_gb else "n/a",
+            f"{ref.memory_gb:g} GB" if ref.memory_gb else "n/a", "published",
             published_time(ref.cpu_epoch_s),
             ref.accelerator or "", published_time(ref.accel_epoch_s) + (derived if ref.accel_epoch_s else ""),
             f"{speedup:.2f}x" if speedup else ""]
 
 
 def pair_cells(pair: Pair) -> list[str]:
-    return [pair.a_label, pair.b_label, pair.a.device, pair.b.device, describe(pair.verdict)]
+    return [pair.a_label, pair.b_label, pair.a.device, pair.b.device, config_label(pair.a),
+            describe(pair.verdict), f"differs: {pair.power_note}" if pair.power_note else "same or n/a"]
 
 
 def _table(title: str, columns: tuple[str, ...], rows: list[list[str]], styles: list[str] | None = None,
@@ -106,14 +121,16 @@ def comparison_renderable(comparisons: list[WorkloadComparison]) -> Group:
             caption += ", ".join(dict.fromkeys(ref.source.document for ref in group.references)) + ")"
         parts.append(_table(f"{group.workload} · {group.mode}", MACHINE_COLUMNS, rows, styles, caption))
         if group.pairs:
-            parts.append(_table(f"{group.workload} · {group.mode}: run against run (Mann-Whitney U, "
-                                "alpha 0.05)", PAIR_COLUMNS, [pair_cells(p) for p in group.pairs]))
+            parts.append(_table(f"{group.workload} · {group.mode}: run against run", PAIR_COLUMNS,
+                                [pair_cells(p) for p in group.pairs], caption=RULE_CAPTION))
     return Group(*parts)
 
 
 def reference_renderable() -> Group:
     """Every built-in published figure, for ``accelbench compare --reference`` with no runs."""
-    epoch_rows = [[ref.workload, ref.mode, *reference_cells(ref)[1:], ref.source.document, ref.caveats]
+    # The listing has no config column (its rows are all published): drop that cell.
+    epoch_rows = [[ref.workload, ref.mode, *(cell for index, cell in enumerate(reference_cells(ref))
+                                             if index not in (0, 3)), ref.source.document, ref.caveats]
                   for ref in EPOCH_REFERENCES]
     epoch = _table(f"Epoch times ({PUBLISHED_LABEL})", ("workload", "mode", "machine", "memory",
                    "CPU time", "accelerator", "accelerator time", "speedup", "source", "caveats"),

@@ -122,8 +122,9 @@ def timeline_figure(points: Sequence[TimelinePoint], workload: str, mode: str) -
     lines: dict[str, list[tuple[datetime, float]]] = {}
     for point in points:
         if point.throughput and point.status == "ok":
-            lines.setdefault(f"{point.machine} {point.device} (batch {point.batch_size})", []).append(
-                (parse_time(point.created_at), point.throughput))
+            # One line per comparability key (point.config), as `history` draws them.
+            name = f"{point.machine} {point.device} ({point.config or point.batch_size})"
+            lines.setdefault(name, []).append((parse_time(point.created_at), point.throughput))
     if sum(len(values) for values in lines.values()) < 2:
         return None
     fig = Figure(figsize=(9, 3.6))

@@ -22,6 +22,7 @@ from accelbench.render import figures
 from accelbench.render.compare_table import (
     MACHINE_COLUMNS,
     PAIR_COLUMNS,
+    RULE_CAPTION,
     machine_cells,
     pair_cells,
     reference_cells,
@@ -125,8 +126,7 @@ def _comparison_section(comparisons: Sequence[WorkloadComparison]) -> list[Marku
                             class_="note"))
         if group.pairs:
             parts.append(table(PAIR_COLUMNS, [pair_cells(p) for p in group.pairs],
-                               caption="Run against run: 'faster'/'slower' only when a two-sided "
-                                       "Mann-Whitney U test on the raw step times gives p < 0.05"))
+                               caption=f"Run against run: {RULE_CAPTION}"))
     return parts
 
 

@@ -1,28 +1,39 @@
-"""The end-of-run table, in the style of the published comparisons."""
+"""The end-of-run table, in the style of the published comparisons.
+
+The default table holds the essentials and fits a 100-column terminal: workload, mode, device,
+config, batch, samples/s with its 95% CI, epoch time, vs CPU, and a notes column (noisy, drift,
+input-bound, the diagnosis word of a profiled case). ``wide=True`` adds the spread, FLOP/s,
+memory, input wait, repeats, stop rule and profile figures. Diagnosis lines go under the table.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from rich import box
 from rich.markup import escape
 from rich.table import Table
 
+from accelbench.compare import SAME, speedup_vs_cpu
+from accelbench.diagnosis import diagnose
 from accelbench.measure.memory import format_bytes
 from accelbench.measure.stats import drift
 from accelbench.render.format import format_rate, format_seconds
 from accelbench.results import CaseResult, RunRecord
 
 
-def speedup_vs_cpu(case: CaseResult, cases: list[CaseResult]) -> float | None:
-    """Throughput ratio against the CPU case of the same workload, mode, batch and precision."""
-    if case.device == "cpu" or not case.ok:
-        return None
-    for other in cases:
-        if (other.device == "cpu" and other.ok and other.workload == case.workload
-                and other.mode == case.mode and other.batch_size == case.batch_size
-                and other.precision == case.precision):
-            mine, theirs = case.throughput(), other.throughput()
-            if mine and theirs:
-                return mine / theirs
-    return None
+def vs_cpu_cell(case: CaseResult, cases: list[CaseResult]) -> str:
+    """The speedup over the same-work CPU case (the one comparability key), with "?" when the
+    rule of ``compare`` cannot call it (one process a side: use --repeat)."""
+    found = speedup_vs_cpu(case, cases)
+    if found is None:
+        return ""
+    ratio, verdict = found
+    return f"{ratio:.2f}x" + ("" if verdict.called or verdict.verdict == SAME else "?")
+
+
+#: Short config words, so the column stays narrow; the default data mode (synthetic) is not shown.
+_DATA_WORDS = {"synthetic": "", "synthetic-device": "device-data", "real": "real-data"}
 
 
 def config_label(case: CaseResult) -> str:
@@ -31,37 +42,44 @@ def config_label(case: CaseResult) -> str:
         parts.append(f"compile:{case.compile_backend}")
     if case.channels_last:
         parts.append("channels-last")
-    return " ".join(parts)
+    parts.append(_DATA_WORDS.get(case.data, case.data))
+    if case.size != "published":
+        parts.append(case.size)
+    return " ".join(p for p in parts if p)
 
 
-def case_row(case: CaseResult, cases: list[CaseResult]) -> list[str]:
-    head = [escape(case.workload), case.mode, case.device, config_label(case), str(case.batch_size)]
-    if not case.ok:
-        first_line = case.error.splitlines()[0] if case.error else ""
-        message = f"[red]{case.status}[/red] {escape(first_line[:70])}"
-        return [*head, message, "", "", "", "", "", ""]
-    summary = case.summary()
-    ci = case.throughput_ci()
+def rate_cell(case: CaseResult) -> str:
+    """Median samples/s and its 95% CI, breakable between them so the column can stay narrow."""
     rate = format_rate(case.throughput())
-    if case.input_bound():
-        rate = f"[yellow]{rate} input-bound[/yellow]"
-    ci_text = f"{format_rate(ci[0])}–{format_rate(ci[1])}" if ci else "n/a"
+    ci = case.throughput_ci()
+    return f"{rate} ({format_rate(ci[0])}–{format_rate(ci[1])})" if ci else f"{rate} (CI n/a)"
+
+
+def epoch_cell(case: CaseResult) -> str:
     epoch = case.epoch_time()
-    epoch_text = "n/a"
-    if epoch:
-        epoch_text = f"{format_seconds(epoch[0])} {epoch[3][:4]}."
-    spread = "n/a"
-    if summary:
-        spread = f"{summary.rel_iqr * 100:.1f}%"
-        if summary.noisy:
-            spread = f"[yellow]{spread} noisy[/yellow]"
-        trend = drift(case.step_times)
-        if trend and trend["drifting"]:
-            spread += f" [red]drift +{(trend['ratio'] - 1) * 100:.0f}%[/red]"
-    speedup = speedup_vs_cpu(case, cases)
-    return [*head, rate, ci_text, epoch_text,
-            spread, f"{speedup:.2f}x" if speedup else "", flops_text(case),
-            format_bytes(case.peak_memory_bytes)]
+    return f"{format_seconds(epoch[0])} {epoch[3][:4]}." if epoch else "n/a"
+
+
+def notes_cell(case: CaseResult) -> str:
+    """Flags a reader must not miss, as short words: noisy, drift, input-bound, the diagnosis."""
+    notes = []
+    summary = case.summary()
+    if summary and summary.noisy:
+        notes.append("[yellow]noisy[/yellow]")
+    trend = drift(case.step_times)
+    if trend and trend["drifting"]:
+        notes.append(f"[red]drift+{(trend['ratio'] - 1) * 100:.0f}%[/red]")
+    diagnosis = diagnose(case)
+    if case.input_bound() and (diagnosis is None or diagnosis.word != "input-bound"):
+        notes.append("[yellow]input-bound[/yellow]")
+    if diagnosis is not None:
+        notes.append(f"[bold]{diagnosis.word}[/bold]")
+    return " ".join(notes)
+
+
+def spread_cell(case: CaseResult) -> str:
+    summary = case.summary()
+    return f"{summary.rel_iqr * 100:.1f}%" if summary else "n/a"
 
 
 def flops_text(case: CaseResult) -> str:
@@ -73,19 +91,88 @@ def flops_text(case: CaseResult) -> str:
     return f"{text} ({fraction * 100:.0f}%)" if isinstance(fraction, int | float) else text
 
 
-COLUMNS = ("workload", "mode", "device", "config", "batch", "samples/s", "95% CI", "epoch", "IQR/med",
-           "vs CPU", "GFLOP/s (% peak)", "peak mem")
+def memory_cell(case: CaseResult) -> str:
+    """Peak memory; "≥" where the device's figure can be below the true peak (sampled on MPS)."""
+    if case.peak_memory_bytes is None:
+        return "n/a"
+    lower = getattr(case, "memory_is_lower_bound", False) or "lower bound" in case.memory_source
+    return ("≥ " if lower else "") + format_bytes(case.peak_memory_bytes)
 
 
-def run_table(record: RunRecord) -> Table:
-    table = Table(title=f"accelbench run {record.run_id}  (epoch: meas. = measured, "
-                  "proj. = projected from the mean step)", title_justify="left")
-    for column in COLUMNS:
-        table.add_column(column, justify="left" if column in ("workload", "mode", "device")
-                         else "right")
+def input_cell(case: CaseResult) -> str:
+    fraction = case.input_fraction()
+    return "n/a" if fraction is None else f"{fraction * 100:.0f}%"
+
+
+def repeats_cell(case: CaseResult) -> str:
+    return str(len(case.repeats)) if getattr(case, "repeats", None) else "1"
+
+
+def profile_cell(case: CaseResult) -> str:
+    profile = case.extra.get("profile")
+    if not isinstance(profile, dict):
+        return ""
+    if "error" in profile and "steps" not in profile:
+        return "failed"
+    busy = profile.get("busy_fraction")
+    busy_text = f"{busy * 100:.0f}% busy" if isinstance(busy, int | float) else "busy n/a"
+    return f"{busy_text}, {profile.get('kernels_per_step', 0):.0f}/step"
+
+
+Cell = Callable[[CaseResult], str]
+#: The columns --wide adds after the essentials, each with the function that fills it.
+WIDE_COLUMNS: tuple[tuple[str, Cell], ...] = (
+    ("IQR/med", spread_cell), ("GFLOP/s (% peak)", flops_text), ("peak mem", memory_cell),
+    ("input wait", input_cell), ("repeats", repeats_cell), ("stop", lambda c: c.stop_rule),
+    ("profile", profile_cell),
+)
+ESSENTIAL_COLUMNS = ("workload", "mode", "device", "config", "batch", "samples/s (95% CI)", "epoch",
+                     "vs CPU", "notes")
+COLUMNS = ESSENTIAL_COLUMNS[:-1] + tuple(name for name, _ in WIDE_COLUMNS) + ESSENTIAL_COLUMNS[-1:]
+
+
+def case_row(case: CaseResult, cases: list[CaseResult], wide: bool = False) -> list[str]:
+    head = [escape(case.workload), case.mode, case.device, escape(config_label(case)),
+            str(case.batch_size)]
+    extra_count = len(WIDE_COLUMNS) if wide else 0
+    if not case.ok:
+        first_line = case.error.splitlines()[0] if case.error else ""
+        message = f"[red]{case.status}[/red] {escape(first_line[:70])}"
+        return [*head, message, "", "", *[""] * extra_count, ""]
+    wide_cells = [escape(cell(case)) if cell is not profile_cell else cell(case)
+                  for _, cell in WIDE_COLUMNS] if wide else []
+    return [*head, rate_cell(case), epoch_cell(case), vs_cpu_cell(case, cases), *wide_cells,
+            notes_cell(case)]
+
+
+def run_table(record: RunRecord, wide: bool = False) -> Table:
+    table = Table(title=f"accelbench run {record.run_id}  (epoch: meas. = measured, proj. = "
+                  "projected from the mean step)", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False)
+    for column in COLUMNS if wide else ESSENTIAL_COLUMNS:
+        table.add_column(column, justify="left" if column in ("workload", "mode", "device", "config",
+                                                              "notes") else "right")
     for case in record.cases:
-        table.add_row(*case_row(case, record.cases))
+        table.add_row(*case_row(case, record.cases, wide))
     return table
+
+
+def diagnosis_lines(record: RunRecord) -> list[str]:
+    """One line per profiled case: the diagnosis with its figures and the top op (plain text)."""
+    lines = []
+    for case in record.cases:
+        profile = case.extra.get("profile")
+        if not isinstance(profile, dict):
+            continue
+        name = f"{case.workload} {case.mode} {case.device}"
+        diagnosis = diagnose(case)
+        if diagnosis is None:
+            lines.append(f"profile {name}: {profile.get('error', 'no figures')}")
+            continue
+        top = profile.get("top_ops") or []
+        top_text = (f"; top: {top[0][0]} {format_seconds(top[0][1])}/step" if top else "")
+        lines.append(f"{diagnosis.word} {name}: {diagnosis.line}{top_text}")
+    return lines
 
 
 def energy_lines(record: RunRecord) -> list[str]:

@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from accelbench.compare.key import KEY_FIELDS, comparability_key, config_label, key_json
 from accelbench.errors import UsageError
 from accelbench.results import SCHEMA_VERSION, RunRecord
 from accelbench.store.jsonfile import clean_for_json
@@ -90,7 +91,31 @@ def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX cases_by_workload ON cases (workload, mode, device)")
 
 
-_MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {0: _migrate_0_to_1, 1: _migrate_1_to_2}
+def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
+    # Version 3: the one comparability key (compare/key.py) as columns, so that a timeline never
+    # draws fp32 and bf16, or eager and compiled, as one line. Filled from each row's stored JSON
+    # with the same key function the comparisons use.
+    conn.execute("ALTER TABLE cases ADD COLUMN compile_backend TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE cases ADD COLUMN channels_last INTEGER NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE cases ADD COLUMN data_mode TEXT NOT NULL DEFAULT 'host'")
+    conn.execute("ALTER TABLE cases ADD COLUMN config_key TEXT NOT NULL DEFAULT ''")
+    rows = conn.execute("SELECT run_id, position, case_json FROM cases").fetchall()
+    for run_id, position, case_json in rows:
+        stored = json.loads(case_json)
+        conn.execute("UPDATE cases SET compile_backend = ?, channels_last = ?, data_mode = ?, "
+                     "config_key = ? WHERE run_id = ? AND position = ?",
+                     (*_key_columns(stored), run_id, position))
+
+
+def _key_columns(case: Any) -> tuple[str, int, str, str]:
+    """compile_backend, channels_last, data_mode and config_key of a CaseResult or stored dict."""
+    values = dict(zip(KEY_FIELDS, comparability_key(case), strict=True))
+    return (str(values["compile_backend"]), int(bool(values["channels_last"])),
+            str(values["data_mode"]), key_json(case))
+
+
+_MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    0: _migrate_0_to_1, 1: _migrate_1_to_2, 2: _migrate_2_to_3}
 DB_VERSION = len(_MIGRATIONS)
 
 
@@ -115,6 +140,14 @@ class TimelinePoint:
     device: str
     batch_size: int
     status: str
+    #: The comparability key (compare/key.py) as stored: points with different keys are different
+    #: series, never one line.
+    config_key: str = ""
+
+    @property
+    def config(self) -> str:
+        """The key's configuration as a short label ("bf16 compile:eager batch 64")."""
+        return config_label(json.loads(self.config_key)) if self.config_key else ""
 
 
 def parse_time(text: str) -> datetime:
@@ -238,11 +271,13 @@ class HistoryDB:
                 conn.execute(
                     "INSERT INTO cases (run_id, position, workload, workload_version, mode, device, "
                     "device_name, precision, batch_size, data, status, error, throughput, "
-                    "median_step_s, case_json, size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "median_step_s, case_json, size, compile_backend, channels_last, data_mode, "
+                    "config_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (record.run_id, position, case.workload, case.workload_version, case.mode,
                      case.device, case.device_name, case.precision, case.batch_size, case.data,
                      case.status, case.error, case.throughput(),
-                     summary.median if summary else None, _json(case.to_dict()), case.size))
+                     summary.median if summary else None, _json(case.to_dict()), case.size,
+                     *_key_columns(case)))
         return record.run_id
 
     # --- reading --------------------------------------------------------------------------------
@@ -323,7 +358,8 @@ class HistoryDB:
                  machine: str | None = None) -> list[TimelinePoint]:
         """Throughput of one workload and mode over time, one point per timed case, oldest first
         (parity checks and probes are left out: their cases are not timings)."""
-        sql = ("SELECT r.created_at, c.throughput, r.run_id, r.hostname, c.device, c.batch_size, c.status "
+        sql = ("SELECT r.created_at, c.throughput, r.run_id, r.hostname, c.device, c.batch_size, c.status, "
+               "c.config_key "
                "FROM cases c JOIN runs r ON r.run_id = c.run_id "
                "WHERE r.kind = 'run' AND c.workload = ? AND c.mode = ?")
         params: list[Any] = [workload, mode]

@@ -1,0 +1,75 @@
+"""The one comparability key: when two measurements did the same work.
+
+Two cases are compared (run against run, machine against machine, accelerator against the same
+run's CPU, one point of a history timeline against the next) only when every field of the key is
+equal apart from the device. The run table's "vs CPU" cell, ``compare``'s machine rows and pairs,
+``history`` timelines and the HTML report all ask this module, so they cannot disagree.
+
+The key is read from a CaseResult or from a stored case dict (the history fills its columns from
+old rows' JSON with the same function). A field a result does not carry takes its default, so a
+result written before the field existed is keyed as what it measured.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from accelbench.results import CaseResult
+
+#: Field -> value a result without the field measured. ``data_mode`` (host batches copied each
+#: step vs device-resident batches) is read when the result carries it.
+KEY_DEFAULTS: dict[str, Any] = {
+    "workload": "", "workload_version": 1, "mode": "", "batch_size": 0, "precision": "fp32",
+    "compile_backend": "", "channels_last": False, "data": "synthetic", "data_mode": "host",
+    "size": "published",
+}
+KEY_FIELDS = tuple(KEY_DEFAULTS)
+
+CaseLike = CaseResult | Mapping[str, Any]
+
+
+def _value(case: CaseLike, name: str) -> Any:
+    if isinstance(case, Mapping):
+        value = case.get(name, KEY_DEFAULTS[name])
+    else:
+        value = getattr(case, name, KEY_DEFAULTS[name])
+    return KEY_DEFAULTS[name] if value is None else value
+
+
+def comparability_key(case: CaseLike) -> tuple[Any, ...]:
+    """Everything that must be equal for two cases to have done the same work (not the device)."""
+    return tuple(_value(case, name) for name in KEY_FIELDS)
+
+
+def key_json(case: CaseLike) -> str:
+    """The key as a stable string, for the history's ``config_key`` column."""
+    return json.dumps(dict(zip(KEY_FIELDS, comparability_key(case), strict=True)), sort_keys=True)
+
+
+def incomparable_reasons(a: CaseLike, b: CaseLike) -> list[str]:
+    """Why A and B did different work, one phrase per differing field; empty when comparable."""
+    reasons = []
+    for name in KEY_FIELDS:
+        mine, theirs = _value(a, name), _value(b, name)
+        if mine != theirs:
+            reasons.append(f"{name.replace('_', ' ')} {mine} vs {theirs}")
+    return reasons
+
+
+def config_label(case: CaseLike) -> str:
+    """The parts of the key that name a configuration, for a table cell: "bf16 compile:eager b64"."""
+    parts = [str(_value(case, "precision"))]
+    if _value(case, "compile_backend"):
+        parts.append(f"compile:{_value(case, 'compile_backend')}")
+    if _value(case, "channels_last"):
+        parts.append("channels-last")
+    if _value(case, "data") != "synthetic":
+        parts.append(f"data:{_value(case, 'data')}")
+    if _value(case, "data_mode") != "host":
+        parts.append(f"data-mode:{_value(case, 'data_mode')}")
+    if _value(case, "size") != "published":
+        parts.append(str(_value(case, "size")))
+    parts.append(f"batch {_value(case, 'batch_size')}")
+    return " ".join(parts)
