@@ -242,30 +242,45 @@ def run_with_auto_batch(case: Case, options: RunOptions, progress: Progress | No
 def run_plan(options: RunOptions, devices: DeviceSet, cases: list[Case], command: list[str],
              progress: CaseProgress | None = None,
              on_case: Callable[[RunRecord], None] | None = None) -> RunRecord:
-    """Run every case in order; the record is complete even when cases fail.
+    """Run every case (``options.repeat`` times, in interleaved rounds); the record is complete
+    even when cases fail.
 
-    ``on_case`` is called with the record after each case (to save it as it grows). SIGINT
+    ``on_case`` is called with the record after each case process (to save it as it grows): after
+    round one every case has its result, later rounds merge their process into it. SIGINT
     (KeyboardInterrupt) and SIGTERM (Terminated) raise Interrupted carrying the record.
     """
+    from accelbench.repeat import interleaved, merge_repeats
+
     if options.threads:
         torch.set_num_threads(options.threads)
     record = new_record(options, devices, command)
-    for index, case in enumerate(cases):
+    processes: list[list[CaseResult]] = [[] for _ in cases]
+    for done, (round_index, index) in enumerate(interleaved(len(cases), options.repeat)):
+        case = cases[index]
+        if round_index and processes[index]:
+            # Later rounds use the batch the first one settled on (--auto-batch may have halved it).
+            case = replace(case, batch_size=processes[index][0].batch_size)
         case_progress = None
         if progress is not None:
-            def case_progress(phase: str, done: float, total: float | None,
+            def case_progress(phase: str, finished: float, total: float | None,
                               _case: Case = case) -> None:
-                progress(_case, phase, done, total)
+                progress(_case, phase, finished, total)
         try:
-            if index and options.cooldown:
+            if done and options.cooldown:
                 time.sleep(options.cooldown)
-            record.cases.append(run_with_auto_batch(case, options, case_progress))
+            processes[index].append(run_with_auto_batch(case, options, case_progress))
         except (KeyboardInterrupt, Terminated) as stop:
             name, code = ("SIGINT", 130) if isinstance(stop, KeyboardInterrupt) else ("SIGTERM", 143)
-            interrupted = skeleton_result(case, options)
-            interrupted.status, interrupted.error = "interrupted", f"interrupted by {name}"
-            record.cases.append(interrupted)
+            if not round_index:
+                interrupted = skeleton_result(case, options)
+                interrupted.status, interrupted.error = "interrupted", f"interrupted by {name}"
+                record.cases.append(interrupted)
             raise Interrupted(record, name, code) from None
+        merged = merge_repeats(processes[index])
+        if round_index:
+            record.cases[index] = merged
+        else:
+            record.cases.append(merged)
         if on_case is not None:
             on_case(record)
     return record
