@@ -21,3 +21,13 @@ def format_rate(value: float | None) -> str:
     if value >= 100:
         return f"{value:,.0f}"
     return f"{value:.3g}"
+
+
+def format_bytes_rate(bytes_per_s: float | None) -> str:
+    """Decimal units, as bandwidths are quoted (1 GB/s = 1e9 bytes/s)."""
+    if bytes_per_s is None:
+        return "n/a"
+    for unit, scale in (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if bytes_per_s >= scale:
+            return f"{bytes_per_s / scale:.3g} {unit}"
+    return f"{bytes_per_s:.3g} B/s"

@@ -1,0 +1,127 @@
+"""Why a case runs as fast as it does: one diagnosis word per profiled case, with its figures.
+
+A pure function of a stored result (``extra["profile"]`` from ``--profile``, ``extra["flops"]``
+from every run, the loop's input wait), so a report drawn from an old result file says the same
+as the run did. The rules, first match wins:
+
+1. **input-bound**: waiting for batches took more than ``INPUT_BOUND_FRACTION`` of the measured
+   time: the loader, not the device, sets the pace.
+2. **launch-bound**: the device was busy less than ``IDLE_BUSY_FRACTION`` of the step: it sits
+   idle between kernels because the host cannot issue them fast enough (many short kernels; the
+   launch-latency floor, kernels x latency, is shown when ``accelbench roofline`` measured it).
+3. **compute-bound**: achieved FLOP/s at least ``NEAR_CEILING`` of the measured matrix-product
+   peak in the case's dtype.
+4. **memory-bound**: estimated bytes moved per second at least ``NEAR_CEILING`` of the measured
+   memory bandwidth. The estimate is a lower bound: every byte allocated in the step is written
+   once and read once (2 x the profiler's allocated bytes), plus the parameters read once in
+   evaluation, or five times in training (forward read, backward read, gradient write, optimiser
+   read and write; optimiser state not counted).
+5. **kernel-bound**: busy but below both ceilings: the kernels themselves are slow for their size
+   (small tensors, elementwise and reduction ops); bigger batches or fusion (torch.compile) help.
+
+When both ceilings are near, the nearer one wins. Without a profile there is no diagnosis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelbench.measure.profile import ProfileFigures
+from accelbench.render.format import format_bytes_rate, format_rate, format_seconds
+from accelbench.results import INPUT_BOUND_FRACTION, CaseResult
+
+IDLE_BUSY_FRACTION = 0.5
+NEAR_CEILING = 0.5
+#: Parameter bytes moved per step, per mode (see the module docstring).
+PARAMETER_PASSES = {"train": 5, "eval": 1}
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    word: str
+    #: One line with the figures that support the word.
+    line: str
+    figures: dict[str, Any] = field(default_factory=dict)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def bytes_moved_per_step(profile: ProfileFigures, mode: str) -> float | None:
+    if profile.allocated_bytes_per_step is None:
+        return None
+    return (2 * profile.allocated_bytes_per_step
+            + PARAMETER_PASSES.get(mode, 1) * profile.parameter_bytes)
+
+
+def _figures(case: CaseResult, profile: ProfileFigures, ceilings: dict[str, Any]) -> dict[str, Any]:
+    flops = case.extra.get("flops") or {}
+    step = case.summary().median if case.summary() else profile.step_s
+    moved = bytes_moved_per_step(profile, case.mode)
+    bandwidth = _number(ceilings.get("memory_bandwidth_bytes_per_s"))
+    achieved_bw = moved / step if moved is not None and step > 0 else None
+    latency = _number(ceilings.get("launch_latency_s"))
+    return {
+        "input_fraction": case.input_fraction(),
+        "busy_fraction": profile.busy_fraction,
+        "kernels_per_step": profile.kernels_per_step,
+        "median_kernel_s": profile.median_kernel_s,
+        "achieved_flops": _number(flops.get("achieved_flops")),
+        "peak_flops": _number(flops.get("peak_flops")),
+        "flops_fraction": _number(flops.get("fraction_of_peak")),
+        "bytes_per_step": moved,
+        "achieved_bytes_per_s": achieved_bw,
+        "bandwidth_bytes_per_s": bandwidth,
+        "bandwidth_fraction": achieved_bw / bandwidth if achieved_bw and bandwidth else None,
+        "launch_floor_fraction": (profile.kernels_per_step * latency / step
+                                  if latency is not None and step > 0 else None),
+    }
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.0f}%"
+
+
+def _ceiling_text(f: dict[str, Any]) -> str:
+    flops = (f"{_pct(f['flops_fraction'])} of the FLOP/s peak "
+             f"({format_rate(f['achieved_flops'] / 1e9)} of {format_rate(f['peak_flops'] / 1e9)} GFLOP/s)"
+             if f["flops_fraction"] is not None else "FLOP/s peak n/a")
+    if f["bandwidth_fraction"] is not None:
+        memory = (f"{_pct(f['bandwidth_fraction'])} of the bandwidth (>= "
+                  f"{format_bytes_rate(f['achieved_bytes_per_s'])} of "
+                  f"{format_bytes_rate(f['bandwidth_bytes_per_s'])})")
+    else:
+        memory = "bandwidth ceiling not measured (accelbench roofline)"
+    return f"{flops}; {memory}"
+
+
+def diagnose(case: CaseResult) -> Diagnosis | None:
+    """The diagnosis of a profiled case, or None when it was not profiled (or profiling failed)."""
+    stored = case.extra.get("profile")
+    if not case.ok or not isinstance(stored, dict) or "error" in stored and "steps" not in stored:
+        return None
+    profile = ProfileFigures.from_dict(stored)
+    ceilings = stored.get("ceilings") if isinstance(stored.get("ceilings"), dict) else {}
+    f = _figures(case, profile, ceilings)
+    kernels = (f"{f['kernels_per_step']:.0f} {'kernels' if profile.source == 'device' else 'ops'}"
+               f"/step, median {format_seconds(f['median_kernel_s'])}")
+    busy = f"device busy {_pct(f['busy_fraction'])} of the step"
+    if f["input_fraction"] is not None and f["input_fraction"] > INPUT_BOUND_FRACTION:
+        return Diagnosis("input-bound", f"waiting for input {_pct(f['input_fraction'])} of the "
+                         f"measured time; {busy}", f)
+    if f["busy_fraction"] is not None and f["busy_fraction"] < IDLE_BUSY_FRACTION:
+        floor = (f"; launch floor {_pct(f['launch_floor_fraction'])} of the step"
+                 if f["launch_floor_fraction"] is not None else "")
+        return Diagnosis("launch-bound", f"{busy}, idle between {kernels}{floor}: the host "
+                         "cannot feed it", f)
+    near = [(f["flops_fraction"] or 0.0, "compute-bound"), (f["bandwidth_fraction"] or 0.0, "memory-bound")]
+    fraction, word = max(near)
+    if fraction >= NEAR_CEILING:
+        return Diagnosis(word, f"{_ceiling_text(f)}; {busy}", f)
+    if f["busy_fraction"] is None:
+        return Diagnosis("unknown", f"this device offers no profiler activity (host: {kernels}); "
+                         f"{_ceiling_text(f)}", f)
+    return Diagnosis("kernel-bound", f"{busy} ({kernels}) but below both ceilings: "
+                     f"{_ceiling_text(f)}", f)

@@ -1,0 +1,224 @@
+"""``--profile``: torch.profiler around a few extra steps after the measured region.
+
+What is measured, and how
+-------------------------
+After the timed loop, ``PROFILE_STEPS`` more steps run under ``torch.profiler`` (CPU activity,
+plus the device's own activity where torch offers one: ``ProfilerActivity.CUDA`` on CUDA/ROCm,
+``ProfilerActivity.XPU`` on XPU; MPS has none). Each step is wrapped in a ``record_function``
+mark, the device is synchronised once at the end (not per step: a per-step sync would idle the
+device while the host queues the next step and make every case look launch-bound), and the trace
+is exported as Chrome-trace JSON and analysed by :func:`analyse_trace`. Recorded traces (the tests'
+CUDA fixtures) go through that same function, so the device path is tested without a GPU.
+
+From the trace, per step:
+- ``busy_fraction``: the share of the profiled window in which the device was executing
+  (the union of kernel, memcpy and memset intervals; on the CPU, of aten op intervals, so the rest
+  is Python and framework overhead between ops). None when the device offers no profiler activity.
+- ``kernels_per_step`` and ``median_kernel_s``: device kernels (on the CPU: leaf aten ops, the
+  ones that contain no other op, which is where the work happens).
+- ``top_ops``: the names with the most device time (on the CPU: self time) per step.
+- ``allocated_bytes_per_step``: bytes allocated on the device in the window (profile_memory).
+
+The profiler adds host overhead per op, so profiled steps run slower than measured ones: the
+measured step time stays the figure of record and ``step_s`` here is the profiled one.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from accelbench.devices import Device
+
+PROFILE_STEPS = 5
+STEP_MARK = "accelbench.step"
+#: Chrome-trace categories of work executing on the device (Kineto's names, CUDA and XPU alike).
+DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+TOP_OPS = 5
+
+
+@dataclass(frozen=True)
+class ProfileFigures:
+    steps: int
+    #: "device" (kernel activity recorded), "cpu" (the CPU is the device) or "host-only"
+    #: (an accelerator without profiler activity: only host-side op figures).
+    source: str
+    step_s: float
+    busy_fraction: float | None
+    kernels_per_step: float
+    median_kernel_s: float | None
+    #: (name, seconds per step) with the most device (CPU: self) time, largest first.
+    top_ops: list[tuple[str, float]] = field(default_factory=list)
+    allocated_bytes_per_step: float | None = None
+    parameter_bytes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["top_ops"] = [[name, seconds] for name, seconds in self.top_ops]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ProfileFigures:
+        known = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
+        known["top_ops"] = [(str(name), float(seconds)) for name, seconds in data.get("top_ops", [])]
+        return cls(**known)
+
+
+def _union_length(intervals: Iterable[tuple[float, float]]) -> float:
+    total, end = 0.0, float("-inf")
+    for start, stop in sorted(intervals):
+        if stop <= end:
+            continue
+        total += stop - max(start, end)
+        end = stop
+    return total
+
+
+def _short_kernel_name(name: str) -> str:
+    """``void at::native::elementwise_kernel<128, 2, ...>(...)`` -> ``at::native::elementwise_kernel``."""
+    name = name.removeprefix("void ")
+    for stop in ("<", "("):
+        name = name.split(stop, 1)[0]
+    return name.strip() or "?"
+
+
+def _complete(events: list[dict[str, Any]], category: str | tuple[str, ...]) -> list[dict[str, Any]]:
+    categories = (category,) if isinstance(category, str) else category
+    return [e for e in events if e.get("ph") == "X" and e.get("cat") in categories
+            and isinstance(e.get("ts"), int | float) and isinstance(e.get("dur"), int | float)]
+
+
+def _cpu_op_times(ops: list[dict[str, Any]]) -> tuple[dict[str, float], list[float]]:
+    """Self time per op name and the durations of leaf ops, from the ops' nesting on each thread."""
+    self_time: dict[str, float] = defaultdict(float)
+    leaves: list[float] = []
+    by_thread: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for op in ops:
+        by_thread[(op.get("pid"), op.get("tid"))].append(op)
+    for thread_ops in by_thread.values():
+        thread_ops.sort(key=lambda e: (e["ts"], -e["dur"]))
+        stack: list[dict[str, Any]] = []  # open ops; each carries its children's total time
+        children: dict[int, float] = {}
+        for op in [*thread_ops, None]:
+            while stack and (op is None or op["ts"] >= stack[-1]["ts"] + stack[-1]["dur"]):
+                done = stack.pop()
+                inner = children.pop(id(done), None)
+                self_time[done["name"]] += max(done["dur"] - (inner or 0.0), 0.0)
+                if inner is None:
+                    leaves.append(done["dur"])
+            if op is not None:
+                if stack:
+                    children[id(stack[-1])] = children.get(id(stack[-1]), 0.0) + op["dur"]
+                stack.append(op)
+    return self_time, leaves
+
+
+def analyse_trace(trace: dict[str, Any], steps: int, device_is_cpu: bool,
+                  parameter_bytes: int = 0) -> ProfileFigures:
+    """Per-step figures from a torch.profiler Chrome trace holding ``steps`` marked steps."""
+    events = trace.get("traceEvents", [])
+    marks = [e for e in _complete(events, "user_annotation") if e.get("name") == STEP_MARK]
+    if not marks:
+        raise ValueError(f"the trace holds no {STEP_MARK!r} step marks")
+    start = min(e["ts"] for e in marks)
+    end = max(e["ts"] + e["dur"] for e in marks)
+    device = [e for e in _complete(events, DEVICE_CATEGORIES) if e["ts"] + e["dur"] > start]
+    if device:
+        end = max(end, max(e["ts"] + e["dur"] for e in device))
+    window = max(end - start, 1e-9)
+    in_window = lambda e: start <= e["ts"] < end  # noqa: E731
+    memory_device = (lambda kind: kind == 0) if device_is_cpu else (lambda kind: kind != 0)
+    allocated = sum(e["args"]["Bytes"] for e in events if e.get("name") == "[memory]"
+                    and isinstance(e.get("ts"), int | float) and in_window(e)
+                    and isinstance(e.get("args"), dict) and e["args"].get("Bytes", 0) > 0
+                    and memory_device(e["args"].get("Device Type", 0)))
+    common = {"steps": steps, "step_s": window / steps / 1e6, "parameter_bytes": parameter_bytes,
+              "allocated_bytes_per_step": allocated / steps}
+    if device:
+        per_name: dict[str, float] = defaultdict(float)
+        for e in device:
+            per_name[_short_kernel_name(str(e.get("name", "?")))] += e["dur"]
+        kernels = [e["dur"] for e in device if e.get("cat") == "kernel"]
+        busy = _union_length((max(e["ts"], start), e["ts"] + e["dur"]) for e in device)
+        return ProfileFigures(source="device", busy_fraction=min(busy / window, 1.0),
+                              kernels_per_step=len(kernels) / steps,
+                              median_kernel_s=statistics.median(kernels) / 1e6 if kernels else None,
+                              top_ops=_top(per_name, steps), **common)
+    ops = [e for e in _complete(events, "cpu_op") if in_window(e)]
+    self_time, leaves = _cpu_op_times(ops)
+    busy = _union_length((e["ts"], e["ts"] + e["dur"]) for e in ops) / window
+    return ProfileFigures(source="cpu" if device_is_cpu else "host-only",
+                          busy_fraction=min(busy, 1.0) if device_is_cpu else None,
+                          kernels_per_step=len(leaves) / steps,
+                          median_kernel_s=statistics.median(leaves) / 1e6 if leaves else None,
+                          top_ops=_top(self_time, steps), **common)
+
+
+def _top(microseconds: dict[str, float], steps: int) -> list[tuple[str, float]]:
+    ranked = sorted(microseconds.items(), key=lambda item: item[1], reverse=True)[:TOP_OPS]
+    return [(name, total / steps / 1e6) for name, total in ranked]
+
+
+def profiler_activities(device: Device) -> list[Any]:
+    """CPU, plus the device's activity when torch names one after the device kind and supports it
+    in this build (so no device-name branching: a kind without an activity gets host ops only)."""
+    from torch.profiler import ProfilerActivity
+
+    activities = [ProfilerActivity.CPU]
+    own = getattr(ProfilerActivity, device.kind.upper(), None)
+    if not device.is_cpu and own is not None and own in torch.profiler.supported_activities():
+        activities.append(own)
+    return activities
+
+
+def profile_steps(step: Callable[[Any], Any], next_batch: Callable[[], Any], device: Device,
+                  steps: int | None = None, parameter_bytes: int = 0) -> ProfileFigures:
+    """Run ``steps`` (default ``PROFILE_STEPS``) more steps under torch.profiler and analyse the
+    exported trace."""
+    from torch.profiler import profile, record_function
+
+    steps = steps or PROFILE_STEPS
+    device.synchronize()
+    with profile(activities=profiler_activities(device), profile_memory=True) as prof:
+        for _ in range(steps):
+            with record_function(STEP_MARK):
+                step(next_batch())
+        device.synchronize()
+    with tempfile.TemporaryDirectory(prefix="accelbench-profile-") as folder:
+        path = Path(folder) / "trace.json"
+        prof.export_chrome_trace(str(path))
+        trace = json.loads(path.read_text(encoding="utf-8"))
+    return analyse_trace(trace, steps, device.is_cpu, parameter_bytes)
+
+
+def roofline_ceilings(device: Device) -> dict[str, Any]:
+    """The device's bandwidth and launch-latency ceilings from ``accelbench roofline`` (cached per
+    device), for the memory- and launch-bound rules; the error text when they cannot be had."""
+    try:
+        from accelbench.measure.roofline import device_roofline
+
+        roofline = device_roofline(device)
+        return {"memory_bandwidth_bytes_per_s": roofline.memory_bandwidth_bytes_per_s,
+                "launch_latency_s": roofline.launch_latency_s,
+                "matmul_flops": dict(roofline.matmul_flops)}
+    except Exception as error:  # the profile stands without the ceilings; say why they are missing
+        return {"error": f"{type(error).__name__}: {error}"}
+
+
+def profile_case(step: Callable[[Any], Any], next_batch: Callable[[], Any], device: Device,
+                 model: torch.nn.Module) -> dict[str, Any]:
+    """What the runner stores in ``extra["profile"]``: the figures, the ceilings, or the error."""
+    parameter_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    try:
+        figures = profile_steps(step, next_batch, device, parameter_bytes=parameter_bytes).to_dict()
+    except Exception as error:  # profiling is extra: the measured figures stand without it
+        return {"error": f"{type(error).__name__}: {error}"}
+    return {**figures, "ceilings": roofline_ceilings(device)}

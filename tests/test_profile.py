@@ -1,0 +1,139 @@
+"""--profile: a real profile of a tiny MNIST case on the CPU, and recorded CUDA traces analysed by
+the same function the live path runs on the trace it exports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from accelbench.devices import DeviceSet
+from accelbench.diagnosis import diagnose
+from accelbench.measure import profile as profile_module
+from accelbench.measure.profile import STEP_MARK, analyse_trace, profiler_activities
+from accelbench.options import RunOptions, StopRule
+from accelbench.runner import plan, run_case
+
+PROFILES = Path(__file__).parent / "data" / "profiles"
+#: pytorch/examples' MNIST network: conv 1->32, conv 32->64, fc 9216->128, fc 128->10 (float32).
+MNIST_PARAMETER_BYTES = 4 * 1_199_882
+
+
+def _trace(name: str) -> dict[str, Any]:
+    return json.loads((PROFILES / name).read_text())
+
+
+PROFILED_STEPS = 2
+
+
+@pytest.fixture(scope="module")
+def profiled_mnist() -> Any:
+    """One real tiny MNIST training case on the CPU, profiled through the runner."""
+    options = RunOptions(workloads=("mnist",), device="cpu", modes=("train",), size="tiny",
+                         stop=StopRule("steps", 3), warmup_steps=1, isolation="none", profile=True,
+                         batch_size=4)
+    (case,) = plan(options, DeviceSet.current())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(profile_module, "PROFILE_STEPS", PROFILED_STEPS)  # fewer, for speed
+        return run_case(case, options)
+
+
+def test_a_real_cpu_profile_has_figures_that_hang_together(profiled_mnist: Any) -> None:
+    result = profiled_mnist
+    assert result.ok, result.error
+    profile = result.extra["profile"]
+    assert profile["source"] == "cpu" and profile["steps"] == PROFILED_STEPS
+    assert 0 < profile["busy_fraction"] <= 1
+    # A training step runs forward, backward and Adadelta over 8 parameter tensors: dozens of ops.
+    assert profile["kernels_per_step"] > 30
+    assert 0 < profile["median_kernel_s"] < profile["step_s"]
+    names = [name for name, _ in profile["top_ops"]]
+    assert all(name.startswith("aten::") for name in names)
+    assert any("conv" in name for name in names), names  # two conv layers dominate the step
+    assert sum(seconds for _, seconds in profile["top_ops"]) <= profile["step_s"]
+    assert profile["parameter_bytes"] == MNIST_PARAMETER_BYTES
+    assert profile["allocated_bytes_per_step"] > 0  # activations and gradients are allocated
+    assert "ceilings" in profile
+
+
+def test_a_profiled_mnist_case_gets_a_diagnosis_backed_by_its_figures(profiled_mnist: Any) -> None:
+    diagnosis = diagnose(profiled_mnist)
+    assert diagnosis is not None
+    assert diagnosis.word in ("launch-bound", "compute-bound", "memory-bound", "input-bound",
+                              "kernel-bound")
+    profile = profiled_mnist.extra["profile"]
+    assert diagnosis.figures["busy_fraction"] == profile["busy_fraction"]
+    assert diagnosis.figures["kernels_per_step"] == profile["kernels_per_step"]
+    assert diagnosis.figures["flops_fraction"] == profiled_mnist.extra["flops"]["fraction_of_peak"]
+    assert f"{profile['busy_fraction'] * 100:.0f}%" in diagnosis.line
+    assert f"{profile['kernels_per_step']:.0f} ops/step" in diagnosis.line or \
+        diagnosis.word in ("input-bound", "compute-bound", "memory-bound")
+
+
+def test_profiling_happens_after_the_measured_steps(profiled_mnist: Any) -> None:
+    assert profiled_mnist.measured_steps == 3  # the profiled steps are extra, not measured ones
+
+
+def test_the_cpu_gets_only_the_cpu_activity() -> None:
+    from torch.profiler import ProfilerActivity
+
+    (cpu,) = DeviceSet.current().select("cpu")
+    assert profiler_activities(cpu) == [ProfilerActivity.CPU]
+
+
+def test_recorded_launch_bound_cuda_trace() -> None:
+    figures = analyse_trace(_trace("cuda_launch_bound.json"), steps=4, device_is_cpu=False,
+                            parameter_bytes=1000)
+    assert figures.source == "device"
+    assert figures.step_s == pytest.approx(1715e-6 / 4)
+    assert figures.busy_fraction == pytest.approx(344 / 1715)
+    assert figures.kernels_per_step == 20  # the H2D copy is device time but not a kernel
+    assert figures.median_kernel_s == pytest.approx(4e-6)
+    names = dict(figures.top_ops)
+    assert names["gemv2T_kernel_val"] == pytest.approx(40e-6)
+    assert names["at::native::vectorized_elementwise_kernel"] == pytest.approx(40e-6)
+    assert names["Memcpy HtoD"] == pytest.approx(6e-6)
+    # Device allocations only (the pinned host staging buffer is CPU memory; frees are negative).
+    assert figures.allocated_bytes_per_step == 802816 + 20 * 65536
+
+
+def test_recorded_compute_bound_cuda_trace() -> None:
+    figures = analyse_trace(_trace("cuda_compute_bound.json"), steps=3, device_is_cpu=False)
+    assert figures.busy_fraction == pytest.approx(27600 / 27850)
+    assert figures.kernels_per_step == 3
+    assert figures.median_kernel_s == pytest.approx(4.5e-3)
+    assert figures.top_ops[0][0].startswith("sm90_xmma_gemm_f16f16")
+    assert figures.top_ops[0][1] == pytest.approx(9e-3)
+
+
+def test_an_accelerator_without_profiler_activity_has_no_busy_share() -> None:
+    """MPS offers no ProfilerActivity: a trace without device events gives host figures only,
+    never a CPU busy share passed off as the device's."""
+    trace = _trace("cuda_launch_bound.json")
+    trace["traceEvents"] = [e for e in trace["traceEvents"]
+                            if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset")]
+    figures = analyse_trace(trace, steps=4, device_is_cpu=False)
+    assert figures.source == "host-only" and figures.busy_fraction is None
+    assert figures.kernels_per_step == 21  # 20 launching ops and the copy, as host ops
+
+
+def test_cpu_ops_self_time_and_leaves_come_from_their_nesting() -> None:
+    def op(name: str, ts: float, dur: float) -> dict[str, Any]:
+        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur}
+
+    trace = {"traceEvents": [
+        {"ph": "X", "cat": "user_annotation", "name": STEP_MARK, "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+        op("aten::linear", 10, 50), op("aten::t", 12, 3), op("aten::addmm", 20, 30),
+        op("aten::relu", 70, 10)]}
+    figures = analyse_trace(trace, steps=1, device_is_cpu=True)
+    assert figures.kernels_per_step == 3  # t, addmm, relu: linear contains other ops
+    assert dict(figures.top_ops) == pytest.approx({"aten::addmm": 30e-6, "aten::linear": 17e-6,
+                                                   "aten::relu": 10e-6, "aten::t": 3e-6})
+    assert figures.busy_fraction == pytest.approx(0.6)  # linear 10..60 and relu 70..80
+
+
+def test_a_trace_without_step_marks_is_an_error() -> None:
+    with pytest.raises(ValueError, match="step marks"):
+        analyse_trace({"traceEvents": []}, steps=1, device_is_cpu=True)
