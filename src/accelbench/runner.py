@@ -191,6 +191,11 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
         result.extra["energy"] = loop.energy_reading.figures(
             result.measured_steps, result.steps_per_epoch, result.batch_size)
     result.peak_memory_bytes = case.device.peak_memory_bytes()
+    if options.profile:  # after the peak is read: the profiler's own memory must not count
+        from accelbench.measure.loop import BatchStream
+        from accelbench.measure.profile import profile_case
+
+        result.extra["profile"] = profile_case(loop.step, BatchStream(batches).next, case.device, model)
 
 
 def new_record(options: RunOptions, devices: DeviceSet, command: list[str]) -> RunRecord:
