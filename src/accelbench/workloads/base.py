@@ -156,6 +156,10 @@ def workload_names() -> list[str]:
 
 def get_workload_class(name: str) -> type[Workload]:
     _ensure_builtin()
+    if name not in _REGISTRY and _is_model_name(name):
+        from accelbench.models import resolve
+
+        return resolve(name)  # timm:, torchvision:, hf:, bench: names resolve on first use
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -164,11 +168,22 @@ def get_workload_class(name: str) -> type[Workload]:
         ) from None
 
 
+def _is_model_name(name: str) -> bool:
+    from accelbench.models import is_model_name
+
+    return is_model_name(name)
+
+
 def match_workloads(patterns: Sequence[str]) -> list[str]:
     """Names matching each pattern (exact names or shell wildcards like ``resnet*``), in order."""
     names = workload_names()
     chosen: list[str] = []
     for pattern in patterns:
+        if _is_model_name(pattern):
+            from accelbench.models import match_models
+
+            chosen.extend(h for h in match_models(pattern) if h not in chosen)
+            continue
         hits = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
         if not hits:
             raise UsageError(f"unknown workload {pattern!r}; known: {', '.join(names)}")

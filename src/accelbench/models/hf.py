@@ -1,0 +1,157 @@
+"""``hf:TYPE`` / ``hf:ORG/NAME`` / ``hf:FOLDER``: a Hugging Face transformers model with random
+weights, built from its config alone.
+
+``hf:bert`` builds the type's default config offline (``AutoConfig.for_model``); ``hf:ORG/NAME``
+and a local folder load just the config (``AutoConfig.from_pretrained``: the local cache or folder,
+or a ~1 kB download when online). The head comes from the config's ``architectures`` when it names
+one accelbench knows how to feed, else from the type: encoders (bert, roberta, ...) get sequence
+classification over the config's labels, decoders (gpt2, llama, ...) causal language modelling,
+vision models image classification. Text is synthetic tokens (no padding) of 128 tokens (fewer when
+the model's positions are fewer) at the published size and 16 at the tiny size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from accelbench.data.synthetic import synthetic_epoch
+from accelbench.errors import UsageError
+from accelbench.models.named import PUBLISHED_BATCH, TINY_BATCH, TINY_SAMPLES, import_library, version_number
+from accelbench.workloads.base import Batch, DataOptions, Workload
+from accelbench.workloads.bert import SST2_SIZES
+from accelbench.workloads.imagenet import IMAGENET_SIZES
+
+SEQ_LEN = {"published": 128, "tiny": 16}
+#: Task -> (Auto class, class-name suffixes in ``config.architectures`` that mean this task).
+TASKS = {
+    "sequence-classification": ("AutoModelForSequenceClassification", ("ForSequenceClassification",)),
+    "causal-lm": ("AutoModelForCausalLM", ("ForCausalLM", "LMHeadModel")),
+    "masked-lm": ("AutoModelForMaskedLM", ("ForMaskedLM",)),
+    "image-classification": ("AutoModelForImageClassification", ("ForImageClassification",)),
+}
+
+
+def _transformers() -> Any:
+    return import_library("transformers", "hf", "transformers")
+
+
+def load_config(spec: str) -> Any:
+    transformers = _transformers()
+    if "/" in spec or Path(spec).exists():
+        try:
+            return transformers.AutoConfig.from_pretrained(spec)
+        except (OSError, ValueError) as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise UsageError(f"cannot load the config of {spec!r} ({first}); give a folder holding "
+                             "its config.json, or run once online so the Hub caches it") from None
+    try:
+        return transformers.AutoConfig.for_model(spec)
+    except ValueError:
+        raise UsageError(f"transformers {transformers.__version__} has no model type {spec!r}; "
+                         "use a type such as bert, gpt2, vit, or hf:ORG/NAME, or a config folder") from None
+
+
+def choose_task(config: Any) -> tuple[str, str | None]:
+    """(task, architecture class name or None for the Auto class)."""
+    transformers = _transformers()
+    for architecture in getattr(config, "architectures", None) or []:
+        for task, (_, suffixes) in TASKS.items():
+            if architecture.endswith(suffixes) and hasattr(transformers, architecture):
+                return task, architecture
+    from transformers.models.auto import modeling_auto as auto
+
+    kind = config.model_type
+    if kind in auto.MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES:
+        return "image-classification", None
+    encoder = kind in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES
+    if encoder and kind in auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES:
+        return "sequence-classification", None
+    if kind in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return "causal-lm", None
+    if kind in auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES:
+        return "sequence-classification", None
+    raise UsageError(f"hf model type {kind!r} has no head accelbench can train (sequence "
+                     "classification, causal or masked LM, image classification)")
+
+
+class HFModel(Workload):
+    """Subclasses (one per name) set ``config``, ``task`` and ``architecture``."""
+
+    default_batch_size = PUBLISHED_BATCH
+    tiny_batch_size = TINY_BATCH
+    tiny_dataset_size = TINY_SAMPLES
+    config: ClassVar[Any]
+    task: ClassVar[str]
+    architecture: ClassVar[str | None]
+
+    def build_model(self) -> nn.Module:
+        transformers = _transformers()
+        if self.architecture:
+            return getattr(transformers, self.architecture)(self.config)
+        return getattr(transformers, TASKS[self.task][0]).from_config(self.config)
+
+    def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
+        return torch.optim.AdamW(model.parameters(), lr=2e-5)
+
+    def seq_len(self) -> int:
+        return min(SEQ_LEN[self.size], self.input_shape[0])
+
+    def make_batches(self, mode: str, batch_size: int, options: DataOptions) -> Iterable[Batch]:
+        config, task = self.config, self.task
+        seq_len = self.seq_len() if task != "image-classification" else 0
+
+        def make(generator: torch.Generator, size: int) -> Batch:
+            if task == "image-classification":
+                shape = (size, config.num_channels, config.image_size, config.image_size)
+                return torch.randn(shape, generator=generator), self._labels(generator, size)
+            ids = torch.randint(1, config.vocab_size, (size, seq_len), generator=generator)
+            labels = ids if task.endswith("-lm") else self._labels(generator, size)
+            return ids, labels
+        return synthetic_epoch(make, self.samples_per_epoch(mode), batch_size, options.seed)
+
+    def _labels(self, generator: torch.Generator, size: int) -> torch.Tensor:
+        return torch.randint(0, self.config.num_labels, (size,), generator=generator)
+
+    def _loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        inputs, labels = batch
+        key = "pixel_values" if self.task == "image-classification" else "input_ids"
+        return model(**{key: inputs}, labels=labels).loss
+
+    def training_loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        return self._loss(model, batch)
+
+    def eval_step(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        return self._loss(model, batch)
+
+
+def resolve(spec: str) -> type[HFModel]:
+    transformers = _transformers()
+    config = load_config(spec)
+    task, architecture = choose_task(config)
+    if task == "sequence-classification" and getattr(config, "pad_token_id", None) is None:
+        config.pad_token_id = 0  # decoders pool the last non-pad token; tokens are drawn from 1 up
+    image = task == "image-classification"
+    positions = (getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+                 or SEQ_LEN["published"])
+    shape = (config.num_channels, config.image_size, config.image_size) if image else (
+        min(SEQ_LEN["published"], int(positions)),)
+    return type(f"HF_{spec}", (HFModel,), dict(
+        config=config, task=task, architecture=architecture, input_shape=shape,
+        dataset_size=IMAGENET_SIZES if image else SST2_SIZES,
+        version=version_number(transformers.__version__),
+        description=f"transformers {architecture or config.model_type} {task} from "
+        f"{'its default config' if spec == config.model_type else spec} (random weights, "
+        f"transformers {transformers.__version__}), AdamW 2e-5",
+        source=f"https://huggingface.co/docs/transformers/model_doc/{config.model_type}",
+    ))
+
+
+def list_names(pattern: str) -> list[str]:
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    return sorted(CONFIG_MAPPING_NAMES)

@@ -1,0 +1,94 @@
+"""A named image classifier (timm, torchvision): random weights, synthetic images at the model's
+own input size, cross-entropy over its own classes, SGD with momentum (ImageNetClassifier's step).
+
+The tiny size uses batch 2 and, where the model accepts it, 64x64 images (convolutional networks
+end in adaptive pooling); a model that insists on its input size (a ViT's fixed position
+embeddings) keeps it. Which one applies is found by a forward pass on the meta device.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from accelbench.data.synthetic import synthetic_epoch
+from accelbench.models.named import PUBLISHED_BATCH, TINY_BATCH, TINY_SAMPLES
+from accelbench.workloads.base import Batch, DataOptions
+from accelbench.workloads.imagenet import IMAGENET_SIZES, ImageNetClassifier
+
+TINY_SIDE = 64
+
+
+def logits_of(output: Any) -> torch.Tensor:
+    """The class scores of a model whose training output carries more (Inception's aux logits)."""
+    if isinstance(output, torch.Tensor):
+        return output
+    if hasattr(output, "logits"):
+        return output.logits
+    return output[0]
+
+
+class NamedImageClassifier(ImageNetClassifier):
+    """Subclasses (one per name, made by a resolver) set ``build``, ``input_shape`` and ``classes``."""
+
+    default_batch_size = PUBLISHED_BATCH
+    tiny_batch_size = TINY_BATCH
+    dataset_size = IMAGENET_SIZES
+    tiny_dataset_size = TINY_SAMPLES
+    lr = 0.01
+    #: Builds the model with random weights (set per model name).
+    build: ClassVar[Callable[[], nn.Module]]
+
+    def build_model(self) -> nn.Module:
+        return type(self).build()
+
+    def num_classes(self) -> int:
+        return self.classes
+
+    def image_shape(self) -> tuple[int, ...]:
+        if self.size == "tiny":
+            return tiny_image_shape(type(self))
+        return tuple(self.input_shape)
+
+    def make_batches(self, mode: str, batch_size: int, options: DataOptions) -> Iterable[Batch]:
+        shape, classes = self.image_shape(), self.classes
+
+        def make(generator: torch.Generator, size: int) -> Batch:
+            images = torch.randn((size, *shape), generator=generator)
+            return images, torch.randint(0, classes, (size,), generator=generator)
+        return synthetic_epoch(make, self.samples_per_epoch(mode), batch_size, options.seed)
+
+    def training_loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        images, labels = batch
+        return nn.functional.cross_entropy(logits_of(model(images)), labels)
+
+    def eval_step(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        images, labels = batch
+        return nn.functional.cross_entropy(logits_of(model(images)), labels, reduction="sum")
+
+
+@functools.cache
+def tiny_image_shape(cls: type[NamedImageClassifier]) -> tuple[int, ...]:
+    """(C, 64, 64) when a training forward at that size works on the meta device, else the
+    model's own input shape."""
+    channels = cls.input_shape[0]
+    try:
+        with torch.device("meta"):
+            model = cls.build()
+            model.train()
+            model(torch.empty(TINY_BATCH["train"], channels, TINY_SIDE, TINY_SIDE))
+    except Exception:  # the model fixes its input size: keep it
+        return tuple(cls.input_shape)
+    return (channels, TINY_SIDE, TINY_SIDE)
+
+
+def image_class(name: str, build: Callable[[], nn.Module], input_shape: tuple[int, ...], classes: int,
+                version: int, description: str, source: str, **extra: Any) -> type[NamedImageClassifier]:
+    attributes = dict(name=name, build=staticmethod(build), input_shape=tuple(input_shape),
+                      classes=classes, tiny_classes=classes, version=version,
+                      description=description, source=source, **extra)
+    return type(f"Named_{name}", (NamedImageClassifier,), attributes)

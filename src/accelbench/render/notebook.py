@@ -1,0 +1,31 @@
+"""A run record as an HTML table for notebooks (``_repr_html_``), escaped like the report."""
+
+from __future__ import annotations
+
+from accelbench.measure.memory import format_bytes
+from accelbench.render.format import format_rate, format_seconds
+from accelbench.render.html import table
+from accelbench.render.table import config_label
+from accelbench.results import RunRecord
+
+COLUMNS = ("workload", "mode", "device", "config", "batch", "status", "samples/s", "95% CI",
+           "median step", "IQR/median", "peak memory", "ran")
+
+
+def record_html(record: RunRecord) -> str:
+    rows = []
+    for case in record.cases:
+        summary = case.summary()
+        ci = case.throughput_ci()
+        rows.append((
+            case.workload, case.mode, case.device, config_label(case), str(case.batch_size),
+            case.status if case.ok else f"{case.status}: {case.error.splitlines()[0] if case.error else ''}",
+            format_rate(case.throughput()),
+            f"{format_rate(ci[0])}–{format_rate(ci[1])}" if ci else "n/a",
+            format_seconds(summary.median if summary else None),
+            f"{summary.iqr / summary.median:.1%}" if summary and summary.median else "n/a",
+            format_bytes(case.peak_memory_bytes) if case.peak_memory_bytes else "n/a",
+            str(case.extra.get("isolation", record.options.get("isolation", ""))),
+        ))
+    caption = f"accelbench {record.kind} {record.run_id} ({record.created_at})"
+    return str(table(COLUMNS, rows, caption=caption))
