@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import time
 import warnings
 from types import SimpleNamespace
 from typing import Any
 
+from torch.overrides import TorchFunctionMode
+
 from accelbench.devices.base import Availability, DeviceAdapter
+from accelbench.devices.mps import MacFacts
 
 
 def fake_torch(cuda: str | None = None, hip: str | None = None, cuda_available: bool = False,
@@ -64,3 +68,289 @@ class FakeAsyncAdapter(DeviceAdapter):
 
     def torch_device(self, index: int) -> str:
         return "cpu"
+
+
+# --- CUDA: which calls create a context ---------------------------------------------------------
+#: torch.cuda calls that create (or need) a CUDA context on the device they name. Describing a GPU
+#: (is_available, device_count, get_device_properties) does not; mem_get_info does (cudaMemGetInfo
+#: runs on the device), as does anything that allocates, synchronises or selects it.
+CONTEXT_CALLS = ("mem_get_info", "set_device", "synchronize", "reset_peak_memory_stats",
+                 "max_memory_allocated", "empty_cache")
+
+
+class FakeCuda:
+    """A torch.cuda with ``count`` GPUs that logs every call creating a context, per GPU."""
+
+    def __init__(self, count: int = 2) -> None:
+        self.count = count
+        self.contexts: list[tuple[str, int]] = []
+        self.current = 0
+
+    def is_available(self) -> bool:
+        return self.count > 0
+
+    def device_count(self) -> int:
+        return self.count
+
+    def get_device_properties(self, index: int) -> Any:
+        # torch's _CUDAuuid prints without NVML's "GPU-" prefix.
+        return SimpleNamespace(name=f"Fake GPU {index}", total_memory=80 * 2**30, major=9, minor=0,
+                               multi_processor_count=132, uuid=fake_gpu_uuid(index))
+
+    def _context(self, call: str, index: int | None) -> None:
+        self.contexts.append((call, self.current if index is None else int(index)))
+
+    def mem_get_info(self, index: int | None = None) -> tuple[int, int]:
+        self._context("mem_get_info", index)
+        return 70 * 2**30, 80 * 2**30
+
+    def set_device(self, index: int) -> None:
+        self._context("set_device", index)
+        self.current = index
+
+    def synchronize(self, index: int | None = None) -> None:
+        self._context("synchronize", index)
+
+    def reset_peak_memory_stats(self, index: int | None = None) -> None:
+        self._context("reset_peak_memory_stats", index)
+
+    def max_memory_allocated(self, index: int | None = None) -> int:
+        self._context("max_memory_allocated", index)
+        return 0
+
+
+def fake_gpu_uuid(index: int) -> str:
+    return f"0000000{index}-aaaa-bbbb-cccc-dddddddddddd"
+
+
+def fake_cuda_torch(count: int = 2) -> Any:
+    """A torch module whose CUDA is :class:`FakeCuda` (``.cuda.contexts`` says who touched what)."""
+    torch_module = fake_torch(cuda="12.6", cuda_available=True, cuda_count=count)
+    torch_module.cuda = FakeCuda(count)
+    torch_module.accelerator = SimpleNamespace(
+        current_accelerator=lambda check_available=False: SimpleNamespace(type="cuda"),
+        device_count=lambda: count,
+        set_device_index=torch_module.cuda.set_device,
+    )
+    return torch_module
+
+
+# --- NVML ---------------------------------------------------------------------------------------
+class FakeNvmlError(Exception):
+    pass
+
+
+class FakeNvml:
+    """pynvml for GPUs listed in NVML's (PCI bus) order by UUID. The energy counter, like a real
+    one, advances only every ``update_s`` seconds of ``clock`` (steps of ``watts`` x ``update_s``)."""
+
+    NVML_TEMPERATURE_GPU = 0
+    NVML_CLOCK_SM = 1
+    NVMLError = FakeNvmlError
+
+    def __init__(self, uuids: list[str], watts: float = 300.0, update_s: float = 0.1,
+                 clock: Any = None) -> None:
+        self.uuids = uuids
+        self.watts, self.update_s = watts, update_s
+        self.clock = clock or time.perf_counter
+        self.handles_used: list[str] = []
+        self.inits = self.shutdowns = 0
+
+    def nvmlInit(self) -> None:  # noqa: N802 - pynvml's names
+        self.inits += 1
+
+    def nvmlShutdown(self) -> None:  # noqa: N802
+        self.shutdowns += 1
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> str:  # noqa: N802
+        if index >= len(self.uuids):
+            raise FakeNvmlError("Invalid Argument")
+        return self.uuids[index]
+
+    def nvmlDeviceGetHandleByUUID(self, uuid: str) -> str:  # noqa: N802
+        if uuid not in self.uuids:
+            raise FakeNvmlError("Not Found")
+        return uuid
+
+    def _use(self, handle: str) -> int:
+        self.handles_used.append(handle)
+        return self.uuids.index(handle)
+
+    def nvmlDeviceGetCount(self) -> int:  # noqa: N802
+        return len(self.uuids)
+
+    def nvmlDeviceGetUUID(self, handle: str) -> str:  # noqa: N802
+        return handle
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle: str) -> int:  # noqa: N802
+        return 700_000  # mW
+
+    def nvmlDeviceGetMemoryInfo(self, handle: str) -> Any:  # noqa: N802
+        position = self._use(handle)
+        return SimpleNamespace(free=(10 + position) * 2**30, total=80 * 2**30, used=0)
+
+    def nvmlDeviceGetTemperature(self, handle: str, sensor: int) -> int:  # noqa: N802
+        return 40 + self._use(handle)
+
+    def nvmlDeviceGetClockInfo(self, handle: str, clock: int) -> int:  # noqa: N802
+        return 1000 + self._use(handle)
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: str) -> int:  # noqa: N802
+        self._use(handle)
+        ticks = int(self.clock() / self.update_s)
+        return round(ticks * self.update_s * self.watts * 1000)  # mJ
+
+    def nvmlDeviceGetPowerUsage(self, handle: str) -> int:  # noqa: N802
+        self._use(handle)
+        return round(self.watts * 1000)  # mW
+
+
+class FakeClock:
+    """A clock tests move by hand."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+#: An Apple silicon Mac with a native Python, for MPS adapters built on fakes.
+MAC_FACTS_ARM = MacFacts("Darwin", "arm64", "14.5", rosetta=False)
+
+
+# --- MPS: no float64 ----------------------------------------------------------------------------
+MPS_FLOAT64_ERROR = ("Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't "
+                     "support float64. Please use float32 instead.")
+
+
+def _wants_float64(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    import torch
+
+    return kwargs.get("dtype") == torch.float64 or any(a is torch.float64 for a in args[1:])
+
+
+def _goes_to_cpu(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    import torch
+
+    targets = [kwargs.get("device"), *args[1:]]
+    return any(str(t) == "cpu" or (isinstance(t, torch.device) and t.type == "cpu")
+               for t in targets if t is not None)
+
+
+def mps_like_tensor(data: Any) -> Any:
+    """A tensor that behaves like one on MPS: converting it to float64 on the device raises as
+    MPS does; ``.cpu()`` (or ``.to("cpu")``) gives a plain CPU tensor that converts freely."""
+    import torch
+
+    class MpsLikeTensor(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func: Any, types: Any, args: Any = (),
+                               kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
+            if func is torch.Tensor.double or (
+                    func is torch.Tensor.to and _wants_float64(args, kwargs)
+                    and not _goes_to_cpu(args, kwargs)):
+                raise TypeError(MPS_FLOAT64_ERROR)
+            if func is torch.Tensor.cpu or (func is torch.Tensor.to and _goes_to_cpu(args, kwargs)):
+                with torch._C.DisableTorchFunctionSubclass():
+                    return func(*args, **kwargs).as_subclass(torch.Tensor).clone()
+            return super().__torch_function__(func, types, args, kwargs)
+
+    return torch.as_tensor(data, dtype=torch.float32).as_subclass(MpsLikeTensor)
+
+
+# --- torch's once-per-process warnings ----------------------------------------------------------
+class WarnsOncePerProcess:
+    """An op that warns like TORCH_WARN_ONCE (the MPS CPU-fallback warning): the first call in
+    the process only, unless ``torch.set_warn_always(True)`` is in force."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        self.warned = False
+
+    def __call__(self) -> None:
+        import torch
+
+        if not self.warned or torch.is_warn_always_enabled():
+            self.warned = True
+            warnings.warn(self.message, UserWarning, stacklevel=2)
+
+
+class FakeEvent:
+    """A timing event in a FakeQueueAdapter's queue: it completes when the work queued before it
+    is done. ``elapsed_time`` of an incomplete event raises, as CUDA's does."""
+
+    def __init__(self, adapter: FakeAsyncAdapter) -> None:
+        self.adapter = adapter
+        self.done_at: float | None = None
+
+    def record(self) -> None:
+        self.done_at = self.adapter.queue_marker()
+
+    def elapsed_time(self, end_event: FakeEvent) -> float:
+        now = time.perf_counter()
+        for event in (self, end_event):
+            if event.done_at is None or event.done_at > now:
+                raise RuntimeError("device not ready: event has not completed")
+        assert self.done_at is not None and end_event.done_at is not None
+        return (end_event.done_at - self.done_at) * 1000.0
+
+
+class FakeQueueAdapter(FakeAsyncAdapter):
+    """An asynchronous device with a queue: ``enqueue(seconds)`` returns at once (a kernel launch)
+    and the device works through its queue in real time; ``synchronize`` (and any host sync
+    counted by a HostSyncCounter bound to it) waits until the queue is empty. Timing events
+    complete when the device reaches them."""
+
+    pin_memory = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.busy_until = 0.0
+
+    def enqueue(self, seconds: float) -> None:
+        self.busy_until = max(time.perf_counter(), self.busy_until) + seconds
+
+    def queue_marker(self) -> float:
+        self.busy_until = max(time.perf_counter(), self.busy_until)
+        return self.busy_until
+
+    def drain(self) -> None:
+        wait = self.busy_until - time.perf_counter()
+        if wait > 0:
+            time.sleep(wait)
+
+    def synchronize(self, index: int) -> None:
+        super().synchronize(index)
+        self.drain()
+
+    def timing_event(self, index: int) -> FakeEvent:
+        return FakeEvent(self)
+
+
+#: Tensor methods that make the host wait for the device (a host sync) on an accelerator.
+HOST_SYNC_METHODS = frozenset({"item", "__bool__", "cpu", "tolist", "numpy", "__float__",
+                               "__int__"})
+
+
+class HostSyncCounter(TorchFunctionMode):
+    """Counts host syncs (``.item()``, ``bool(t)``, ``.cpu()``, ... including those inside
+    ``GradScaler.get_scale()``) while active; bound to a FakeQueueAdapter, each one also waits for
+    the fake device's queue, as it would on the hardware. ``enabled`` pauses counting."""
+
+    def __init__(self, adapter: FakeQueueAdapter | None = None) -> None:
+        super().__init__()
+        self.adapter = adapter
+        self.count = 0
+        self.enabled = True
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if self.enabled and getattr(func, "__name__", "") in HOST_SYNC_METHODS:
+            self.count += 1
+            if self.adapter is not None:
+                self.adapter.drain()
+        return func(*args, **(kwargs or {}))

@@ -15,7 +15,6 @@ from accelbench.measure.energy import (
     EnergyMeter,
     EnergySource,
     EnergyUnavailable,
-    NvmlSource,
     PowermetricsSource,
     RaplSource,
     energy_figures,
@@ -23,6 +22,7 @@ from accelbench.measure.energy import (
     mean_power_joules,
     parse_powermetrics,
 )
+from accelbench.measure.energy_nvml import NvmlSource
 
 DATA = Path(__file__).resolve().parent / "data" / "energy"
 
@@ -94,12 +94,14 @@ def fake_pynvml(energy_mj: list[int] | None, power_mw: int = 0) -> types.ModuleT
 
 
 def test_nvml_energy_counter(monkeypatch: pytest.MonkeyPatch) -> None:
-    # probe, start, stop
+    # probe, start, stop; the window (2.5 s on the clock) is long enough for the counter
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml([5, 1_000_000, 1_250_500]))
-    source = NvmlSource(0)
+    ticks = iter([10.0, 12.5])
+    source = NvmlSource(0, clock=lambda: next(ticks))
     assert source.available() == (True, "")
     source.start()
     assert source.stop() == pytest.approx(250.5)
+    assert not source.estimated and "counter" in source.method
 
 
 def test_nvml_without_counter_integrates_power(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,7 +10,7 @@ from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
 from accelbench.parity import REFERENCES, run_parity
-from accelbench.precision import get_precision, unsupported_reason
+from accelbench.precision import backend_flags, get_precision, precision_settings, unsupported_reason
 from accelbench.results import CaseResult, RunRecord
 from accelbench.runner import Case, new_record, plan, skeleton_result, status_of
 from accelbench.workloads.base import get_workload_class
@@ -55,7 +55,10 @@ def check_case(case: Case, options: CheckOptions, devices: DeviceSet) -> CaseRes
         result.status, result.error = "unsupported", unavailable
         result.extra["parity"] = {"verdict": "failed", "error": unavailable}
         return result
+    with precision_settings(get_precision(case.precision)):
+        result.extra["backend_flags"] = backend_flags()  # what the candidate ran under
     try:
+        case.device.make_current()
         parity = run_parity(workload_cls, run.size, case.device, case.precision, case.compile_backend,
                             case.channels_last, options.reference, devices.select("cpu")[0],
                             options.steps, case.batch_size, run.seed)

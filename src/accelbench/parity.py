@@ -31,7 +31,7 @@ from torch import nn
 
 from accelbench.devices import Device
 from accelbench.measure.loop import BatchStream
-from accelbench.precision import Precision, get_precision, prepare_model
+from accelbench.precision import Precision, get_precision, precision_settings, prepare_model
 from accelbench.steps import make_eval_step, make_train_step
 from accelbench.workloads.base import Batch, DataOptions, Noise, Workload
 
@@ -138,7 +138,8 @@ def _first_nonfinite_tensor(model: nn.Module) -> str:
 
 
 def _output_difference(candidate: torch.Tensor, reference: torch.Tensor) -> float:
-    c, r = candidate.detach().double().cpu(), reference.detach().double().cpu()
+    # To the CPU first, then to float64: MPS has no float64 and refuses the conversion there.
+    c, r = candidate.detach().cpu().double(), reference.detach().cpu().double()
     return float((c - r).norm() / max(float(r.norm()), 1e-12))
 
 
@@ -189,9 +190,15 @@ def _prepare(workload_cls: type[Workload], size: str, initial: nn.Module, device
 
 def _train(prepared: Prepared, batches: list[Batch], skip: frozenset[int] = frozenset()
            ) -> tuple[list[float], list[int]]:
+    with precision_settings(prepared.side.precision):  # tf32 must be TF32 here as in ``run``
+        return _train_steps(prepared, batches, skip)
+
+
+def _train_steps(prepared: Prepared, batches: list[Batch], skip: frozenset[int]
+                 ) -> tuple[list[float], list[int]]:
     side = prepared.side
     step_fn = make_train_step(side.workload, prepared.runnable, side.workload.make_optimizer(side.model),
-                              side.device, side.precision, prepared.channels_last)
+                              side.device, side.precision, prepared.channels_last, track_skipped=True)
     losses = []
     for step, batch in enumerate(batches, start=1):
         side.random.reset(step)
@@ -205,8 +212,9 @@ def _train(prepared: Prepared, batches: list[Batch], skip: frozenset[int] = froz
 def _held_out_output(prepared: Prepared, batch: Batch) -> Any:
     prepared.side.random.reset(0)
     side = prepared.side
-    return make_eval_step(side.workload, prepared.runnable, side.device, side.precision,
-                          prepared.channels_last)(batch)
+    with precision_settings(side.precision):
+        return make_eval_step(side.workload, prepared.runnable, side.device, side.precision,
+                              prepared.channels_last)(batch)
 
 
 def run_parity(workload_cls: type[Workload], size: str, candidate_device: Device, precision: str,

@@ -1,13 +1,17 @@
 """Numeric precision and memory-format settings of a case, applied the same way on every device.
 
-| name      | parameters and inputs | matmul precision | autocast | gradient scaler |
-|-----------|-----------------------|------------------|----------|-----------------|
-| fp32      | float32               | "highest"        | no       | no              |
-| tf32      | float32               | "high" (TF32 where the device has it) | no | no |
-| bf16      | bfloat16              | "highest"        | no       | no              |
-| fp16      | float16               | "highest"        | no       | no              |
-| amp-bf16  | float32               | "highest"        | bfloat16 | no              |
-| amp-fp16  | float32               | "highest"        | float16  | yes             |
+| name      | parameters and inputs | fp32 matmul and cuDNN convolution      | autocast | gradient scaler |
+|-----------|-----------------------|----------------------------------------|----------|-----------------|
+| fp32      | float32               | full fp32 ("highest", cuDNN TF32 off)  | no       | no              |
+| tf32      | float32               | TF32 where the device has it ("high", cuDNN TF32 on) | no | no    |
+| bf16      | bfloat16              | full fp32                              | no       | no              |
+| fp16      | float16               | full fp32                              | no       | no              |
+| amp-bf16  | float32               | full fp32 (ops autocast leaves in fp32) | bfloat16 | no             |
+| amp-fp16  | float32               | full fp32 (ops autocast leaves in fp32) | float16  | yes            |
+
+torch's own defaults are mixed (matmul "highest" but ``torch.backends.cudnn.allow_tf32 = True``),
+so a convolution labelled fp32 would run TF32 on Ampere and later: :func:`precision_settings` sets
+both switches for every case and restores them afterwards; :func:`backend_flags` records them.
 """
 
 from __future__ import annotations
@@ -30,6 +34,11 @@ class Precision:
     autocast_dtype: torch.dtype | None = None
     grad_scaler: bool = False
     matmul: str = "highest"
+
+    @property
+    def tf32(self) -> bool:
+        """TF32 for fp32 matmuls and cuDNN convolutions (only the ``tf32`` precision)."""
+        return self.matmul != "highest"
 
 
 PRECISIONS: dict[str, Precision] = {
@@ -85,14 +94,42 @@ def grad_scaler(device: Device, precision: Precision) -> torch.amp.GradScaler | 
 
 
 @contextlib.contextmanager
-def matmul_precision(precision: Precision) -> Iterator[None]:
-    """Set torch's float32 matmul precision for the case and restore the previous setting."""
-    previous = torch.get_float32_matmul_precision()
+def precision_settings(precision: Precision) -> Iterator[None]:
+    """Set the fp32 matmul precision and cuDNN's TF32 switch for the case; restore both after.
+
+    The switches are process-wide and read by kernels at launch, so everything the case runs
+    (``run``'s steps and ``check``'s candidate alike) must happen inside this block.
+    """
+    previous = torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32
     torch.set_float32_matmul_precision(precision.matmul)
+    torch.backends.cudnn.allow_tf32 = precision.tf32
     try:
         yield
     finally:
-        torch.set_float32_matmul_precision(previous)
+        torch.set_float32_matmul_precision(previous[0])
+        torch.backends.cudnn.allow_tf32 = previous[1]
+
+
+#: The runner's older name for :func:`precision_settings`.
+matmul_precision = precision_settings
+
+
+def backend_flags() -> dict[str, object]:
+    """The global numeric switches in force now (call it inside :func:`precision_settings`), for
+    the result: they decide whether an "fp32" figure is fp32 and whether it is reproducible."""
+    matmul = torch.backends.cuda.matmul
+    return {
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "cuda_matmul_allow_tf32": bool(matmul.allow_tf32),
+        "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+        "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
+        "deterministic_algorithms": bool(torch.are_deterministic_algorithms_enabled()),
+        "cuda_matmul_fp16_reduced_precision_reduction":
+            bool(matmul.allow_fp16_reduced_precision_reduction),
+        "cuda_matmul_bf16_reduced_precision_reduction":
+            bool(matmul.allow_bf16_reduced_precision_reduction),
+    }
 
 
 def unsupported_reason(device: Device, precision: Precision) -> str | None:

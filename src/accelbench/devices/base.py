@@ -39,8 +39,13 @@ class DeviceAdapter(ABC):
     kind: str = ""
     #: True when kernels run asynchronously, so timing needs synchronisation.
     is_async: bool = True
-    #: Memory figures are the device allocator's (True) or the process's resident set (False).
+    #: Where the peak-memory figure comes from, in words shown beside it.
     memory_source: str = "device allocator"
+    #: True when the figure can be below the true peak (sampled, not counted by the allocator).
+    memory_is_lower_bound: bool = False
+    #: Whether page-locked host batches speed up host-to-device copies (CUDA, XPU). Elsewhere
+    #: pinning only costs: on MPS, DataLoader warns on every iterator that it is unsupported.
+    pin_memory: bool = False
     #: The torch.distributed backend for this kind's tensors ("" = torch's default map decides).
     distributed_backend: str = ""
     #: Energy sources (names known to accelbench.measure.energy), in order of preference.
@@ -69,6 +74,12 @@ class DeviceAdapter(ABC):
     def sensors(self, index: int) -> dict[str, Any]:
         """Clock and temperature of the device where readable (for drift diagnosis); {} if not."""
         return {}
+
+    def make_current(self, index: int) -> None:
+        """Make ``index`` this process's current device, so that work torch places on "the
+        current device" (pinned-memory threads, stray allocations, collectives) goes there too
+        and not to device 0. Nothing to do for a kind with a single device."""
+        return None
 
     def torch_device(self, index: int) -> str:
         return f"{self.kind}:{index}"
@@ -103,6 +114,17 @@ class Device:
     def memory_source(self) -> str:
         return self.adapter.memory_source
 
+    @property
+    def memory_is_lower_bound(self) -> bool:
+        return self.adapter.memory_is_lower_bound
+
+    @property
+    def pin_memory(self) -> bool:
+        return self.adapter.pin_memory
+
+    def make_current(self) -> None:
+        self.adapter.make_current(self.index)
+
     def synchronize(self) -> None:
         self.adapter.synchronize(self.index)
 
@@ -120,3 +142,20 @@ class Device:
             return self.adapter.sensors(self.index)
         except Exception as error:  # a sensor that cannot be read is a fact, not a failure
             return {"error": f"{type(error).__name__}: {error}"}
+
+
+def set_current_device(torch_module: Any, kind: str, index: int) -> None:
+    """Make ``kind:index`` current: through the device-neutral ``torch.accelerator`` when it
+    speaks for ``kind`` (torch >= 2.6), else through ``torch.<kind>.set_device``."""
+    accelerator = getattr(torch_module, "accelerator", None)
+    current = None
+    if accelerator is not None and hasattr(accelerator, "set_device_index"):
+        try:
+            current = accelerator.current_accelerator()
+        except RuntimeError:
+            current = None
+    if current is not None and current.type == kind:
+        accelerator.set_device_index(index)
+    else:
+        getattr(torch_module, kind).set_device(index)
+

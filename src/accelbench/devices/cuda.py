@@ -7,7 +7,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from accelbench.devices.base import Availability, DeviceAdapter
+from accelbench.devices import nvml
+from accelbench.devices.base import Availability, DeviceAdapter, set_current_device
 
 _DRIVER_FILE = Path("/proc/driver/nvidia/version")
 _INSTALL_HINT = "install a CUDA build of torch (the selector at pytorch.org/get-started)"
@@ -17,6 +18,9 @@ class CudaAdapter(DeviceAdapter):
     kind = "cuda"
     distributed_backend = "nccl"  # RCCL under the same name on ROCm
     energy_sources = ("nvml",)
+    memory_source = ("CUDA caching allocator peak (torch.cuda.max_memory_allocated: live tensors; "
+                     "not the allocator's cache or the CUDA context)")
+    pin_memory = True
 
     def __init__(self, torch_module: Any = None, driver_file: Path = _DRIVER_FILE) -> None:
         if torch_module is None:
@@ -79,24 +83,20 @@ class CudaAdapter(DeviceAdapter):
     def peak_memory_bytes(self, index: int) -> int | None:
         return int(self._torch.cuda.max_memory_allocated(index))
 
+    def make_current(self, index: int) -> None:
+        set_current_device(self._torch, self.kind, index)
+
     def sensors(self, index: int) -> dict[str, Any]:
         """GPU temperature and SM clock through NVML (nvidia-ml-py), when it is installed."""
         try:
-            import pynvml
-        except ImportError:
-            return {}
-        pynvml.nvmlInit()
-        try:
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            return {
-                "gpu_temperature_c": pynvml.nvmlDeviceGetTemperature(handle,
-                                                                     pynvml.NVML_TEMPERATURE_GPU),
-                "gpu_sm_clock_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
-            }
-        finally:
-            pynvml.nvmlShutdown()
+            return nvml.sensors(index, self._torch)
+        except nvml.NvmlUnavailable as error:
+            return {} if str(error) == nvml.NOT_INSTALLED else {"error": str(error)}
 
     def info(self, index: int) -> dict[str, Any]:
+        """Described without creating a CUDA context (this runs in the parent process, which
+        must leave the GPUs to the workers): properties come from torch's device query, free
+        memory from NVML. ``torch.cuda.mem_get_info`` would create a context on the GPU."""
         props = self._torch.cuda.get_device_properties(index)
         cuda_version, hip_version = self._build()
         info: dict[str, Any] = {
@@ -108,8 +108,7 @@ class CudaAdapter(DeviceAdapter):
             "hip_version": hip_version,
         }
         try:
-            free, _total = self._torch.cuda.mem_get_info(index)
-            info["memory_free_bytes"] = int(free)
-        except (RuntimeError, AttributeError):
-            pass
+            info["memory_free_bytes"] = nvml.memory_info(index, self._torch)["memory_free_bytes"]
+        except nvml.NvmlUnavailable as error:
+            info["memory_free_note"] = f"free memory not read: {error}"
         return info

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from accelbench.devices.base import Availability, DeviceAdapter
+from accelbench.devices.base import Availability, DeviceAdapter, set_current_device
 
 
 class GenericAcceleratorAdapter(DeviceAdapter):
@@ -23,8 +23,13 @@ class GenericAcceleratorAdapter(DeviceAdapter):
             return Availability(self.kind, False, reason="torch.accelerator reports no device")
         return Availability(self.kind, True, count=count)
 
+    memory_source = "torch.accelerator.max_memory_allocated (the back end's allocator peak)"
+
     def synchronize(self, index: int) -> None:
         self._torch.accelerator.synchronize(index)
+
+    def make_current(self, index: int) -> None:
+        set_current_device(self._torch, self.kind, index)
 
     def reset_peak_memory(self, index: int) -> None:
         reset = getattr(self._torch.accelerator, "reset_peak_memory_stats", None)

@@ -1,12 +1,19 @@
 """Apple's Metal Performance Shaders back end.
 
 MPS needs macOS >= 12.3, a native arm64 Python (an x86_64 Python under Rosetta sees no MPS) and a
-torch built with MPS. torch has no peak-memory counter for MPS, so the adapter samples the
-allocator's current figure at every synchronisation (the runner synchronises at step boundaries).
+torch built with MPS.
+
+Peak memory: torch releases that wire the MPS allocator into ``torch.accelerator``'s memory
+statistics keep a true peak (``allocated_bytes.all.peak``), and that is used. Older ones have only
+``torch.mps.current_allocated_memory()``; sampled at synchronisations (step boundaries, after the
+step's activations are freed) it sees little more than parameters and optimiser state, so that
+figure is labelled a lower bound. ``driver_allocated_memory()`` is no substitute: it is the
+allocator's reserved pool (cache included), the analogue of CUDA's reserved memory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import platform
 import subprocess
 from dataclasses import dataclass
@@ -56,9 +63,14 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
+COUNTED_SOURCE = "MPS allocator peak (torch.accelerator.max_memory_allocated: live tensors)"
+SAMPLED_SOURCE = ("MPS live tensors sampled at step boundaries (torch.mps.current_allocated_memory;"
+                  " a lower bound: this torch keeps no MPS peak)")
+UNKNOWN_SOURCE = "MPS allocator peak where torch keeps one, else live tensors sampled (lower bound)"
+
+
 class MpsAdapter(DeviceAdapter):
     kind = "mps"
-    memory_source = "MPS allocator, sampled at step boundaries"
     # torch maps mps to gloo; whether gloo takes MPS tensors is checked before a launch.
     distributed_backend = "gloo"
     # The GPU shares the SoC with the CPU cores that drive it: both are counted.
@@ -70,6 +82,16 @@ class MpsAdapter(DeviceAdapter):
         self._torch = torch_module
         self._facts = facts
         self._peak = 0
+        #: Whether the last peak came from torch's counter (None: not read yet).
+        self._counted: bool | None = None
+
+    @property
+    def memory_source(self) -> str:  # type: ignore[override]
+        return {True: COUNTED_SOURCE, False: SAMPLED_SOURCE}.get(self._counted, UNKNOWN_SOURCE)
+
+    @property
+    def memory_is_lower_bound(self) -> bool:  # type: ignore[override]
+        return self._counted is not True
 
     @property
     def facts(self) -> MacFacts:
@@ -113,9 +135,29 @@ class MpsAdapter(DeviceAdapter):
         self._peak = max(self._peak, int(self._torch.mps.current_allocated_memory()))
 
     def reset_peak_memory(self, index: int) -> None:
+        reset = getattr(getattr(self._torch, "accelerator", None), "reset_peak_memory_stats", None)
+        if reset is not None:
+            with contextlib.suppress(RuntimeError, NotImplementedError, ValueError):
+                reset(index)
         self._peak = int(self._torch.mps.current_allocated_memory())
 
+    def _counted_peak(self, index: int) -> int | None:
+        """torch's own MPS peak where this torch keeps one; None where it does not (no
+        torch.accelerator memory API, an error, or statistics that stay empty or zero)."""
+        stats_of = getattr(getattr(self._torch, "accelerator", None), "memory_stats", None)
+        if stats_of is None:
+            return None
+        try:
+            peak = stats_of(index).get("allocated_bytes.all.peak")
+        except (RuntimeError, NotImplementedError, ValueError, AttributeError):
+            return None
+        return int(peak) if peak else None
+
     def peak_memory_bytes(self, index: int) -> int | None:
+        counted = self._counted_peak(index)
+        self._counted = counted is not None
+        if counted is not None:
+            return counted
         return max(self._peak, int(self._torch.mps.current_allocated_memory()))
 
     def info(self, index: int) -> dict[str, Any]:

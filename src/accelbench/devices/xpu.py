@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelbench.devices.base import Availability, DeviceAdapter
+from accelbench.devices.base import Availability, DeviceAdapter, set_current_device
 
 
 class XpuAdapter(DeviceAdapter):
     kind = "xpu"
     distributed_backend = "xccl"
+    memory_source = "XPU caching allocator peak (torch.xpu.max_memory_allocated: live tensors)"
+    pin_memory = True
 
     def __init__(self, torch_module: Any = None) -> None:
         if torch_module is None:
@@ -38,6 +40,9 @@ class XpuAdapter(DeviceAdapter):
 
     def synchronize(self, index: int) -> None:
         self._torch.xpu.synchronize(index)
+
+    def make_current(self, index: int) -> None:
+        set_current_device(self._torch, self.kind, index)
 
     def reset_peak_memory(self, index: int) -> None:
         self._torch.xpu.reset_peak_memory_stats(index)

@@ -8,14 +8,22 @@ Contract with the runner
     meter.prepare()                          # optional, before warm-up: probing the sources
                                              # (NVML init, a powermetrics sample) costs up to ~1 s
     meter.start()                            # just before the first measured step
-    ...                                      # the measured steps (the device synchronised after)
+    ...                                      # the measured steps (the device synchronised after),
+                                             # for at least meter.min_seconds where possible
     reading = meter.stop()                   # EnergyReading: joules or None, source, reason
     result.extra["energy"] = reading.figures(result.measured_steps, result.steps_per_epoch,
                                              result.batch_size)
 
-``figures`` gives ``{"source", "reason", "seconds", "joules", "joules_per_step",
-"joules_per_epoch", "samples_per_joule"}``; the numbers are None when nothing could be read, and
-``reason`` says why (not installed, not permitted, no such sensor). A meter never fails a case.
+``figures`` gives ``{"source", "reason", "seconds", "method", "resolution", "estimated",
+"joules", "joules_per_step", "joules_per_epoch", "samples_per_joule"}``; the numbers are None when
+nothing could be read, and ``reason`` says why (not installed, not permitted, no such sensor, a
+window too short for the sensor). A meter never fails a case, and never reports 0 J: a counter
+that did not advance measured nothing.
+
+``method`` says how the joules were obtained (an energy counter's difference, or sampled power
+times the interval), ``resolution`` the sensor's granularity, and ``estimated`` is True when the
+figure is not the sensor's own measurement of the window (see ``energy_nvml``: a window shorter
+than the NVML counter can resolve is estimated from power x time, as Zeus does).
 
 What the numbers mean
 ---------------------
@@ -42,6 +50,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +59,6 @@ if TYPE_CHECKING:
 
 POWERCAP = Path("/sys/class/powercap")
 POWERMETRICS_INTERVAL_MS = 500
-NVML_SAMPLE_INTERVAL_S = 0.1
 
 
 class EnergyUnavailable(Exception):
@@ -63,9 +71,13 @@ class EnergyReading:
     source: str
     reason: str = ""
     seconds: float = 0.0
+    method: str = ""
+    resolution: str = ""
+    estimated: bool = False
 
     def figures(self, measured_steps: int, steps_per_epoch: int, batch_size: int) -> dict[str, Any]:
         return {"source": self.source, "reason": self.reason, "seconds": self.seconds,
+                "method": self.method, "resolution": self.resolution, "estimated": self.estimated,
                 **energy_figures(self.joules, measured_steps, steps_per_epoch, batch_size)}
 
 
@@ -93,6 +105,13 @@ def mean_power_joules(samples: Sequence[tuple[float, float]], seconds: float) ->
 
 class EnergySource(ABC):
     name: str = ""
+    #: How the joules are obtained, and the sensor's granularity, in words for the result.
+    method: str = ""
+    resolution: str = ""
+    #: The shortest window the source measures well (the meter passes it on to the loop).
+    min_seconds: float = 0.0
+    #: Set by ``stop``: the last figure is an estimate, not the sensor's measurement.
+    estimated: bool = False
 
     @abstractmethod
     def available(self) -> tuple[bool, str]:
@@ -132,6 +151,10 @@ class PowerSampler:
         except Exception as error:  # reported by stop(), not lost in this thread
             self._error = f"power reading failed: {type(error).__name__}: {error}"
 
+    @property
+    def samples(self) -> int:
+        return len(self._samples)
+
     def stop(self) -> float:
         seconds = time.perf_counter() - self._started
         self._stop.set()
@@ -148,6 +171,8 @@ _PACKAGE_DOMAIN = re.compile(r"^intel-rapl:\d+$")  # intel-rapl:N:M are sub-doma
 
 class RaplSource(EnergySource):
     name = "rapl"
+    method = "energy counter difference (RAPL energy_uj)"
+    resolution = "counter in µJ, updated about every 1 ms"
 
     def __init__(self, root: Path = POWERCAP) -> None:
         self.root = root
@@ -199,73 +224,6 @@ def _read(path: Path) -> str:
         raise EnergyUnavailable(f"cannot read {path}: {error}") from None
 
 
-# --- NVML (NVIDIA GPUs) -------------------------------------------------------------------------
-class NvmlSource(EnergySource):
-    """The GPU's total-energy counter (Volta and newer, mJ); on older GPUs, sampled board power."""
-
-    name = "nvml"
-
-    def __init__(self, index: int, sample_interval_s: float = NVML_SAMPLE_INTERVAL_S) -> None:
-        self.index = index
-        self._interval = sample_interval_s
-        self._nvml: Any = None
-        self._handle: Any = None
-        self._counter = True
-        self._start_mj = 0
-        self._sampler: PowerSampler | None = None
-
-    def available(self) -> tuple[bool, str]:
-        try:
-            import pynvml
-        except ImportError:
-            return False, ("nvidia-ml-py is not installed (pip install nvidia-ml-py, or the "
-                           "'energy' extra)")
-        try:
-            pynvml.nvmlInit()
-            self._handle = _nvml_handle(pynvml, self.index)
-        except pynvml.NVMLError as error:
-            return False, f"NVML: {error}"
-        self._nvml = pynvml
-        try:
-            pynvml.nvmlDeviceGetTotalEnergyConsumption(self._handle)
-        except pynvml.NVMLError:
-            self._counter = False  # pre-Volta GPUs have no counter: integrate power instead
-            try:
-                pynvml.nvmlDeviceGetPowerUsage(self._handle)
-            except pynvml.NVMLError as error:
-                return False, f"NVML reads neither energy nor power for GPU {self.index}: {error}"
-        return True, ""
-
-    def _milliwatts(self) -> int:
-        return int(self._nvml.nvmlDeviceGetPowerUsage(self._handle))
-
-    def start(self) -> None:
-        if self._counter:
-            self._start_mj = int(self._nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle))
-        else:
-            self._sampler = PowerSampler(lambda: self._milliwatts() / 1000.0, self._interval)
-            self._sampler.start()
-
-    def stop(self) -> float:
-        if self._sampler is not None:
-            return self._sampler.stop()
-        end = int(self._nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle))
-        return (end - self._start_mj) / 1000.0
-
-
-def _nvml_handle(pynvml: Any, index: int) -> Any:
-    """NVML numbers GPUs by PCI bus and ignores CUDA_VISIBLE_DEVICES; torch does neither, so the
-    GPU is found by the UUID torch reports for its index where it can be read."""
-    try:
-        import torch
-
-        uuid = str(torch.cuda.get_device_properties(index).uuid)
-    except Exception:  # no torch CUDA context here: fall back to NVML's numbering
-        return pynvml.nvmlDeviceGetHandleByIndex(index)
-    return pynvml.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith(("GPU-", "MIG-"))
-                                            else f"GPU-{uuid}")
-
-
 # --- powermetrics (Apple silicon) ---------------------------------------------------------------
 _SAMPLE_HEADER = re.compile(r"\*\*\* Sampled system activity .*\(([\d.]+)ms elapsed\) \*\*\*")
 _POWER_LINE = re.compile(r"^(CPU|GPU|ANE|Combined) Power(?: \([^)]*\))?:\s*([\d.]+)\s*mW", re.M)
@@ -286,6 +244,10 @@ def parse_powermetrics(text: str) -> list[tuple[float, dict[str, float]]]:
 
 class PowermetricsSource(EnergySource):
     """``sudo -n powermetrics`` sampling ``parts`` (e.g. CPU, or CPU and GPU) over the interval."""
+
+    method = "power sampled by powermetrics x interval"
+    resolution = f"one power sample every {POWERMETRICS_INTERVAL_MS} ms"
+    min_seconds = 3 * POWERMETRICS_INTERVAL_MS / 1000  # a few samples
 
     def __init__(self, parts: tuple[str, ...], popen: Callable[..., Any] = subprocess.Popen,
                  run: Callable[..., Any] = subprocess.run, system: str | None = None) -> None:
@@ -347,10 +309,16 @@ class PowermetricsSource(EnergySource):
 # --- choosing sources for a device --------------------------------------------------------------
 _SOURCES: dict[str, Callable[[Device], EnergySource]] = {
     "rapl": lambda device: RaplSource(),
-    "nvml": lambda device: NvmlSource(device.index),
+    "nvml": lambda device: _nvml_source(device),
     "powermetrics-cpu": lambda device: PowermetricsSource(("CPU",)),
     "powermetrics-cpu-gpu": lambda device: PowermetricsSource(("CPU", "GPU")),
 }
+
+
+def _nvml_source(device: Device) -> EnergySource:
+    from accelbench.measure.energy_nvml import NvmlSource  # its own module: NVML's details
+
+    return NvmlSource(device.index)
 
 
 class EnergyMeter:
@@ -386,19 +354,31 @@ class EnergyMeter:
             except Exception as error:  # a sensor never fails the case it measures
                 self._failure = _describe(error)
 
+    @property
+    def min_seconds(self) -> float:
+        """How long the measured window should last for the chosen sensor to resolve it."""
+        self.prepare()
+        return self._chosen.min_seconds if self._chosen is not None else 0.0
+
     def stop(self) -> EnergyReading:
         seconds = time.perf_counter() - self._started
-        if self._chosen is None:
+        chosen = self._chosen
+        if chosen is None:
             return EnergyReading(None, "", "; ".join(self._reasons or []), seconds)
+        failed = partial(EnergyReading, None, chosen.name, seconds=seconds, method=chosen.method,
+                         resolution=chosen.resolution)
         if self._failure:
-            return EnergyReading(None, self._chosen.name, self._failure, seconds)
+            return failed(self._failure)
         try:
-            joules = self._chosen.stop()
+            joules = chosen.stop()
         except Exception as error:
-            return EnergyReading(None, self._chosen.name, _describe(error), seconds)
+            return failed(_describe(error))
         if not math.isfinite(joules) or joules < 0:
-            return EnergyReading(None, self._chosen.name, f"implausible reading {joules} J", seconds)
-        return EnergyReading(joules, self._chosen.name, "", seconds)
+            return failed(f"implausible reading {joules} J")
+        if joules == 0:  # a counter that did not move measured nothing; 0 J would be a lie
+            return failed(f"the sensor did not change over {seconds:.3f} s ({chosen.resolution})")
+        return EnergyReading(joules, chosen.name, "", seconds, chosen.method, chosen.resolution,
+                             chosen.estimated)
 
 
 def _describe(error: Exception) -> str:

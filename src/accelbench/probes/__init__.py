@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,6 +92,24 @@ def randn(*shape: int, seed: int = 0, dtype: torch.dtype = torch.float64) -> tor
     """Seeded inputs made in float64 on the CPU, so the reference sees exactly the device's inputs."""
     generator = torch.Generator().manual_seed(seed)
     return torch.randn(*shape, generator=generator, dtype=dtype)
+
+
+@contextlib.contextmanager
+def every_warning() -> Iterator[list[warnings.WarningMessage]]:
+    """Record every warning raised inside, torch's once-per-process ones included.
+
+    torch emits some warnings once per process (TORCH_WARN_ONCE, the MPS CPU-fallback warning
+    among them): without ``torch.set_warn_always(True)`` only the first probe would see one and
+    every later feature that falls back would read "works".
+    """
+    previous = torch.is_warn_always_enabled()
+    torch.set_warn_always(True)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield caught
+    finally:
+        torch.set_warn_always(previous)
 
 
 @contextlib.contextmanager

@@ -12,7 +12,6 @@ import math
 import time
 import traceback
 import uuid
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -28,6 +27,7 @@ from accelbench.probes import (
     Reference,
     Result,
     Trial,
+    every_warning,
     fallback_ops,
     first_statement,
     message_text,
@@ -199,8 +199,7 @@ def probe_feature(feature: Feature, device: Device, cpu: Device,
     """Run one feature on one device; every exception becomes a ``fails`` cell."""
     reference = reference or feature.reference
     start = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught, _global_state_kept():
-        warnings.simplefilter("always")
+    with every_warning() as caught, _global_state_kept():
         try:
             trial = feature.run(device.torch_device)
             device.synchronize()

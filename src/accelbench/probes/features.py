@@ -10,7 +10,6 @@ import copy
 import fnmatch
 import math
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -23,6 +22,7 @@ from accelbench.probes import (
     Feature,
     OpRecorder,
     Trial,
+    every_warning,
     fallback_ops,
     first_statement,
     message_text,
@@ -215,8 +215,7 @@ def _sdpa_feature(kernel: str) -> Feature:
         for dtype in (torch.float32, torch.float16, torch.bfloat16):
             q, k, v = (t.to(device, dtype) for t in _qkv())
             try:
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
+                with every_warning() as caught:
                     trial.results.append(result(attend(q, k, v)))
             except RuntimeError as error:
                 # torch explains a refused kernel in warnings, the last error only says none ran
@@ -355,8 +354,7 @@ def _mps_fallback(device: str) -> Trial:
     when torch is imported) or, without the fallback, in the NotImplementedError it raises."""
     messages, refusals = [], []
     for op in _MPS_SAMPLE_OPS.values():
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+        with every_warning() as caught:
             try:
                 op(device)
             except NotImplementedError as error:

@@ -53,15 +53,22 @@ class EpochReference:
 MNIST_CAVEAT = ("pytorch/examples mnist/main.py, Adadelta lr 1.0; one training epoch (whether the "
                 "test pass was inside the timing is not stated)")
 
+#: PyTorch (1.7 and later) leaves ``torch.backends.cudnn.allow_tf32`` on by default, so a CNN
+#: published as "fp32" on an Ampere or later NVIDIA GPU ran its convolutions in TF32 (10-bit
+#: mantissa), which accelbench calls ``tf32``; its ``fp32`` turns cuDNN TF32 off.
+TF32_CAVEAT = ("fp32 as published on an Ampere-or-later GPU: PyTorch's default "
+               "cudnn.allow_tf32=True ran the convolutions in TF32 (accelbench's tf32, not its fp32)")
+
 EPOCH_REFERENCES: tuple[EpochReference, ...] = (
     EpochReference("mnist", "train", "Apple M1 (MPS)", "mps", 16, 33.4, 19.6, 1.70, 64, MNIST_DOC,
                    MNIST_CAVEAT),
     EpochReference("mnist", "train", "Server with NVIDIA P100 (CUDA)", "cuda", 256, 34.2, 20.4, 1.67,
                    64, MNIST_DOC,
-                   MNIST_CAVEAT),
+                   MNIST_CAVEAT + "; the P100 (Pascal) has no TF32: its fp32 is full fp32"),
     EpochReference("simclr*", "train", "NVIDIA A6000 (older PyTorch, 2022)", "cuda", None, None,
                    0.49 * 60, None, 128, SIMCLR_DOC,
-                   "97.7 min for 200 epochs; epoch = training pass + kNN evaluation; 8 loader workers"),
+                   "97.7 min for 200 epochs; epoch = training pass + kNN evaluation; 8 loader "
+                   "workers; " + TF32_CAVEAT),
     EpochReference("simclr*", "train", "MacBook Pro 14\" 2021, M1 Pro, 14-core GPU", "mps", None,
                    59.3 * 60, 6.75 * 60, 8.8, 128, SIMCLR_DOC,
                    "13.5 min (MPS) and 118.6 min (CPU, 6P+2E cores) for 2 epochs; epoch includes kNN "

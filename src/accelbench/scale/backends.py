@@ -54,6 +54,14 @@ def rank_device_spec(device: Device, local_rank: int) -> str:
     return device.kind if device.is_cpu else f"{device.kind}:{local_rank}"
 
 
+def rank_device(devices: DeviceSet, device_spec: str, local_rank: int) -> Device:
+    """This rank's device, made the process's current device before anything touches it, so
+    collectives and stray allocations of rank N do not land on device 0."""
+    device = devices.select(rank_device_spec(devices.select(device_spec)[0], local_rank))[0]
+    device.make_current()
+    return device
+
+
 def check_processes_fit(devices: DeviceSet, device: Device, nproc: int) -> None:
     """One process per accelerator on a node (NCCL and XCCL refuse two ranks on one device)."""
     count = devices.availability[device.kind].count

@@ -89,7 +89,7 @@ def _run(spec: dict[str, Any], rank: int, local_rank: int) -> dict[str, Any]:
     from accelbench.devices import DeviceSet
     from accelbench.options import StopRule
     from accelbench.precision import get_precision
-    from accelbench.scale.backends import rank_device_spec
+    from accelbench.scale.backends import rank_device
     from accelbench.steps import make_train_step
     from accelbench.userfile import load_workload_file
     from accelbench.workloads.base import DataOptions, get_workload_class
@@ -97,11 +97,7 @@ def _run(spec: dict[str, Any], rank: int, local_rank: int) -> dict[str, Any]:
     for path in spec["workload_files"]:
         load_workload_file(Path(path))
     torch.set_num_threads(spec["threads"])
-    devices = DeviceSet.current()
-    kind_device = devices.select(spec["device"])[0]
-    device = devices.select(rank_device_spec(kind_device, local_rank))[0]
-    if not device.is_cpu:
-        torch.accelerator.set_device_index(device.index)  # collectives use the current device
+    device = rank_device(DeviceSet.current(), spec["device"], local_rank)
     dist.init_process_group(spec["backend"], timeout=timedelta(seconds=spec["pg_timeout_s"]))
     workload = get_workload_class(spec["workload"])(spec["size"])
     torch.manual_seed(spec["seed"])  # the same initial weights on every rank
@@ -188,7 +184,8 @@ def _steps_for_budget(budget_s: float, warm: Any, device: Any) -> int:
     from accelbench.options import MIN_SAMPLES
 
     # The last warm-up step: the first ones include one-off set-up costs.
-    seconds = torch.tensor([warm.step_times[-1]], dtype=torch.float64, device=device.torch_device)
+    # float32: MPS has no float64 (a step time needs no more than 7 digits).
+    seconds = torch.tensor([warm.step_times[-1]], dtype=torch.float32, device=device.torch_device)
     dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
     return max(MIN_SAMPLES, math.ceil(budget_s / max(float(seconds.item()), 1e-6)))
 
