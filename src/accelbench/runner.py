@@ -19,7 +19,14 @@ from accelbench.measure.energy import energy_meter_for
 from accelbench.measure.loop import NonFiniteError, Progress, StepLoop
 from accelbench.measure.sensors import cpu_sensors
 from accelbench.options import RunOptions
-from accelbench.precision import Precision, get_precision, matmul_precision, prepare_model, unsupported_reason
+from accelbench.precision import (
+    Precision,
+    backend_flags,
+    get_precision,
+    precision_settings,
+    prepare_model,
+    unsupported_reason,
+)
 from accelbench.results import CaseResult, RunRecord
 from accelbench.steps import make_eval_step, make_train_step
 from accelbench.workloads.base import DataOptions, Workload, get_workload_class
@@ -127,7 +134,8 @@ def run_case(case: Case, options: RunOptions, progress: Progress | None = None) 
         return result
     result.extra["sensors"] = {"start": {**cpu_sensors(), **case.device.sensors()}}
     try:
-        with matmul_precision(precision):
+        with precision_settings(precision):
+            result.extra["backend_flags"] = backend_flags()  # fp32 = TF32 off, in the record
             _measure(case, workload, options, result, progress)
     except Exception as error:
         result.status = status_of(error)
@@ -172,7 +180,7 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
     if case.compile_backend:
         model = torch.compile(model, backend=case.compile_backend)
     data = DataOptions(kind=options.data, data_dir=options.data_dir, seed=options.seed,
-                       workers=options.workers, pin_memory=not case.device.is_cpu)
+                       workers=options.workers, pin_memory=case.device.pin_memory)
     batches = workload.make_batches(case.mode, case.batch_size, data)
     result.dataset_size = _epoch_samples(batches, workload.samples_per_epoch(case.mode))
     result.steps_per_epoch = -(-result.dataset_size // case.batch_size)
@@ -191,6 +199,9 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
         result.extra["energy"] = loop.energy_reading.figures(
             result.measured_steps, result.steps_per_epoch, result.batch_size)
     result.peak_memory_bytes = case.device.peak_memory_bytes()
+    # Read after the peak: an adapter may learn only then which counter it had (MPS).
+    result.memory_source = case.device.memory_source
+    result.extra["memory_is_lower_bound"] = case.device.memory_is_lower_bound
     if options.profile:  # after the peak is read: the profiler's own memory must not count
         from accelbench.measure.loop import BatchStream
         from accelbench.measure.profile import profile_case
