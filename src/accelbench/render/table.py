@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rich import box
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from accelbench.compare import SAME, speedup_vs_cpu
 from accelbench.diagnosis import diagnose
@@ -49,10 +51,18 @@ def config_label(case: CaseResult) -> str:
 
 
 def rate_cell(case: CaseResult) -> str:
-    """Median samples/s and its 95% CI, breakable between them so the column can stay narrow."""
-    rate = format_rate(case.throughput())
+    """Median samples/s ± the wider side of its 95% CI in percent (the interval is asymmetric:
+    --wide and the result file have both ends), breakable so the column stays narrow."""
+    rate, ci = case.throughput(), case.throughput_ci()
+    if not rate or not ci:
+        return f"{format_rate(rate)} ±n/a"
+    half = max(rate - ci[0], ci[1] - rate) / rate
+    return f"{format_rate(rate)} ±{half * 100:.1f}%"
+
+
+def ci_cell(case: CaseResult) -> str:
     ci = case.throughput_ci()
-    return f"{rate} ({format_rate(ci[0])}–{format_rate(ci[1])})" if ci else f"{rate} (CI n/a)"
+    return f"{format_rate(ci[0])}–{format_rate(ci[1])}" if ci else "n/a"
 
 
 def epoch_cell(case: CaseResult) -> str:
@@ -122,11 +132,12 @@ def profile_cell(case: CaseResult) -> str:
 Cell = Callable[[CaseResult], str]
 #: The columns --wide adds after the essentials, each with the function that fills it.
 WIDE_COLUMNS: tuple[tuple[str, Cell], ...] = (
-    ("IQR/med", spread_cell), ("GFLOP/s (% peak)", flops_text), ("peak mem", memory_cell),
+    ("95% CI", ci_cell), ("IQR/med", spread_cell), ("GFLOP/s (% peak)", flops_text),
+    ("peak mem", memory_cell),
     ("input wait", input_cell), ("repeats", repeats_cell), ("stop", lambda c: c.stop_rule),
     ("profile", profile_cell),
 )
-ESSENTIAL_COLUMNS = ("workload", "mode", "device", "config", "batch", "samples/s (95% CI)", "epoch",
+ESSENTIAL_COLUMNS = ("workload", "mode", "device", "config", "batch", "samples/s ±95% CI", "epoch",
                      "vs CPU", "notes")
 COLUMNS = ESSENTIAL_COLUMNS[:-1] + tuple(name for name, _ in WIDE_COLUMNS) + ESSENTIAL_COLUMNS[-1:]
 
@@ -135,26 +146,60 @@ def case_row(case: CaseResult, cases: list[CaseResult], wide: bool = False) -> l
     head = [escape(case.workload), case.mode, case.device, escape(config_label(case)),
             str(case.batch_size)]
     extra_count = len(WIDE_COLUMNS) if wide else 0
-    if not case.ok:
+    if not case.ok:  # the status where the rate would be, the error in the notes
         first_line = case.error.splitlines()[0] if case.error else ""
-        message = f"[red]{case.status}[/red] {escape(first_line[:70])}"
-        return [*head, message, "", "", *[""] * extra_count, ""]
+        return [*head, f"[red]{case.status}[/red]", "", "", *[""] * extra_count,
+                escape(first_line[:70])]
     wide_cells = [escape(cell(case)) if cell is not profile_cell else cell(case)
                   for _, cell in WIDE_COLUMNS] if wide else []
     return [*head, rate_cell(case), epoch_cell(case), vs_cpu_cell(case, cases), *wide_cells,
             notes_cell(case)]
 
 
-def run_table(record: RunRecord, wide: bool = False) -> Table:
-    table = Table(title=f"accelbench run {record.run_id}  (epoch: meas. = measured, proj. = "
-                  "projected from the mean step)", title_justify="left", box=box.SIMPLE_HEAD,
-                  pad_edge=False)
-    for column in COLUMNS if wide else ESSENTIAL_COLUMNS:
-        table.add_column(column, justify="left" if column in ("workload", "mode", "device", "config",
-                                                              "notes") else "right")
-    for case in record.cases:
-        table.add_row(*case_row(case, record.cases, wide))
-    return table
+class RunTable:
+    """The run table, laid out for the console's width when printed.
+
+    rich, when a table is too wide, shrinks the widest columns alike and then every column, cutting
+    words ("transfor…"). Here each column gets its natural width and, while the table is too
+    wide, the widest column that can still wrap gives up one character, never going below its
+    longest word: cells wrap between words and nothing is cut."""
+
+    def __init__(self, record: RunRecord, wide: bool = False) -> None:
+        self.record, self.wide = record, wide
+        self.columns = COLUMNS if wide else ESSENTIAL_COLUMNS
+        self.rows = [case_row(case, record.cases, wide) for case in record.cases]
+
+    def widths(self, max_width: int) -> list[int]:
+        cells = [[Text.from_markup(cell).plain for cell in column]
+                 for column in zip(self.columns, *self.rows, strict=True)]
+        least = [max((len(word) for cell in column for word in cell.split()), default=1)
+                 for column in cells]
+        widths = [max((len(line) for cell in column for line in cell.splitlines()), default=1)
+                  for column in cells]
+        available = max_width - (len(widths) + 1)  # one blank rule between and beside columns
+        while sum(widths) > available:
+            shrinkable = [i for i, width in enumerate(widths) if width > least[i]]
+            if not shrinkable:
+                break
+            widths[max(shrinkable, key=lambda i: widths[i])] -= 1
+        return widths
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        table = Table(title=f"accelbench run {self.record.run_id}  (epoch: meas. = measured, proj. = "
+                      "projected from the mean step)", title_justify="left", box=box.SIMPLE_HEAD,
+                      pad_edge=False, padding=(0, 0))  # the box's blank rule separates cells
+        for column, width in zip(self.columns, self.widths(options.max_width), strict=True):
+            table.add_column(column, width=width, justify="left" if column in _LEFT else "right")
+        for row in self.rows:
+            table.add_row(*row)
+        yield table
+
+
+_LEFT = ("workload", "mode", "device", "config", "notes")
+
+
+def run_table(record: RunRecord, wide: bool = False) -> RunTable:
+    return RunTable(record, wide)
 
 
 def diagnosis_lines(record: RunRecord) -> list[str]:

@@ -1,0 +1,88 @@
+"""The end-of-run table fits a 100-column terminal with the essentials; --wide has the rest."""
+
+from __future__ import annotations
+
+from conftest_report import case, record
+from rich.console import Console
+
+from accelbench.cli import main
+from accelbench.render.table import COLUMNS, ESSENTIAL_COLUMNS, WIDE_COLUMNS, diagnosis_lines, run_table
+from accelbench.results import RunRecord
+
+PROFILE = {"steps": 5, "source": "device", "step_s": 4.3e-4, "busy_fraction": 0.2,
+           "kernels_per_step": 20, "median_kernel_s": 4e-6, "top_ops": [["gemv2T_kernel_val", 4e-5]],
+           "allocated_bytes_per_step": 2e6, "parameter_bytes": 1000,
+           "ceilings": {"launch_latency_s": 4e-6}}
+
+
+def _widest_record() -> RunRecord:
+    """The longest cells a quick-suite run on a machine with a GPU produces."""
+    noisy = [0.05, 0.05, 0.09, 0.05, 0.11, 0.05, 0.05, 0.08, 0.05, 0.12]
+    return record("r1", [
+        case(workload="transformer-small", median=0.43, batch_size=64, dataset_size=67349),
+        case(workload="transformer-small", device="cuda:0", median=0.0031, batch_size=64,
+             dataset_size=67349, precision="amp-bf16", compile_backend="inductor", channels_last=True,
+             data="synthetic-device", extra={"profile": PROFILE}),
+        case(workload="vae", mode="eval", device="cuda:0", median=0.000233, batch_size=128,
+             step_times=noisy, input_wait_s=0.5, measured_time_s=1.0, memory_source="lower bound",
+             peak_memory_bytes=3 * 2**30),
+        case(workload="simclr-resnet18", device="mps:0", batch_size=1000, status="oom", step_times=[],
+             error="RuntimeError: MPS backend out of memory (MPS allocated: 17.2 GB, other "
+                   "allocations: 1.3 GB, max allowed: 18.1 GB). Tried to allocate 2.0 GB"),
+        case(workload="mnist", median=52.0, batch_size=64, size="tiny", data="real"),
+        case(workload="vae", median=0.05, batch_size=128),
+        case(workload="vae", device="cuda:0", median=0.004, batch_size=128),
+    ])
+
+
+def _render(table_record: RunRecord, width: int, wide: bool = False) -> str:
+    console = Console(width=width, record=True, color_system=None)
+    console.print(run_table(table_record, wide))
+    return console.export_text()
+
+
+def test_the_table_fits_100_columns_without_truncating_a_cell() -> None:
+    text = _render(_widest_record(), 100)
+    assert "…" not in text and "..." not in text
+    assert max(len(line.rstrip()) for line in text.splitlines()) <= 100
+    for column in ("workload", "mode", "device", "config", "batch", "samples/s", "epoch", "vs CPU"):
+        assert column in text
+    for cell in ("transformer-small", "simclr-resnet18", "amp-bf16", "compile:inductor",
+                 "channels-last", "device-data", "real-data", "tiny", "cuda:0", "mps:0", "oom",
+                 "149 ±", "proj.", "launch-bound", "input-bound", "noisy", "RuntimeError:"):
+        assert cell in text, cell
+
+
+def test_vs_cpu_comes_from_the_comparison_rule() -> None:
+    text = _render(_widest_record(), 100)
+    # vae train: 50 ms on the CPU vs 4 ms on cuda:0, one process a side: "can't tell" by the rule
+    # of compare, so the ratio carries a "?"; the transformer on cuda:0 differs in precision,
+    # compile and data from the CPU case, so it has no vs-CPU figure at all.
+    assert "12.50x?" in text and text.count("x?") == 1
+
+
+def test_the_wide_table_has_every_column_uncut() -> None:
+    text = _render(_widest_record(), 220, wide=True)
+    assert "…" not in text
+    for column, _ in WIDE_COLUMNS:
+        assert column in text
+    assert "≥ 3.0 GiB" in text  # a lower-bound memory figure says so
+    assert "20% busy, 20/step" in text and "50%" in text  # profile and input wait
+    assert set(ESSENTIAL_COLUMNS) <= set(COLUMNS)
+
+
+def test_diagnosis_lines_go_under_the_table() -> None:
+    lines = diagnosis_lines(_widest_record())
+    assert len(lines) == 1
+    assert lines[0].startswith("launch-bound transformer-small train cuda:0: device busy 20%")
+    assert "top: gemv2T_kernel_val 40 µs/step" in lines[0]
+
+
+def test_run_wide_flag_prints_the_wide_table(capsys, tmp_path) -> None:
+    out = tmp_path / "r.json"
+    assert main(["run", "mnist", "--size", "tiny", "--steps", "2", "--warmup", "0", "--mode", "eval",
+                 "--device", "cpu", "--isolation", "none", "--quiet", "--wide", "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    for header_word in ("samples/s", "IQR/med", "GFLOP/s", "repeats", "stop", "profile"):
+        assert header_word in printed  # headers may wrap at the 160 columns of a pipe
+    assert "…" not in printed
