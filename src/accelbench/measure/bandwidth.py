@@ -1,0 +1,75 @@
+"""Memory bandwidth, kernel-launch latency and host<->device transfer rates of a device.
+
+Each figure is the best of several repeats: like the matmul peak it is a ceiling (or, for the
+latency, a floor) that a busy moment can only spoil, never improve. Every repeat is bracketed by
+the device's synchronisation, so queued work is counted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import torch
+
+from accelbench.devices import Device
+
+#: Each buffer of the bandwidth copy: far beyond any last-level cache this code will meet
+#: (32 MiB L3 here, 50 MiB L2 on an H100, 96-128 MiB of system-level cache on Apple's Max chips).
+BANDWIDTH_BUFFER_BYTES = 512 * 2**20
+TRANSFER_BYTES = 64 * 2**20
+LAUNCHES = 2000
+REPEATS = 5
+
+
+def best_time(device: Device, work: Callable[[], object], repeats: int = REPEATS) -> float:
+    """Seconds of the fastest of ``repeats`` runs of ``work``, each between two syncs."""
+    work()  # first-touch allocation, kernel selection
+    best = float("inf")
+    for _ in range(repeats):
+        device.synchronize()
+        start = time.perf_counter()
+        work()
+        device.synchronize()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def memory_bandwidth(device: Device, buffer_bytes: int = BANDWIDTH_BUFFER_BYTES,
+                     repeats: int = REPEATS) -> float:
+    """Bytes/s of a device-to-device copy (each byte read once and written once, as STREAM's
+    copy counts it) between two float32 buffers of ``buffer_bytes``."""
+    source = torch.ones(buffer_bytes // 4, device=device.torch_device)
+    target = torch.empty_like(source)
+    seconds = best_time(device, lambda: target.copy_(source), repeats)
+    return 2.0 * source.numel() * 4 / seconds
+
+
+def launch_latency(device: Device, launches: int = LAUNCHES, repeats: int = REPEATS) -> float:
+    """Seconds per tiny kernel (a one-element in-place add) queued back to back: the floor
+    under any step made of many small operations."""
+    tiny = torch.zeros(1, device=device.torch_device)
+
+    def run() -> None:
+        for _ in range(launches):
+            tiny.add_(1.0)
+
+    return best_time(device, run, repeats) / launches
+
+
+def transfer_bandwidth(device: Device, direction: str, pinned: bool,
+                       nbytes: int = TRANSFER_BYTES, repeats: int = REPEATS) -> float:
+    """Bytes/s of a host-to-device (``h2d``) or device-to-host (``d2h``) copy of ``nbytes``, from
+    or into a pinned or a pageable host buffer. Pinned copies are queued (``non_blocking``), as a
+    DataLoader with pin_memory does; the closing sync counts them."""
+    host = torch.ones(nbytes // 4, pin_memory=pinned)
+    on_device = torch.ones(nbytes // 4, device=device.torch_device)
+    if direction == "h2d":
+        def copy() -> None:
+            on_device.copy_(host, non_blocking=pinned)
+    elif direction == "d2h":
+        def copy() -> None:
+            host.copy_(on_device, non_blocking=pinned)
+    else:
+        raise ValueError(f"direction {direction!r}: allowed h2d, d2h")
+    return nbytes / best_time(device, copy, repeats)

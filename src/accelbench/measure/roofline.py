@@ -1,0 +1,196 @@
+"""A device's roofline: the ceilings a workload can be held against.
+
+Matrix-product FLOP/s per precision (through :mod:`accelbench.measure.peak`, so ``% peak`` and
+the roofline agree), memory bandwidth, kernel-launch latency and host<->device transfer rates
+(pinned and pageable). ``device_roofline`` is the stable entry point: it returns the cached
+figures and measures only what is missing or older than the peak's MAX_AGE_DAYS. Like the peak,
+the cache keeps the best figure seen (highest rate, lowest latency): a busy moment can only spoil
+a ceiling, so a worse reading never replaces a better one.
+
+The cache is ``roofline.json`` beside the peak cache (``ACCELBENCH_PEAK_CACHE`` moves both).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from accelbench.devices import Device
+from accelbench.measure import bandwidth, peak
+from accelbench.precision import get_precision, unsupported_reason
+
+CACHE_NAME = "roofline.json"
+CACHE_VERSION = 1
+#: Precisions whose matmul rate is measured; autocast runs its products in the autocast dtype.
+MATMUL_PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+_SAME_PRODUCTS = {"amp-bf16": "bf16", "amp-fp16": "fp16"}
+TRANSFER_KINDS = ("pinned", "pageable")
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """Measured ceilings of one device. Rates are per second; a figure that could not be measured
+    is absent from its dict (or NaN for the scalars), with the reason in ``errors``."""
+
+    device: str
+    device_name: str
+    matmul_flops: dict[str, float]
+    memory_bandwidth_bytes_per_s: float
+    launch_latency_s: float
+    h2d_bytes_per_s: dict[str, float]
+    d2h_bytes_per_s: dict[str, float]
+    measured_at: str
+    torch_version: str = torch.__version__
+    #: How each figure was measured (buffer sizes, matrix sides, launches).
+    method: dict[str, Any] = field(default_factory=dict)
+    #: Figure name -> why it is missing (unsupported dtype, no host transfer on the CPU ...).
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def flops_for(self, precision: str) -> float | None:
+        """The matmul ceiling for a case's precision (amp-bf16 computes its products in bf16)."""
+        return self.matmul_flops.get(_SAME_PRODUCTS.get(precision, precision))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Roofline:
+        return cls(**{name: data[name] for name in cls.__dataclass_fields__ if name in data})
+
+
+def cache_path() -> Path:
+    return peak.cache_path().with_name(CACHE_NAME)
+
+
+def _key(device: Device) -> str:
+    return f"{device.name}|torch {torch.__version__}|{peak.device_fingerprint(device)}"
+
+
+def _matmul(device: Device, refresh: bool, method: dict[str, Any],
+            errors: dict[str, str]) -> dict[str, float]:
+    flops = {}
+    for name in MATMUL_PRECISIONS:
+        precision = get_precision(name)
+        reason = unsupported_reason(device, precision)
+        if reason:
+            errors[f"matmul_{name}"] = reason
+            continue
+        try:
+            figure = peak.peak_figure(device, precision, refresh=refresh)
+        except Exception as error:  # one dtype failing must not hide the others
+            errors[f"matmul_{name}"] = f"{type(error).__name__}: {error}".splitlines()[0]
+            continue
+        flops[name] = figure.flops
+        method[f"matmul_{name}"] = {"matrix_side": figure.matrix_side,
+                                    "products_per_sync": figure.products_per_sync}
+    return flops
+
+
+def _transfers(device: Device, errors: dict[str, str]) -> tuple[dict[str, float], dict[str, float]]:
+    h2d: dict[str, float] = {}
+    d2h: dict[str, float] = {}
+    if device.is_cpu:
+        for direction in ("h2d", "d2h"):
+            errors[direction] = "the CPU is the host: there is no host-device transfer"
+        return h2d, d2h
+    for kind in TRANSFER_KINDS:
+        if kind == "pinned" and not device.pin_memory:
+            errors[f"h2d_{kind}"] = errors[f"d2h_{kind}"] = \
+                f"pinned host memory does not speed up copies to {device.name}"
+            continue
+        for direction, into in (("h2d", h2d), ("d2h", d2h)):
+            try:
+                into[kind] = bandwidth.transfer_bandwidth(device, direction, kind == "pinned")
+            except Exception as error:
+                errors[f"{direction}_{kind}"] = f"{type(error).__name__}: {error}".splitlines()[0]
+    return h2d, d2h
+
+
+def measure_roofline(device: Device, *, refresh_peaks: bool = True,
+                     buffer_bytes: int = bandwidth.BANDWIDTH_BUFFER_BYTES) -> Roofline:
+    """Measure every figure now (the matmul rates through the peak cache: with ``refresh_peaks``
+    they are measured again too)."""
+    method: dict[str, Any] = {"bandwidth_buffer_bytes": buffer_bytes,
+                              "launches": bandwidth.LAUNCHES,
+                              "transfer_bytes": bandwidth.TRANSFER_BYTES}
+    errors: dict[str, str] = {}
+    flops = _matmul(device, refresh_peaks, method, errors)
+    scalars = {}
+    for name, measure in (("memory_bandwidth", lambda: bandwidth.memory_bandwidth(device, buffer_bytes)),
+                          ("launch_latency", lambda: bandwidth.launch_latency(device))):
+        try:
+            scalars[name] = measure()
+        except Exception as error:
+            scalars[name] = float("nan")
+            errors[name] = f"{type(error).__name__}: {error}".splitlines()[0]
+    h2d, d2h = _transfers(device, errors)
+    return Roofline(device.name, peak.device_fingerprint(device), flops, scalars["memory_bandwidth"],
+                    scalars["launch_latency"], h2d, d2h,
+                    datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    method=method, errors=errors)
+
+
+def _better(new: float, old: Any, lower_is_better: bool = False) -> float:
+    if not isinstance(old, int | float) or old != old:  # missing or NaN
+        return new
+    if new != new:
+        return float(old)
+    return min(new, old) if lower_is_better else max(new, old)
+
+
+def merge_best(new: Roofline, old: Roofline | None) -> Roofline:
+    """The best of two measurements of one device, figure by figure."""
+    if old is None:
+        return new
+
+    def best_of(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+        return {k: _better(a[k], b.get(k)) if k in a else b[k] for k in {*a, *b}}
+
+    return Roofline(
+        new.device, new.device_name, best_of(new.matmul_flops, old.matmul_flops),
+        _better(new.memory_bandwidth_bytes_per_s, old.memory_bandwidth_bytes_per_s),
+        _better(new.launch_latency_s, old.launch_latency_s, lower_is_better=True),
+        best_of(new.h2d_bytes_per_s, old.h2d_bytes_per_s),
+        best_of(new.d2h_bytes_per_s, old.d2h_bytes_per_s),
+        new.measured_at, new.torch_version, new.method, new.errors)
+
+
+def _cached(device: Device) -> Roofline | None:
+    entry = peak.read_cache(cache_path(), CACHE_VERSION).get(_key(device))
+    try:
+        return Roofline.from_dict(entry) if isinstance(entry, dict) else None
+    except TypeError:  # an entry missing a field: measure again
+        return None
+
+
+def _is_old(roofline: Roofline) -> bool:
+    try:
+        when = datetime.fromisoformat(roofline.measured_at)
+    except ValueError:
+        return True
+    return datetime.now(timezone.utc) - when > timedelta(days=peak.MAX_AGE_DAYS)
+
+
+def remember(roofline: Roofline, device: Device, *, replace: bool = False) -> Roofline:
+    """Merge a fresh measurement into the cache (best figures kept; ``replace`` keeps only the
+    new one); return what is stored."""
+    merged = roofline if replace else merge_best(roofline, _cached(device))
+    path = cache_path()
+    entries = peak.read_cache(path, CACHE_VERSION)
+    entries[_key(device)] = merged.to_dict()
+    peak.write_cache(path, entries, CACHE_VERSION)
+    return merged
+
+
+def device_roofline(device: Device, *, refresh: bool = False) -> Roofline:
+    """The device's roofline: cached, or measured (about ten seconds on a CPU) when absent or
+    old, and merged with the cached one (best figures kept). ``refresh`` measures everything
+    again, the matmul peaks included, and replaces what was cached."""
+    cached = _cached(device)
+    if cached is not None and not refresh and not _is_old(cached):
+        return cached
+    return remember(measure_roofline(device, refresh_peaks=refresh), device, replace=refresh)
