@@ -48,7 +48,7 @@ def test_the_table_fits_100_columns_without_truncating_a_cell() -> None:
     for column in ("workload", "mode", "device", "config", "batch", "samples/s", "epoch", "vs CPU"):
         assert column in text
     for cell in ("transformer-small", "simclr-resnet18", "amp-bf16", "compile:inductor",
-                 "channels-last", "device-data", "real-data", "tiny", "cuda:0", "mps:0", "oom",
+                 "channels-last", "data:synthetic-device", "data:real", "tiny", "cuda:0", "mps:0", "oom",
                  "149 ±", "proj.", "launch-bound", "input-bound", "noisy", "RuntimeError:"):
         assert cell in text, cell
 

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from accelbench.compare import SAME, speedup_vs_cpu
+from accelbench.compare.key import config_label as key_config_label
 from accelbench.diagnosis import diagnose
 from accelbench.measure.memory import format_bytes
 from accelbench.measure.stats import drift
@@ -34,20 +35,10 @@ def vs_cpu_cell(case: CaseResult, cases: list[CaseResult]) -> str:
     return f"{ratio:.2f}x" + ("" if verdict.called or verdict.verdict == SAME else "?")
 
 
-#: Short config words, so the column stays narrow; the default data mode (synthetic) is not shown.
-_DATA_WORDS = {"synthetic": "", "synthetic-device": "device-data", "real": "real-data"}
-
-
 def config_label(case: CaseResult) -> str:
-    parts = [case.precision]
-    if case.compile_backend:
-        parts.append(f"compile:{case.compile_backend}")
-    if case.channels_last:
-        parts.append("channels-last")
-    parts.append(_DATA_WORDS.get(case.data, case.data))
-    if case.size != "published":
-        parts.append(case.size)
-    return " ".join(p for p in parts if p)
+    """The comparability key's configuration words (precision, compile, layout, data, size),
+    without the batch: the table has its own batch column."""
+    return key_config_label(case).rsplit(" batch ", 1)[0]
 
 
 def rate_cell(case: CaseResult) -> str:
