@@ -188,3 +188,43 @@ def test_energy_figures_reach_the_result_and_the_table() -> None:
     lines = energy_lines(RunRecord("r", "t", "v", cases=[case, missing]))
     assert lines == ["energy mnist train cuda:0: 2 J/step, 1.88e+03 J/epoch, 32 samples/J (nvml)",
                      "energy n/a on cpu: rapl: not readable"]
+
+
+class ShapeRecordingStep(CountingStep):
+    """Records each batch's size and whether it ran inside the measured region."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.measuring = False
+        self.timed_sizes: list[int] = []
+
+    def __call__(self, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        if self.measuring:
+            self.timed_sizes.append(len(batch[0]))
+        return super().__call__(batch)
+
+
+@pytest.mark.parametrize("stop", [StopRule("steps", 12), StopRule("time", 0.05)])
+def test_partial_last_batch_never_lands_in_a_timed_window(stop: StopRule) -> None:
+    step = ShapeRecordingStep()
+
+    def sensors() -> dict:
+        step.measuring = not step.measuring  # read just before and right after the timed steps
+        return {}
+
+    StepLoop(step, epoch(10, 4), CPU, sensors=sensors, batch_size=4).run(stop, warmup_steps=2)
+    assert len(step.timed_sizes) >= 5 and set(step.timed_sizes) == {4}
+    assert set(step.sizes) == {4}  # warm-up too: the shapes it compiles are the timed ones
+
+
+def test_a_data_set_smaller_than_one_batch_is_timed_as_it_is() -> None:
+    step = CountingStep()
+    measured = StepLoop(step, epoch(3, 4), CPU, batch_size=4).run(StopRule("steps", 4), 1)
+    assert measured.measured_steps == 4 and set(step.sizes) == {3}
+
+
+def test_sensors_are_read_after_warm_up_around_the_measured_steps() -> None:
+    step = CountingStep()
+    loop = StepLoop(step, epoch(), CPU, sensors=lambda: {"calls": step.calls})
+    loop.run(StopRule("steps", 6), warmup_steps=3)
+    assert loop.sensor_readings == {"start": {"calls": 3}, "end": {"calls": 9}}

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from accelbench import __version__
+from accelbench.data.placement import place_batches, source_kind
 from accelbench.devices import Device, DeviceSet
 from accelbench.environment import collect_environment
 from accelbench.measure.energy import energy_meter_for
@@ -132,7 +133,6 @@ def run_case(case: Case, options: RunOptions, progress: Progress | None = None) 
     if unsupported:
         result.status, result.error = "unsupported", unsupported
         return result
-    result.extra["sensors"] = {"start": {**cpu_sensors(), **case.device.sensors()}}
     try:
         with precision_settings(precision):
             result.extra["backend_flags"] = backend_flags()  # fp32 = TF32 off, in the record
@@ -143,7 +143,6 @@ def run_case(case: Case, options: RunOptions, progress: Progress | None = None) 
         if isinstance(error, NonFiniteError):
             result.extra["nonfinite_step"] = error.step
         result.extra["traceback"] = traceback.format_exc(limit=8)
-    result.extra["sensors"]["end"] = {**cpu_sensors(), **case.device.sensors()}
     if result.ok:
         result.extra["flops"] = achieved_flops(result, case.device, precision)
     return result
@@ -151,21 +150,24 @@ def run_case(case: Case, options: RunOptions, progress: Progress | None = None) 
 
 def achieved_flops(result: CaseResult, device: Device, precision: Precision) -> dict[str, Any]:
     """Achieved FLOP/s (counted FLOPs per sample x samples/s) and its fraction of the device's
-    measured matrix-product peak in the case's compute dtype."""
-    from accelbench.measure.peak import measured_peak_flops
+    matrix-product peak measured under the case's own precision settings (a tf32 case against
+    TF32 products, amp-bf16 against bf16 autocast). The peak used is stored with the figures
+    (value, settings, when measured); a case that beats the cached peak has it measured again."""
+    from accelbench.measure.peak import peak_figure
     from accelbench.modelfacts import flops_per_sample
 
     dtype = precision.autocast_dtype or precision.param_dtype
-    figures: dict[str, Any] = {"peak_dtype": str(dtype).removeprefix("torch.")}
+    figures: dict[str, Any] = {"peak_dtype": str(dtype).removeprefix("torch."),
+                               "peak_precision": precision.name}
     try:
         per_sample = flops_per_sample(result.workload, result.mode, result.size)
         throughput = result.throughput()
         if per_sample is None or throughput is None:
             return {**figures, "error": "FLOPs could not be counted for this workload"}
         achieved = per_sample * throughput
-        peak = measured_peak_flops(device, dtype)
-        figures.update(per_sample=per_sample, achieved_flops=achieved, peak_flops=peak,
-                       fraction_of_peak=achieved / peak if peak > 0 else None)
+        peak = peak_figure(device, precision, at_least=achieved)
+        figures.update(per_sample=per_sample, achieved_flops=achieved, **peak.to_dict(),
+                       fraction_of_peak=achieved / peak.flops if peak.flops > 0 else None)
     except Exception as error:  # the figures are extra; the timing stands without them
         figures["error"] = f"{type(error).__name__}: {error}"
     return figures
@@ -179,9 +181,10 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
                           case.channels_last).to(case.device.torch_device)
     if case.compile_backend:
         model = torch.compile(model, backend=case.compile_backend)
-    data = DataOptions(kind=options.data, data_dir=options.data_dir, seed=options.seed,
+    data = DataOptions(kind=source_kind(options.data), data_dir=options.data_dir, seed=options.seed,
                        workers=options.workers, pin_memory=case.device.pin_memory)
-    batches = workload.make_batches(case.mode, case.batch_size, data)
+    batches = place_batches(workload.make_batches(case.mode, case.batch_size, data), options.data,
+                            case.device)
     result.dataset_size = _epoch_samples(batches, workload.samples_per_epoch(case.mode))
     result.steps_per_epoch = -(-result.dataset_size // case.batch_size)
     epoch_end = None
@@ -191,7 +194,10 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
     meter = energy_meter_for(case.device)
     meter.prepare()
     loop = StepLoop(_make_step(workload, model, case), batches, case.device, progress,
-                    epoch_end, meter)
+                    epoch_end, meter, sensors=lambda: {**cpu_sensors(), **case.device.sensors()},
+                    batch_size=case.batch_size)
+    # Read just before and right after the measured steps (after warm-up, not at idle).
+    result.extra["sensors"] = loop.sensor_readings
     measured = loop.run(options.stop, options.warmup_steps)
     for name, value in vars(measured).items():
         setattr(result, name, value)

@@ -22,15 +22,21 @@ Step = Callable[[Batch], torch.Tensor]
 class TrainStep:
     """zero_grad, loss under autocast, backward (scaled for fp16 autocast) and the optimiser step.
 
-    ``skipped`` lists the 1-based steps whose update the gradient scaler skipped (inf/NaN
-    gradients at the current scale): a parity check replays them as skipped on the reference.
+    With ``track_skipped``, ``skipped`` lists the 1-based steps whose update the gradient scaler
+    skipped (inf/NaN gradients at the current scale): a parity check replays them as skipped on
+    the reference. Tracking reads the scale on the host (``get_scale()`` is a host sync) twice a
+    step, which stops the host queueing ahead of the device, so timed runs leave it off: their
+    steps make no host sync beyond the one inside ``GradScaler.step`` that PyTorch's own AMP
+    recipe makes (its inf check), which a plain training loop pays too.
     """
 
     def __init__(self, workload: Workload, model: nn.Module, optimizer: torch.optim.Optimizer,
-                 device: Device, precision: Precision, channels_last: bool = False) -> None:
+                 device: Device, precision: Precision, channels_last: bool = False,
+                 track_skipped: bool = False) -> None:
         self.workload, self.model, self.optimizer = workload, model, optimizer
         self.device, self.precision, self.channels_last = device, precision, channels_last
         self.scaler = grad_scaler(device, precision)
+        self.track_skipped = track_skipped
         self.steps = 0
         self.skipped: list[int] = []
         model.train()
@@ -49,18 +55,19 @@ class TrainStep:
             loss.backward()
             self.optimizer.step()
         else:
-            scale = self.scaler.get_scale()
+            scale = self.scaler.get_scale() if self.track_skipped else 0.0
             self.scaler.scale(loss).backward()
             self.scaler.step(self.optimizer)
             self.scaler.update()
-            if self.scaler.get_scale() < scale:
+            if self.track_skipped and self.scaler.get_scale() < scale:
                 self.skipped.append(self.steps)
         return loss.detach()
 
 
 def make_train_step(workload: Workload, model: nn.Module, optimizer: torch.optim.Optimizer,
-                    device: Device, precision: Precision, channels_last: bool = False) -> TrainStep:
-    return TrainStep(workload, model, optimizer, device, precision, channels_last)
+                    device: Device, precision: Precision, channels_last: bool = False,
+                    track_skipped: bool = False) -> TrainStep:
+    return TrainStep(workload, model, optimizer, device, precision, channels_last, track_skipped)
 
 
 def make_eval_step(workload: Workload, model: nn.Module, device: Device, precision: Precision,

@@ -10,8 +10,25 @@ short ones. So after warm-up, steps shorter than ``MIN_WINDOW_S`` are timed in w
 consecutive steps (k chosen so a window lasts at least that long), with a single synchronisation
 at the window's end; each window gives one sample, its time divided by k.
 
-A step's time includes fetching its batch (the wait for input), exactly as a training loop sees it;
-the input wait is also summed separately so an input-bound case can be recognised.
+Input: each step is followed by fetching the next batch, as in ``for batch in loader: step(batch)``,
+so on an asynchronous device the fetch overlaps the device's queued work. A window's time holds
+its k steps and k fetches. The wait for input is the time the *device* sat idle waiting for a
+batch (see ``accelbench.measure.input_wait``): on the CPU the fetch time, on an accelerator the
+gap the fetch left in the device's queue, measured with timing events, so a device-bound case
+whose loader looks slow from the host is not called input-bound.
+
+Only full batches are timed under ``--steps`` and ``--time-budget``: an epoch's partial last
+batch is a different step (and under ``torch.compile`` a recompilation), so the stream skips it.
+``--epochs`` runs whole epochs, partial batch included, as the published tables did.
+
+Stopping: a number of steps, whole epochs, or a time budget. Under a time budget with a target
+precision (``--target-ci PCT``), the loop also stops as soon as the median step time's 95%
+confidence interval lies within +-PCT% of the median (checked from ``MIN_ADAPTIVE_SAMPLES``
+samples on, as the samples grow by a tenth); otherwise the budget ends it, and the precision
+reached is reported either way.
+
+The optional ``sensors`` reading and energy ``meter`` bracket the measured region only: read after
+warm-up, just before the first measured step, and right after the last.
 """
 
 from __future__ import annotations
@@ -25,9 +42,14 @@ from typing import Any
 import torch
 
 from accelbench.devices import Device
+from accelbench.measure.input_wait import InputWait
+from accelbench.measure.stats import relative_median_ci_half_width
 from accelbench.options import MIN_SAMPLES, MIN_WINDOW_S, StopRule
 
 Progress = Callable[[str, float, float | None], None]
+#: The precision target is first checked at this many samples (the drift check needs 16; the
+#: order-statistic interval at 20 samples spans ranks 6..15, so one stray sample cannot end it).
+MIN_ADAPTIVE_SAMPLES = 20
 
 
 class NonFiniteError(RuntimeError):
@@ -36,19 +58,71 @@ class NonFiniteError(RuntimeError):
         self.step = step
 
 
-class BatchStream:
-    """Endless batches from an epoch iterable, restarting it at each epoch's end."""
+def batch_length(batch: Any) -> int | None:
+    """Samples in a batch: the leading size of its first tensor; None when it has none."""
+    first = batch[0] if isinstance(batch, tuple | list) and batch else batch
+    return int(first.shape[0]) if isinstance(first, torch.Tensor) and first.dim() else None
 
-    def __init__(self, epoch: Iterable[Any]) -> None:
+
+class BatchStream:
+    """Endless batches from an epoch iterable, restarting it at each epoch's end.
+
+    With ``full_batch``, batches of fewer samples (an epoch's partial last batch) are skipped so
+    that every timed step has one shape. When a whole epoch has no full batch (a data set smaller
+    than one batch) skipping stops: its batches are then all there is to time.
+    """
+
+    def __init__(self, epoch: Iterable[Any], full_batch: int | None = None) -> None:
         self._epoch = epoch
         self._iter: Iterator[Any] = iter(epoch)
+        self.full_batch = full_batch
+        self._full_this_epoch = False
 
     def next(self) -> Any:
+        while True:
+            batch = self._next_any()
+            length = batch_length(batch)
+            if self.full_batch is None or length is None or length >= self.full_batch:
+                self._full_this_epoch = True
+                return batch
+
+    def _next_any(self) -> Any:
         try:
             return next(self._iter)
         except StopIteration:
+            if not self._full_this_epoch:
+                self.full_batch = None
+            self._full_this_epoch = False
             self._iter = iter(self._epoch)
             return next(self._iter)
+
+
+class Feed:
+    """The next batch, fetched after the current step is queued (timed by ``wait``)."""
+
+    def __init__(self, next_batch: Callable[[], Any], wait: InputWait) -> None:
+        self._next_batch, self._wait = next_batch, wait
+        self._batch: Any = None
+        self._ready = False
+        self.exhausted = False
+
+    def prefetch(self) -> None:
+        if self._ready or self.exhausted:
+            return
+        try:
+            self._batch = self._wait.fetch(self._next_batch)
+            self._ready = True
+        except StopIteration:
+            self.exhausted = True
+
+    def take(self) -> Any:
+        """The prefetched batch (fetched now if none is); raises StopIteration at the end."""
+        self.prefetch()
+        if not self._ready:
+            raise StopIteration
+        self._ready = False
+        batch, self._batch = self._batch, None
+        return batch
 
 
 @dataclass
@@ -58,7 +132,12 @@ class Measured:
     warmup_steps: int = 0
     time_to_first_step_s: float | None = None
     warmup_time_s: float | None = None
+    #: Seconds the device sat idle waiting for input over the measured steps (see input_wait.py).
     input_wait_s: float = 0.0
+    #: How ``input_wait_s`` was measured (input_wait.HOST, EVENTS or UPPER_BOUND).
+    input_wait_method: str = ""
+    #: Seconds the host spent fetching batches over the measured steps.
+    input_fetch_s: float = 0.0
     measured_time_s: float = 0.0
     measured_steps: int = 0
     epoch_times: list[float] = field(default_factory=list)
@@ -66,6 +145,10 @@ class Measured:
     #: whole epochs did not run; it is added to the projected epoch time.
     epoch_end_s: float | None = None
     metrics: dict[str, float] = field(default_factory=dict)
+    #: The precision target (percent half-width of the median's 95% CI); None when there was none.
+    target_ci_pct: float | None = None
+    #: Why measuring stopped: "steps", "epochs", "time budget" or "precision reached".
+    stop_reason: str = ""
 
 
 def _check_finite(output: Any, step: int) -> None:
@@ -80,50 +163,56 @@ class StepLoop:
     def __init__(self, step: Callable[[Any], Any], epoch: Iterable[Any], device: Device,
                  progress: Progress | None = None,
                  epoch_end: Callable[[], dict[str, float]] | None = None,
-                 meter: Any = None) -> None:
+                 meter: Any = None, sensors: Callable[[], dict[str, Any]] | None = None,
+                 batch_size: int | None = None) -> None:
         self.step = step
         self.epoch_end = epoch_end
         #: An energy meter (``start()`` / ``stop() -> reading``) around the measured steps only.
         self.meter = meter
         self.energy_reading: Any = None
+        #: ``sensors()`` is read just before and right after the measured steps.
+        self.sensors = sensors
+        self.sensor_readings: dict[str, Any] = {}
         self.epoch = epoch
+        #: The full batch size: steps/time rules time only batches this large.
+        self.batch_size = batch_size
         self.device = device
         self.progress = progress or (lambda phase, done, total: None)
         self.result = Measured()
+        self.wait = InputWait(device)
         self._steps_done = 0
 
-    def _run_window(self, stream_next: Callable[[], Any], k: int) -> tuple[float, int]:
-        """Run up to k steps, synchronise once; return (seconds, steps run)."""
+    def _run_window(self, feed: Feed, k: int) -> tuple[float, int]:
+        """Run up to k steps, each followed by fetching the next batch; synchronise once;
+        return (seconds, steps run)."""
         start = time.perf_counter()
         output: Any = None
         ran = 0
-        for _ in range(k):
-            fetch = time.perf_counter()
+        while ran < k:
             try:
-                batch = stream_next()
+                batch = feed.take()
             except StopIteration:
                 break
-            self.result.input_wait_s += time.perf_counter() - fetch
             output = self.step(batch)
             ran += 1
+            feed.prefetch()
         self.device.synchronize()
         elapsed = time.perf_counter() - start
+        self.wait.settle()
         self._steps_done += ran
         if ran:
             _check_finite(output, self._steps_done)
         return elapsed, ran
 
-    def warm_up(self, steps: int, stream: BatchStream) -> None:
+    def warm_up(self, steps: int, feed: Feed) -> None:
         self.device.synchronize()
         times = []
-        input_before = self.result.input_wait_s
         for i in range(steps):
-            elapsed, _ = self._run_window(stream.next, 1)
+            elapsed, _ = self._run_window(feed, 1)
             times.append(elapsed)
             if i == 0:
                 self.result.time_to_first_step_s = elapsed
             self.progress("warm-up", i + 1, steps)
-        self.result.input_wait_s = input_before  # warm-up input is not steady state
         self.result.warmup_steps = steps
         self.result.warmup_time_s = sum(times) if times else None
         if times and self.device.is_async and times[-1] < MIN_WINDOW_S:
@@ -135,32 +224,65 @@ class StepLoop:
         self.result.measured_steps += ran
 
     def run(self, stop: StopRule, warmup_steps: int) -> Measured:
-        stream = BatchStream(self.epoch)
-        self.warm_up(warmup_steps, stream)
+        stream = BatchStream(self.epoch, self.batch_size if stop.kind != "epochs" else None)
+        feed = Feed(stream.next, self.wait)
+        self.warm_up(warmup_steps, feed)
         k = self.result.steps_per_sample
-        if self.meter is not None:
-            self.device.synchronize()
-            self.meter.start()
+        if stop.kind != "epochs":
+            feed.prefetch()  # the first measured step's batch, fetched outside the timed region
+        self._begin_measuring()
         if stop.kind == "epochs":
             self._run_epochs(int(stop.value), k)
         elif stop.kind == "steps":
             target = int(stop.value)
             while self.result.measured_steps < target:
-                elapsed, ran = self._run_window(stream.next,
-                                                min(k, target - self.result.measured_steps))
-                self._record(elapsed, ran)
+                self._record(*self._run_window(feed, min(k, target - self.result.measured_steps)))
                 self.progress("measure", self.result.measured_steps, target)
         else:
-            while (self.result.measured_time_s < stop.value
-                   or len(self.result.step_times) < MIN_SAMPLES):
-                self._record(*self._run_window(stream.next, k))
-                self.progress("measure", min(self.result.measured_time_s, stop.value), stop.value)
-        if self.meter is not None:
-            self.device.synchronize()
-            self.energy_reading = self.meter.stop()
+            self._run_for_time(stop, feed, k)
+        self.result.stop_reason = self.result.stop_reason or stop.kind
+        self._end_measuring()
         if self.epoch_end is not None and stop.kind != "epochs":
             self.result.epoch_end_s = self._timed_epoch_end()
         return self.result
+
+    def _run_for_time(self, stop: StopRule, feed: Feed, k: int) -> None:
+        target = stop.target_ci_pct
+        self.result.target_ci_pct = target or None
+        next_check = MIN_ADAPTIVE_SAMPLES
+        while True:
+            self._record(*self._run_window(feed, k))
+            samples = self.result.step_times
+            self.progress("measure", min(self.result.measured_time_s, stop.value), stop.value)
+            if len(samples) >= MIN_SAMPLES and self.result.measured_time_s >= stop.value:
+                self.result.stop_reason = "time budget"
+                return
+            if target and len(samples) >= next_check:
+                # Between windows, so the check's own time is in no sample.
+                if relative_median_ci_half_width(samples) * 100 <= target:
+                    self.result.stop_reason = "precision reached"
+                    return
+                next_check = max(len(samples) + 1, int(len(samples) * 1.1))
+
+    def _begin_measuring(self) -> None:
+        self.wait.reset()  # warm-up input is not steady state
+        if self.sensors is not None or self.meter is not None:
+            self.device.synchronize()  # the reading starts with an idle queue
+        if self.sensors is not None:
+            self.sensor_readings["start"] = self.sensors()
+        if self.meter is not None:
+            self.meter.start()
+
+    def _end_measuring(self) -> None:
+        # The last window ended with a synchronisation: the device is idle here.
+        if self.meter is not None:
+            self.energy_reading = self.meter.stop()
+        if self.sensors is not None:
+            self.sensor_readings["end"] = self.sensors()
+        self.wait.settle()
+        self.result.input_wait_s = self.wait.device_idle_s
+        self.result.input_fetch_s = self.wait.host_fetch_s
+        self.result.input_wait_method = self.wait.method
 
     def _timed_epoch_end(self) -> float:
         assert self.epoch_end is not None
@@ -173,12 +295,12 @@ class StepLoop:
     def _run_epochs(self, epochs: int, k: int) -> None:
         per_epoch = len(self.epoch) if hasattr(self.epoch, "__len__") else 0
         for epoch in range(epochs):
-            iterator = iter(self.epoch)
+            feed = Feed(iter(self.epoch).__next__, self.wait)
             in_epoch = 0
             self.device.synchronize()
             start = time.perf_counter()
             while True:
-                elapsed, ran = self._run_window(iterator.__next__, k)
+                elapsed, ran = self._run_window(feed, k)
                 if not ran:
                     break
                 self._record(elapsed, ran)

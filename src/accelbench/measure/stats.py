@@ -125,3 +125,18 @@ def drift(samples: Sequence[float]) -> dict[str, Any] | None:
     p_value = float(sps.mannwhitneyu(last, first, alternative="greater").pvalue)
     return {"ratio": ratio, "p_value": p_value,
             "drifting": ratio >= DRIFT_MIN_RATIO and p_value < DRIFT_ALPHA}
+
+
+def relative_median_ci_half_width(samples: Sequence[float],
+                                  confidence: float = CONFIDENCE) -> float:
+    """The precision of the median: the larger distance from the median to an end of its
+    confidence interval, as a fraction of the median (the interval is asymmetric; the larger
+    side is the honest "+-"). Infinite for a non-positive median."""
+    values = np.asarray(samples, dtype=float)
+    if len(values) == 0:
+        raise ValueError("relative_median_ci_half_width needs at least one sample")
+    median = float(np.median(values))
+    if median <= 0:
+        return math.inf
+    low, high = median_ci(values, confidence)
+    return max(median - low, high - median) / median

@@ -1,0 +1,113 @@
+"""Noise-adaptive stopping (issue 12): a time budget stops early once the median is precise
+enough, runs to the budget when the steps are noisy, and reports the precision reached.
+
+The loop's clock is replaced by a fake one that each step advances by a controlled amount, so the
+noise is exactly what the test plants and nothing sleeps."""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+import accelbench.measure.input_wait as input_wait_module
+import accelbench.measure.loop as loop_module
+from accelbench.data.synthetic import EpochBatches
+from accelbench.devices.base import Device
+from accelbench.devices.cpu import CpuAdapter
+from accelbench.errors import UsageError
+from accelbench.measure.loop import MIN_ADAPTIVE_SAMPLES, StepLoop
+from accelbench.options import DEFAULT_TARGET_CI_PCT, MIN_SAMPLES, RunOptions, StopRule
+from accelbench.results import CaseResult
+
+CPU = Device(CpuAdapter(), "cpu", 0)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    for module in (loop_module, input_wait_module):
+        monkeypatch.setattr(module, "time", SimpleNamespace(perf_counter=fake.perf_counter))
+    return fake
+
+
+def noisy_step(clock: FakeClock, base_s: float, noise: float, seed: int = 0):
+    """A step of ``base_s`` x (1 + uniform(-noise, noise)) seconds on the fake clock."""
+    rng = random.Random(seed)
+
+    def step(batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        clock.now += base_s * (1 + rng.uniform(-noise, noise))
+        return torch.tensor(1.0)
+
+    return step
+
+
+def measure(clock: FakeClock, noise: float, stop: StopRule) -> CaseResult:
+    batches = EpochBatches([(torch.zeros(4, 2),)], 10_000, 4)
+    measured = StepLoop(noisy_step(clock, 0.01, noise), batches, CPU).run(stop, warmup_steps=2)
+    return CaseResult(workload="w", mode="train", device="cpu", batch_size=4, **vars(measured))
+
+
+def test_quiet_steps_stop_as_soon_as_the_median_is_precise(clock: FakeClock) -> None:
+    case = measure(clock, noise=0.01, stop=StopRule("time", 10.0, target_ci=2.0))
+    assert case.stop_reason == "precision reached"
+    assert len(case.step_times) == MIN_ADAPTIVE_SAMPLES  # first check passes: +-1% noise
+    assert case.measured_time_s < 0.5  # seconds of budget left unused
+    assert case.precision_reached() <= 0.02
+    derived = case.to_dict()["derived"]
+    assert derived["median_ci_rel_half_width"] == case.precision_reached()
+    assert case.target_ci_pct == 2.0
+
+
+def test_noisy_steps_run_to_the_budget_and_report_the_precision_reached(clock: FakeClock) -> None:
+    case = measure(clock, noise=0.9, stop=StopRule("time", 2.0, target_ci=2.0))
+    assert case.stop_reason == "time budget"
+    assert 2.0 <= case.measured_time_s < 2.1
+    assert case.precision_reached() > 0.02  # what the budget bought, reported honestly
+    assert case.to_dict()["derived"]["median_ci_rel_half_width"] > 0.02
+
+
+def test_moderate_noise_stops_once_enough_samples_narrow_the_interval(clock: FakeClock) -> None:
+    case = measure(clock, noise=0.2, stop=StopRule("time", 60.0, target_ci=2.0))
+    assert case.stop_reason == "precision reached"
+    assert len(case.step_times) > MIN_ADAPTIVE_SAMPLES
+    assert case.precision_reached() <= 0.02 < case.measured_time_s
+
+
+def test_target_zero_measures_the_whole_budget(clock: FakeClock) -> None:
+    case = measure(clock, noise=0.0, stop=StopRule("time", 1.0, target_ci=0))
+    assert case.stop_reason == "time budget" and case.measured_time_s >= 1.0
+    assert case.target_ci_pct is None
+
+
+def test_minimum_samples_are_kept_whatever_the_target(clock: FakeClock) -> None:
+    case = measure(clock, noise=0.0, stop=StopRule("time", 0.001, target_ci=50))
+    assert len(case.step_times) == MIN_SAMPLES
+
+
+def test_the_default_time_budget_has_the_default_target() -> None:
+    assert StopRule().target_ci_pct == DEFAULT_TARGET_CI_PCT
+    assert "+-2%" in StopRule().describe()
+    assert StopRule("steps", 10).target_ci_pct == 0
+
+
+@pytest.mark.parametrize("stop", [("steps", 10, 2.0), ("epochs", 1, 2.0), ("time", 5, -1),
+                                  ("time", 5, 100)])
+def test_bad_targets_are_usage_errors(stop: tuple) -> None:
+    with pytest.raises(UsageError, match="--target-ci"):
+        StopRule(*stop)
+
+
+def test_the_target_reaches_a_worker_process_through_the_options() -> None:
+    options = RunOptions(stop=StopRule("time", 3.0, target_ci=0.5))
+    assert RunOptions.from_dict(options.to_dict()).stop == options.stop
