@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest_report import HOSTILE_MACHINE, case, cpu_and_cuda, record, steps
+from conftest_report import HOSTILE_MACHINE, case, cpu_and_cuda, record
 
 from accelbench.cli import main
 from accelbench.compare import (

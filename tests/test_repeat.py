@@ -1,0 +1,85 @@
+"""--repeat N: interleaved rounds of fresh worker processes, every process kept, honest intervals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest_report import assert_one_line_error, case
+
+from accelbench import runner
+from accelbench.devices import DeviceSet
+from accelbench.errors import UsageError
+from accelbench.options import RunOptions, StopRule
+from accelbench.repeat import interleaved, merge_repeats, process_step_times
+from accelbench.results import CaseResult, RunRecord
+
+
+def test_rounds_interleave_cases() -> None:
+    assert list(interleaved(2, 3)) == [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1)]
+
+
+def test_run_plan_runs_each_case_once_per_round_and_keeps_every_process(monkeypatch) -> None:
+    calls: list[tuple[str, int]] = []
+
+    def fake_run(case: runner.Case, options: RunOptions, progress: object) -> CaseResult:
+        calls.append((case.mode, case.batch_size))
+        result = case_for(case)
+        if case.mode == "train" and len(calls) == 1:
+            result.batch_size = 32  # --auto-batch halved it in the first round
+        return result
+
+    def case_for(c: runner.Case) -> CaseResult:
+        return case(mode=c.mode, batch_size=c.batch_size, median=0.1 + 0.01 * len(calls), seed=len(calls))
+
+    monkeypatch.setattr(runner, "run_with_auto_batch", fake_run)
+    monkeypatch.setattr(runner, "new_record", lambda *a: RunRecord("r", "2025-01-01", "0"))
+    options = RunOptions(modes=("train", "eval"), repeat=3, stop=StopRule("steps", 3))
+    devices = DeviceSet.current()
+    cases = runner.plan(options, devices)
+    saved: list[int] = []
+    record = runner.run_plan(options, devices, cases, [], on_case=lambda r: saved.append(len(r.cases)))
+    assert [mode for mode, _ in calls] == ["train", "eval"] * 3
+    assert [batch for mode, batch in calls if mode == "train"] == [64, 32, 32]
+    assert saved == [1, 2, 2, 2, 2, 2]  # saved after every process, one result per case
+    assert [len(c.repeats) for c in record.cases] == [3, 3]
+    assert len(process_step_times(record.cases[0])) == 3
+    assert len(record.cases[0].step_times) == 3 * 30  # the pooled view
+
+
+def test_projected_epoch_interval_includes_the_spread_between_processes() -> None:
+    # Three processes each tight around its own speed (0.10, 0.12, 0.14 s a step): the pooled
+    # samples' t interval is about +-3%, far narrower than the run-to-run spread.
+    merged = merge_repeats([case(median=m, seed=i) for i, m in enumerate((0.10, 0.12, 0.14))])
+    scale = merged.dataset_size / merged.batch_size
+    epoch, low, high, kind = merged.epoch_time()
+    assert kind == "projected" and abs(epoch / scale - 0.12) < 0.002
+    assert low < 0.10 * scale and high > 0.14 * scale
+    pooled = merged.summary()
+    assert pooled.mean_ci_high < 0.125  # what the interval was before repeats counted
+
+
+def test_repeat_must_be_positive_and_needs_processes() -> None:
+    with pytest.raises(UsageError, match="--repeat"):
+        RunOptions(repeat=0)
+    with pytest.raises(UsageError, match="--isolation process"):
+        RunOptions(repeat=2, isolation="none")
+
+
+def test_repeat_in_real_worker_processes(cli, tmp_path: Path) -> None:
+    out = tmp_path / "rep.json"
+    result = cli("run", "mnist", "--size", "tiny", "--device", "cpu", "--mode", "train", "--steps", "3",
+                 "--warmup", "1", "--repeat", "2", "--quiet", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    data = json.loads(out.read_text())
+    assert data["options"]["repeat"] == 2
+    (only,) = data["cases"]
+    assert len(only["repeats"]) == 2 and all(len(r["step_times"]) == 3 for r in only["repeats"])
+    assert len(only["step_times"]) == 6
+    compared = cli("compare", str(out), str(out), env={"COLUMNS": "400"})  # no wrapping in cells
+    assert compared.returncode == 0, compared.stderr
+    assert "2 vs 2 processes" in compared.stdout
+    assert "can't tell" in compared.stdout or "same within noise" in compared.stdout
+    assert "x faster" not in compared.stdout and "x slower" not in compared.stdout
+    assert_one_line_error(cli("run", "mnist", "--repeat", "0"), "--repeat")
