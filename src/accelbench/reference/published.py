@@ -15,18 +15,36 @@ PUBLISHED_LABEL = "published, not measured here"
 
 @dataclass(frozen=True)
 class Source:
+    #: Our internal copy of the document: for maintainers, never shown to users.
     document: str
     description: str
+    #: How users see the source: its title, and its public address where one is known.
+    title: str = ""
+    address: str = ""
+
+    @property
+    def citation(self) -> str:
+        return f"{self.title} ({self.address})" if self.address else f"{self.title} (no public address known)"
 
 
 MNIST_DOC = Source("000_84d4d0c11cb8452a.txt",
-                   "blog post: PyTorch on Apple M1 (MPS) vs a CUDA server, pytorch/examples mnist")
+                   "blog post: PyTorch on Apple M1 (MPS) vs a CUDA server, pytorch/examples mnist",
+                   title="blog post \"Pytorch Apple Silicon GPU 训练与测评\" (PyTorch Apple silicon GPU "
+                   "training and evaluation, 2022)")
 SIMCLR_DOC = Source("002_e08c364320895614.txt",
-                    "blog post: SimCLR ResNet-18 on CIFAR-10 on M1 Pro, M2 and an A6000")
+                    "blog post: SimCLR ResNet-18 on CIFAR-10 on M1 Pro, M2 and an A6000",
+                    title="Igor Susmelj (Lightly), \"Apple M1 and M2 performance for training SSL "
+                    "models\" (2023; read in a Chinese translation)")
 APPLE_DOCS = Source("003_24d6ce5360118627.txt; 004_b80967fa36924689.txt",
-                    "Apple / PyTorch announcement of the MPS backend (M1 Ultra Mac Studio)")
+                    "Apple / PyTorch announcement of the MPS backend (M1 Ultra Mac Studio)",
+                    title="PyTorch blog, \"Introducing Accelerated PyTorch Training on Mac\" (2022), "
+                    "and the PyTorch 1.12 release post",
+                    address="https://pytorch.org/blog/introducing-accelerated-pytorch-training-on-mac/; "
+                    "https://pytorch.org/blog/pytorch-1.12-released/")
 TORCHVISION = Source("torchvision model metadata (quoted in 002_e08c364320895614.txt)",
-                     "torchvision.models weights metadata: num_params and GFLOPS")
+                     "torchvision.models weights metadata: num_params and GFLOPS",
+                     title="torchvision model weights metadata (num_params, GFLOPS)",
+                     address="https://pytorch.org/vision/stable/models.html")
 
 
 @dataclass(frozen=True)
