@@ -88,3 +88,18 @@ def test_compile_failure_naming_an_unsupported_device_is_unsupported() -> None:
     assert status_of(RuntimeError("CUDA out of memory. Tried to allocate 2 GiB")) == "oom"
     assert status_of(MemoryError()) == "oom"
     assert status_of(ValueError("shapes do not match")) == "failed"
+
+
+class SyncCountingSensors(FakeAsyncAdapter):
+    def sensors(self, index: int) -> dict:
+        return {"syncs_so_far": self.syncs}
+
+
+def test_sensors_start_reading_is_taken_after_warm_up_not_at_idle() -> None:
+    # A start reading taken before any work says nothing about throttling under load.
+    adapter = SyncCountingSensors()
+    devices = DeviceSet([CpuAdapter(), adapter])
+    options = tiny(device="fake:0", warmup_steps=2, stop=StopRule("steps", 3))
+    sensors = run_plan(options, devices, plan(options, devices), ["test"]).cases[0].extra["sensors"]
+    assert sensors["start"]["syncs_so_far"] >= 3  # after the warm-up's synchronisations
+    assert sensors["end"]["syncs_so_far"] >= sensors["start"]["syncs_so_far"] + 3

@@ -18,9 +18,17 @@ from accelbench.cli.common import (
     positive_int,
     terminate_as_exception,
 )
+from accelbench.data.placement import source_kind
 from accelbench.devices import DEVICE_HELP, DeviceSet
 from accelbench.errors import UsageError
-from accelbench.options import DEFAULT_TIME_BUDGET_S, DEFAULT_WARMUP_STEPS, RunOptions, StopRule
+from accelbench.options import (
+    DATA_MODES,
+    DEFAULT_TARGET_CI_PCT,
+    DEFAULT_TIME_BUDGET_S,
+    DEFAULT_WARMUP_STEPS,
+    RunOptions,
+    StopRule,
+)
 from accelbench.render.table import diagnosis_lines, energy_lines, run_table
 from accelbench.repeat import DEFAULT_REPEATS
 from accelbench.results import RunRecord
@@ -51,12 +59,19 @@ def add_parser(subparsers: Any) -> None:
                       help=f"measure for about this long per case (default {DEFAULT_TIME_BUDGET_S:g})")
     stop.add_argument("--epochs", type=positive_int,
                       help="measure N full epochs, as the published tables did")
+    parser.add_argument("--target-ci", type=non_negative_float, metavar="PCT",
+                        help="with a time budget, stop as soon as the median step time's 95%% CI "
+                        f"is within +-PCT%% of the median (default {DEFAULT_TARGET_CI_PCT:g}; 0 "
+                        "measures the whole budget)")
     parser.add_argument("--warmup", type=non_negative_int, default=DEFAULT_WARMUP_STEPS,
                         help=f"warm-up steps, excluded from the figures (default "
                         f"{DEFAULT_WARMUP_STEPS})")
     parser.add_argument("--batch-size", type=positive_int, help="override every batch size")
     parser.add_argument("--threads", type=positive_int, help="CPU threads torch may use")
-    parser.add_argument("--data", choices=("synthetic", "real"), default="synthetic")
+    parser.add_argument("--data", choices=DATA_MODES, default="synthetic",
+                        help="synthetic: host batches copied every step (default); "
+                        "synthetic-device: batches kept on the device (pure compute); "
+                        "real: a data set from --data-dir")
     parser.add_argument("--data-dir", type=Path, help="folder with real data sets")
     parser.add_argument("--workers", type=non_negative_int, default=0,
                         help="data-loader worker processes for real data (default 0)")
@@ -124,11 +139,11 @@ def config_fields(args: argparse.Namespace) -> dict[str, Any]:
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     workloads, named = selected_workloads(args)
     if args.steps:
-        stop = StopRule("steps", args.steps)
+        stop = StopRule("steps", args.steps, args.target_ci)
     elif args.epochs:
-        stop = StopRule("epochs", args.epochs)
+        stop = StopRule("epochs", args.epochs, args.target_ci)
     else:
-        stop = StopRule("time", args.time_budget or DEFAULT_TIME_BUDGET_S)
+        stop = StopRule("time", args.time_budget or DEFAULT_TIME_BUDGET_S, args.target_ci)
     return RunOptions(
         workloads=workloads,
         device=args.device or ("auto" if named else "all"),
@@ -156,7 +171,7 @@ def _backends(value: tuple[str, ...] | str | None) -> tuple[str, ...]:
 
 
 def check_data(options: RunOptions) -> None:
-    data = DataOptions(kind=options.data, data_dir=options.data_dir)
+    data = DataOptions(kind=source_kind(options.data), data_dir=options.data_dir)
     for name in options.workloads:
         workload = get_workload_class(name)(options.size)
         for mode in options.modes:
