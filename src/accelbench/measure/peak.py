@@ -27,6 +27,7 @@ import json
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -132,6 +133,17 @@ def _timed_products(device: Device, precision: Precision, a: torch.Tensor, b: to
     return time.perf_counter() - start
 
 
+def repeats_products(timed: Callable[[int], float], single: float) -> int:
+    """How many products one repeat queues so that it lasts MIN_REPEAT_S. Grown by measuring,
+    not by dividing: ``single`` includes the launch and sync latency, which a longer queue
+    amortises, so dividing by it would stop far short on a device with a slow sync."""
+    count, elapsed = 1, single
+    while elapsed < MIN_REPEAT_S:
+        count = min(count * 8, max(count * 2, math.ceil(count * MIN_REPEAT_S / max(elapsed, 1e-9))))
+        elapsed = timed(count)
+    return count
+
+
 @dataclass(frozen=True)
 class MatmulTiming:
     flops: float
@@ -160,7 +172,7 @@ def time_matmul(device: Device, precision: Precision | torch.dtype | str,
             if not grow or single >= MIN_PRODUCT_S or side * 2 > largest:
                 break
             side *= 2
-        count = max(1, math.ceil(MIN_REPEAT_S / max(single, 1e-9)))
+        count = repeats_products(lambda n: _timed_products(device, p, a, b, n), single)
         best = min(_timed_products(device, p, a, b, count) for _ in range(repeats))
     return MatmulTiming(2.0 * side**3 * count / best, side, count, repeats)
 
