@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -10,8 +12,9 @@ from conftest_report import HOSTILE_ERROR, HOSTILE_MACHINE, case, cpu_and_cuda, 
 
 from accelbench.cli import main
 from accelbench.compare import LabelledRun, compare_runs
+from accelbench.render import figures
 from accelbench.render.html import el, render_report
-from accelbench.store.history import HistoryDB
+from accelbench.store.history import HistoryDB, TimelinePoint
 from accelbench.store.jsonfile import save_record
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -52,7 +55,19 @@ def _hostile_runs() -> list[LabelledRun]:
         "torch.compile": {"status": "fails", "detail": "RuntimeError: <b>Unsupported</b> device"},
         "autocast": {"status": "works", "detail": ""}}})], machine="gpu-box", kind="probe")
     other = cpu_and_cuda("other2", machine="alpha", cpu=0.12, cuda=0.03)
+    # A second workload two orders of magnitude faster per sample, and a profiled case.
+    other.cases += [case(workload="vae", batch_size=128, median=0.004, seed=4),
+                    case(workload="vae", device="cuda:0", batch_size=128, median=0.0006, seed=5,
+                         extra={"profile": PROFILE})]
     return [LabelledRun(r.run_id, r) for r in (hostile, other, probe)]
+
+
+#: A launch-bound profile, as --profile stores it (figures of tests/data/profiles/cuda_launch_bound.json).
+PROFILE = {"steps": 4, "source": "device", "step_s": 4.29e-4, "busy_fraction": 0.2006,
+           "kernels_per_step": 20, "median_kernel_s": 4e-6,
+           "top_ops": [["gemv2T_kernel_val", 4e-5], ["at::native::vectorized_elementwise_kernel", 4e-5]],
+           "allocated_bytes_per_step": 2_113_536, "parameter_bytes": 1_000_000,
+           "ceilings": {"memory_bandwidth_bytes_per_s": 3.35e12, "launch_latency_s": 4e-6}}
 
 
 @pytest.fixture(scope="module")
@@ -76,16 +91,86 @@ def test_every_result_string_is_escaped(report_html: str) -> None:
 def test_report_is_self_contained(report_html: str) -> None:
     parsed = _parse(report_html)
     for _, attrs in parsed.tags:
-        for name in ("src", "href"):
-            value = attrs.get(name) or ""
-            assert not value.startswith(("http:", "https:", "//")), value
-    assert "http://" not in report_html and "https://" not in report_html
+        for value in attrs.values():  # no attribute points anywhere: public addresses are text
+            assert "http:" not in (value or "") and "https:" not in (value or ""), value
+    assert not any(tag in ("a", "link", "script", "iframe") for tag, _ in parsed.tags)
     assert any(tag == "meta" and a.get("http-equiv") == "Content-Security-Policy" for tag, a in parsed.tags)
+
+
+def test_published_sources_are_named_by_title_and_address(report_html: str) -> None:
+    text = "".join(_parse(report_html).text)
+    assert "Introducing Accelerated PyTorch Training on Mac" in text
+    assert "https://pytorch.org/blog/introducing-accelerated-pytorch-training-on-mac/" in text
+    assert "Apple M1 and M2 performance for training SSL models" in text
+    assert ".txt" not in text  # never our internal copies' file names (000_84d4d0c11cb8452a.txt)
+
+
+def _headings(report: str) -> list[str]:
+    return re.findall(r"<h2>(.*?)</h2>", report)
+
+
+def test_the_report_leads_with_the_answer_and_ends_with_environments(report_html: str) -> None:
+    headings = _headings(report_html)
+    assert headings[0] == "Results: machines, speedups and verdicts"
+    assert headings.index("Figures") < headings.index("Environment (once per machine)")
+    assert headings.index("Environment (once per machine)") > headings.index("Feature matrix")
+    # The first table of the page is a machine table with its speedup column.
+    first_table = report_html.split("<table>", 2)[1]
+    assert "<th>speedup</th>" in first_table
+
+
+def test_environments_are_shown_once_per_machine() -> None:
+    same_box = [cpu_and_cuda("one"), cpu_and_cuda("two", cpu=0.11),
+                cpu_and_cuda("three", machine="other-box")]
+    same_box[1].environment["torch"] = {"version": "2.7"}
+    runs = [LabelledRun(r.run_id, r) for r in same_box]
+    report = render_report(runs, compare_runs(runs))
+    environment = report.split("Environment (once per machine)")[1]
+    assert environment.count("<caption>box</caption>") == 1
+    assert environment.count("<caption>other-box</caption>") == 1
+    assert environment.count("Test CPU (4 cores)") == 2  # once per machine, not once per run
+    assert "2.6 (runs one); 2.7 (runs two)" in environment  # a fact that changed is not hidden
+    assert all(f"<td>{run_id}</td>" in environment for run_id in ("one", "two", "three"))
+
+
+def test_throughput_is_plotted_on_one_axis_per_workload() -> None:
+    runs = [LabelledRun("a", record("a", [case(median=0.1), case(workload="vae", median=0.002),
+                                          case(workload="vae", device="cuda:0", median=0.0004)]))]
+    assert list(figures.throughput_panels(runs)) == ["mnist train", "vae train"]
+    fig = figures.throughput_plot(runs)
+    assert fig is not None and len(fig.axes) == 2
+    mnist_axis, vae_axis = fig.axes
+    assert mnist_axis.get_title(loc="left") == "mnist train"
+    assert mnist_axis.get_xlim()[0] == 0 and vae_axis.get_xlim()[0] == 0
+    # MNIST's 640 samples/s fills its own axis instead of vanishing beside the VAE's 160,000.
+    assert mnist_axis.get_xlim()[1] < 2000 < vae_axis.get_xlim()[1]
+
+
+def test_history_plots_start_at_zero() -> None:
+    points = [TimelinePoint("2025-01-01T00:00:00+00:00", 1000.0, "r1", "box", "cpu", 64, "ok"),
+              TimelinePoint("2025-01-02T00:00:00+00:00", 930.0, "r2", "box", "cpu", 64, "ok")]
+    fig = figures.timeline_plot(points, "mnist", "train")
+    assert fig is not None
+    low, high = fig.axes[0].get_ylim()
+    assert low == 0 and high >= 1000  # a 7% wobble stays a wobble
+
+
+def test_profiled_cases_get_a_diagnosis_section() -> None:
+    profile = {"steps": 5, "source": "cpu", "step_s": 0.1, "busy_fraction": 0.3,
+               "kernels_per_step": 231, "median_kernel_s": 2e-6,
+               "top_ops": [["aten::convolution_backward", 0.02]], "allocated_bytes_per_step": 1e6,
+               "parameter_bytes": 4_799_528, "ceilings": {"error": "no roofline"}}
+    runs = [LabelledRun("p", record("p", [case(extra={"profile": profile})]))]
+    report = render_report(runs, compare_runs(runs))
+    assert _headings(report)[:2] == ["Results: machines, speedups and verdicts", "Why: bottleneck diagnosis"]
+    text = "".join(_parse(report).text)
+    assert "launch-bound" in text and "device busy 30% of the step" in text
+    assert "aten::convolution_backward 20.0 ms" in text
 
 
 def test_sections_present_when_data_is(report_html: str) -> None:
     text = "".join(_parse(report_html).text)
-    for heading in ("Environment", "Comparison", "Figures", "Parity", "Feature matrix"):
+    for heading in ("Environment", "Results", "Figures", "Parity", "Feature matrix"):
         assert heading in text
     assert "candidate loss is NaN from step 3" in text and "bad tensor: <decoder.weight>" in text
     assert "verdict: failed; error: " + HOSTILE_ERROR in text  # a check that never ran: no curves
@@ -131,6 +216,8 @@ def _browser_or_skip():
 
 
 def test_report_in_a_real_browser(tmp_path: Path, report_html: str) -> None:
+    """Loads without errors or script execution, sections in the new order, every figure drawn;
+    a full-page screenshot goes to $ACCELBENCH_REPORT_SCREENSHOT when set (for a person to look at)."""
     sync_api = _browser_or_skip()
     path = tmp_path / "report.html"
     path.write_text(report_html, encoding="utf-8")
@@ -150,5 +237,13 @@ def test_report_in_a_real_browser(tmp_path: Path, report_html: str) -> None:
             assert len(sizes) >= 5 and all(w > 0 and h > 0 and n > 0 for w, h, n in sizes)
             body = page.inner_text("body")
             assert HOSTILE_MACHINE in body and HOSTILE_ERROR in body
+            headings = page.evaluate("[...document.querySelectorAll('h2')].map(h => h.innerText)")
+            assert headings[:3] == ["Results: machines, speedups and verdicts", "Why: bottleneck diagnosis",
+                                    "Figures"]
+            assert headings.index("Environment (once per machine)") > headings.index("Feature matrix")
+            panels = page.locator("img[alt='Throughput, one panel per workload and mode']")
+            assert panels.count() == 1 and panels.evaluate("e => e.naturalHeight") > 400
+            screenshot = os.environ.get("ACCELBENCH_REPORT_SCREENSHOT")
+            page.screenshot(path=screenshot or str(tmp_path / "report.png"), full_page=True)
         finally:
             browser.close()

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import StrMethodFormatter
 
 from accelbench.compare import LabelledRun, WorkloadComparison
 from accelbench.reference.published import EpochReference
@@ -32,29 +33,48 @@ def _png(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def throughput_figure(runs: Sequence[LabelledRun]) -> bytes | None:
-    """Horizontal bars: samples/s per run/device, one bar group per workload and mode, with CI."""
-    bars: list[tuple[str, float, tuple[float, float] | None]] = []
+Bar = tuple[str, float, tuple[float, float] | None]
+
+
+def throughput_panels(runs: Sequence[LabelledRun]) -> dict[str, list[Bar]]:
+    """Bars (label, samples/s, 95% CI) grouped per workload and mode: one panel each, because one
+    axis across MNIST (thousands/s) and the VAE (tens of thousands/s) would hide the smaller."""
+    panels: dict[str, list[Bar]] = {}
     for run in runs:
         for case in run.record.cases:
             rate = case.throughput() if case.ok else None
             if rate:
-                name = f"{case.workload} {case.mode} | {run.label} {case.device} b{case.batch_size}"
-                bars.append((name, rate, case.throughput_ci()))
-    if not bars:
+                panels.setdefault(f"{case.workload} {case.mode}", []).append(
+                    (f"{run.label} {case.device} b{case.batch_size}", rate, case.throughput_ci()))
+    return panels
+
+
+def throughput_plot(runs: Sequence[LabelledRun]) -> Figure | None:
+    """Horizontal bars with their CI, one panel (own axis, from zero) per workload and mode."""
+    panels = throughput_panels(runs)
+    if not panels:
         return None
-    fig = Figure(figsize=(9, 0.45 * len(bars) + 1.2))
-    ax = fig.add_subplot()
-    positions = range(len(bars))
-    errors = [[max(rate - ci[0], 0) if ci else 0 for _, rate, ci in bars],
-              [max(ci[1] - rate, 0) if ci else 0 for _, rate, ci in bars]]
-    ax.barh(list(positions), [rate for _, rate, _ in bars], xerr=errors, color="#4c72b0", capsize=3)
-    ax.set_yticks(list(positions), [label(name) for name, _, _ in bars])
-    ax.invert_yaxis()
-    ax.set_xlabel("samples per second (median step; bars: 95% CI)")
-    ax.set_title("Throughput per workload, run and device")
-    ax.grid(axis="x", alpha=0.3)
-    return _png(fig)
+    heights = [0.4 * len(bars) + 0.9 for bars in panels.values()]
+    fig = Figure(figsize=(9, sum(heights) + 0.6), layout="constrained")
+    axes = fig.subplots(len(panels), 1, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]
+    for ax, (title, bars) in zip(axes, panels.items(), strict=True):
+        positions = list(range(len(bars)))
+        errors = [[max(rate - ci[0], 0) if ci else 0 for _, rate, ci in bars],
+                  [max(ci[1] - rate, 0) if ci else 0 for _, rate, ci in bars]]
+        ax.barh(positions, [rate for _, rate, _ in bars], xerr=errors, color="#4c72b0", capsize=3)
+        ax.set_yticks(positions, [label(name) for name, _, _ in bars])
+        ax.invert_yaxis()
+        ax.set_xlim(left=0)
+        ax.xaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+        ax.set_title(label(title), loc="left", fontsize="medium")
+        ax.grid(axis="x", alpha=0.3)
+    axes[-1].set_xlabel("samples per second (median step; bars: 95% CI); each panel has its own scale")
+    return fig
+
+
+def throughput_figure(runs: Sequence[LabelledRun]) -> bytes | None:
+    fig = throughput_plot(runs)
+    return _png(fig) if fig is not None else None
 
 
 def speedup_figure(comparisons: Sequence[WorkloadComparison]) -> bytes | None:
@@ -117,8 +137,11 @@ def step_time_figure(runs: Sequence[LabelledRun], workload: str, mode: str) -> b
     return _png(fig)
 
 
-def timeline_figure(points: Sequence[TimelinePoint], workload: str, mode: str) -> bytes | None:
-    """Throughput over time, one line per machine and device; needs two runs to draw a line."""
+def timeline_plot(points: Sequence[TimelinePoint], workload: str, mode: str) -> Figure | None:
+    """Throughput over time, one line per machine, device and configuration; needs two points.
+
+    The axis starts at zero: a 7% wobble between runs on a shared machine, drawn on an axis that
+    starts near the data, looks like a cliff."""
     lines: dict[str, list[tuple[datetime, float]]] = {}
     for point in points:
         if point.throughput and point.status == "ok":
@@ -131,12 +154,18 @@ def timeline_figure(points: Sequence[TimelinePoint], workload: str, mode: str) -
     ax = fig.add_subplot()
     for name, values in lines.items():
         ax.plot([t for t, _ in values], [v for _, v in values], marker="o", label=label(name))
-    ax.set_ylabel("samples per second")
+    ax.set_ylim(bottom=0, top=max(v for values in lines.values() for _, v in values) * 1.15)
+    ax.set_ylabel("samples per second (axis from 0)")
     ax.set_title(label(f"History: {workload} {mode}"))
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="lower left")
     ax.grid(alpha=0.3)
     fig.autofmt_xdate()
-    return _png(fig)
+    return fig
+
+
+def timeline_figure(points: Sequence[TimelinePoint], workload: str, mode: str) -> bytes | None:
+    fig = timeline_plot(points, workload, mode)
+    return _png(fig) if fig is not None else None
 
 
 def parity_figure(steps: Sequence[float], candidate: Sequence[float], reference: Sequence[float],

@@ -16,9 +16,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from accelbench.compare import LabelledRun, WorkloadComparison
-from accelbench.measure.memory import format_bytes
 from accelbench.reference.published import FEATURE_FINDINGS, PUBLISHED_LABEL, RATIO_CLAIMS
-from accelbench.render import figures
+from accelbench.render import figures, html_sections
 from accelbench.render.compare_table import (
     MACHINE_COLUMNS,
     PAIR_COLUMNS,
@@ -90,25 +89,29 @@ tr.published td{font-style:italic;color:#666;background:#fafafa}
 figure{margin:1em 0}img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.85em;color:#555}.note{color:#555;font-size:.9em}
 td.works{background:#dff0d8}td.fails,td.wrong{background:#f2dede}td.slower{background:#fcf8e3}
-code{background:#f5f5f5;padding:0 .2em}
+code{background:#f5f5f5;padding:0 .2em}div.machine{display:inline-block;vertical-align:top;margin-right:1.5em}
 """
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 
-def _environment(run: LabelledRun) -> Markup:
-    env = run.record.environment
-    get = lambda section, key: str((env.get(section) or {}).get(key, "n/a"))  # noqa: E731
-    cpu = (env.get("devices") or {}).get("cpu") or {}
-    devices = ", ".join(f"{name}: {info.get('name', '')}" if isinstance(info, dict) else name
-                        for name, info in (env.get("devices") or {}).items())
-    rows = [("run", run.label), ("run id", run.record.run_id), ("created", run.record.created_at),
-            ("kind", run.record.kind), ("machine", run.machine), ("system", get("machine", "platform")),
-            ("CPU", f"{cpu.get('name', 'n/a')} ({cpu.get('physical_cores', '?')} cores)"),
-            ("memory", format_bytes(run.memory_bytes) if run.memory_bytes else "n/a"),
-            ("Python", get("python", "version")), ("torch", get("torch", "version")),
-            ("accelbench", run.record.accelbench_version), ("devices", devices or "n/a"),
-            ("command", " ".join(map(str, run.record.command)) or "n/a")]
-    return table(("fact", "value"), rows, caption=f"{run.label} on {run.machine or 'unknown machine'}")
+def _environment_section(runs: Sequence[LabelledRun]) -> list[Markup]:
+    """Each machine's facts once (not once per run), then one line per run."""
+    parts = [el("div", table(("fact", "value"), rows, caption=machine), class_="machine")
+             for machine, rows in html_sections.environments_by_machine(runs).items()]
+    parts.append(table(("run", "kind", "created", "machine", "command"), html_sections.run_rows(runs),
+                       caption="Runs in this report"))
+    return parts
+
+
+def _diagnosis_section(runs: Sequence[LabelledRun]) -> list[Markup]:
+    rows = html_sections.diagnosis_rows(runs)
+    if not rows:
+        return []
+    return [table(html_sections.DIAGNOSIS_COLUMNS, rows,
+                  caption="Bottleneck diagnosis of profiled cases (--profile): launch-bound = device "
+                          "idle between many short kernels; compute-/memory-bound = near the measured "
+                          "FLOP/s or bandwidth ceiling; input-bound = waiting for data; kernel-bound = "
+                          "busy but below both ceilings")]
 
 
 def _comparison_section(comparisons: Sequence[WorkloadComparison]) -> list[Markup]:
@@ -121,8 +124,10 @@ def _comparison_section(comparisons: Sequence[WorkloadComparison]) -> list[Marku
                            row_class=lambda index, first=first_ref: "published" if index >= first else None,
                            caption="Epoch times (measured or projected from the mean step time)"))
         if group.references:
-            sources = ", ".join(dict.fromkeys(f"{r.source.document}: {r.caveats}" for r in group.references))
-            parts.append(el("p", f"Italic rows: {PUBLISHED_LABEL}. Sources and caveats: {sources}",
+            sources = "; ".join(dict.fromkeys(r.source.citation for r in group.references))
+            caveats = "; ".join(dict.fromkeys(f"{r.machine}: {r.caveats}" for r in group.references
+                                              if r.caveats))
+            parts.append(el("p", f"Italic rows: {PUBLISHED_LABEL}. Sources: {sources}. Caveats: {caveats}",
                             class_="note"))
         if group.pairs:
             parts.append(table(PAIR_COLUMNS, [pair_cells(p) for p in group.pairs],
@@ -230,11 +235,11 @@ def _feature_section(runs: Sequence[LabelledRun]) -> list[Markup]:
 def _published_section() -> list[Markup]:
     """Published findings that are not per-workload tables: stated ratios and feature findings."""
     ratios = table(("claim", "ratio", "machine", "workloads", "source", "caveats"),
-                   [(r.claim, f"{r.qualifier} {r.ratio:g}x", r.machine, r.workloads, r.source.document,
+                   [(r.claim, f"{r.qualifier} {r.ratio:g}x", r.machine, r.workloads, r.source.citation,
                      r.caveats) for r in RATIO_CLAIMS], row_class=lambda index: "published",
                    caption=f"Stated speed ratios ({PUBLISHED_LABEL})")
     findings = table(("device", "feature", "status", "detail", "source"),
-                     [(f.device, f.feature, f.status, f.detail, f.source.document) for f in FEATURE_FINDINGS],
+                     [(f.device, f.feature, f.status, f.detail, f.source.citation) for f in FEATURE_FINDINGS],
                      row_class=lambda index: "published",
                      caption=f"Feature findings ({PUBLISHED_LABEL})")
     return [ratios, findings]
@@ -243,15 +248,21 @@ def _published_section() -> list[Markup]:
 def render_report(runs: Sequence[LabelledRun], comparisons: Sequence[WorkloadComparison],
                   timelines: dict[tuple[str, str], list[TimelinePoint]] | None = None,
                   title: str = "accelbench report", generated_at: str = "", published: bool = False) -> str:
-    """The whole report as one HTML string (pure: no I/O beyond drawing figures in memory)."""
+    """The whole report as one HTML string (pure: no I/O beyond drawing figures in memory).
+
+    Order: the answer first (the machine tables with speedups and verdicts, and why: the diagnosis
+    of profiled cases), then the figures, history, parity and features, then the environments,
+    once per machine, and the published results."""
     sections: list[Markup] = [el("h1", title),
                               el("p", f"{len(runs)} run(s); generated {generated_at}", class_="note")]
-    sections += [el("h2", "Environment"), *(_environment(run) for run in runs)]
     measured = [g for g in comparisons if g.rows]
     if measured:
-        sections += [el("h2", "Comparison"), *_comparison_section(measured)]
+        sections += [el("h2", "Results: machines, speedups and verdicts"), *_comparison_section(measured)]
+    diagnosis = _diagnosis_section(runs)
+    if diagnosis:
+        sections += [el("h2", "Why: bottleneck diagnosis"), *diagnosis]
     timed = [run for run in runs if run.record.kind == "run"]
-    pictures = [image(figures.throughput_figure(timed), "Throughput per device and workload"),
+    pictures = [image(figures.throughput_figure(timed), "Throughput, one panel per workload and mode"),
                 image(figures.speedup_figure(comparisons), "Accelerator speedup over CPU")]
     pictures += [image(figures.step_time_figure(timed, g.workload, g.mode),
                        f"Step-time distribution, {g.workload} {g.mode}") for g in measured]
@@ -269,6 +280,7 @@ def render_report(runs: Sequence[LabelledRun], comparisons: Sequence[WorkloadCom
     features = _feature_section(runs)
     if features:
         sections += [el("h2", "Feature matrix"), *features]
+    sections += [el("h2", "Environment (once per machine)"), *_environment_section(runs)]
     if published:
         sections += [el("h2", "Published results (not measured here)"), *_published_section()]
     head = el("head", el("meta", charset="utf-8"),

@@ -1,0 +1,79 @@
+"""Rows for report sections drawn from run records: environments once per machine, and the
+diagnosis of profiled cases. Plain strings only: ``render.html`` turns them into escaped markup."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from accelbench.compare import LabelledRun
+from accelbench.diagnosis import diagnose
+from accelbench.measure.memory import format_bytes
+from accelbench.render.format import format_seconds
+
+
+def machine_facts(run: LabelledRun) -> list[tuple[str, str]]:
+    """The facts of the machine and software a run ran on (not of the run itself)."""
+    env = run.record.environment
+
+    def get(section: str, key: str) -> str:
+        value = env.get(section)
+        return str(value.get(key, "n/a")) if isinstance(value, dict) else "n/a"
+
+    devices_info = env.get("devices") if isinstance(env.get("devices"), dict) else {}
+    cpu = devices_info.get("cpu") if isinstance(devices_info.get("cpu"), dict) else {}
+    devices = ", ".join(f"{name}: {info.get('name', '')}" if isinstance(info, dict) else str(name)
+                        for name, info in devices_info.items())
+    return [("system", get("machine", "platform")),
+            ("CPU", f"{cpu.get('name', 'n/a')} ({cpu.get('physical_cores', '?')} cores)"),
+            ("memory", format_bytes(run.memory_bytes) if run.memory_bytes else "n/a"),
+            ("Python", get("python", "version")), ("torch", get("torch", "version")),
+            ("accelbench", run.record.accelbench_version), ("devices", devices or "n/a")]
+
+
+def environments_by_machine(runs: Sequence[LabelledRun]) -> dict[str, list[tuple[str, str]]]:
+    """Facts per machine, each once; a fact that changed between runs on one machine (a torch
+    upgrade) lists each value with the runs that had it."""
+    machines: dict[str, list[LabelledRun]] = {}
+    for run in runs:
+        machines.setdefault(run.machine or "unknown machine", []).append(run)
+    out: dict[str, list[tuple[str, str]]] = {}
+    for machine, machine_runs in machines.items():
+        per_run = [dict(machine_facts(run)) for run in machine_runs]
+        rows = []
+        for fact in per_run[0]:
+            values: dict[str, list[str]] = {}
+            for run, facts in zip(machine_runs, per_run, strict=True):
+                values.setdefault(facts.get(fact, "n/a"), []).append(run.label)
+            if len(values) == 1:
+                rows.append((fact, next(iter(values))))
+            else:
+                rows.append((fact, "; ".join(f"{value} (runs {', '.join(labels)})"
+                                             for value, labels in values.items())))
+        out[machine] = rows
+    return out
+
+
+def run_rows(runs: Sequence[LabelledRun]) -> list[tuple[str, str, str, str, str]]:
+    """One line per run: what it was, when, where, and the command."""
+    return [(run.label, run.record.kind, run.record.created_at, run.machine or "unknown machine",
+             " ".join(map(str, run.record.command)) or "n/a") for run in runs]
+
+
+DIAGNOSIS_COLUMNS = ("run", "workload", "mode", "device", "diagnosis", "figures", "top ops per step")
+
+
+def diagnosis_rows(runs: Sequence[LabelledRun]) -> list[tuple[str, ...]]:
+    """A row per profiled case: the diagnosis word, the figures behind it and the top ops."""
+    rows = []
+    for run in runs:
+        for case in run.record.cases:
+            profile = case.extra.get("profile")
+            if not isinstance(profile, dict):
+                continue
+            diagnosis = diagnose(case)
+            top = "; ".join(f"{name} {format_seconds(seconds)}" for name, seconds in
+                            (profile.get("top_ops") or [])[:3])
+            word, line = ((diagnosis.word, diagnosis.line) if diagnosis else
+                          ("not profiled", str(profile.get("error", "no figures"))))
+            rows.append((run.label, case.workload, case.mode, case.device, word, line, top))
+    return rows
