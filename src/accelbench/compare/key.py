@@ -18,12 +18,12 @@ from typing import Any
 
 from accelbench.results import CaseResult
 
-#: Field -> value a result without the field measured. ``data_mode`` (host batches copied each
-#: step vs device-resident batches) is read when the result carries it.
+#: Field -> value a result without the field measured. ``data`` holds both the data kind and
+#: where the batches live ("synthetic": host batches copied each step, "synthetic-device":
+#: resident on the device, "real"), so it keys the data mode too.
 KEY_DEFAULTS: dict[str, Any] = {
     "workload": "", "workload_version": 1, "mode": "", "batch_size": 0, "precision": "fp32",
-    "compile_backend": "", "channels_last": False, "data": "synthetic", "data_mode": "host",
-    "size": "published",
+    "compile_backend": "", "channels_last": False, "data": "synthetic", "size": "published",
 }
 KEY_FIELDS = tuple(KEY_DEFAULTS)
 
@@ -67,8 +67,6 @@ def config_label(case: CaseLike) -> str:
         parts.append("channels-last")
     if _value(case, "data") != "synthetic":
         parts.append(f"data:{_value(case, 'data')}")
-    if _value(case, "data_mode") != "host":
-        parts.append(f"data-mode:{_value(case, 'data_mode')}")
     if _value(case, "size") != "published":
         parts.append(str(_value(case, "size")))
     parts.append(f"batch {_value(case, 'batch_size')}")

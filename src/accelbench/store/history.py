@@ -97,21 +97,19 @@ def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
     # with the same key function the comparisons use.
     conn.execute("ALTER TABLE cases ADD COLUMN compile_backend TEXT NOT NULL DEFAULT ''")
     conn.execute("ALTER TABLE cases ADD COLUMN channels_last INTEGER NOT NULL DEFAULT 0")
-    conn.execute("ALTER TABLE cases ADD COLUMN data_mode TEXT NOT NULL DEFAULT 'host'")
     conn.execute("ALTER TABLE cases ADD COLUMN config_key TEXT NOT NULL DEFAULT ''")
     rows = conn.execute("SELECT run_id, position, case_json FROM cases").fetchall()
     for run_id, position, case_json in rows:
         stored = json.loads(case_json)
-        conn.execute("UPDATE cases SET compile_backend = ?, channels_last = ?, data_mode = ?, "
-                     "config_key = ? WHERE run_id = ? AND position = ?",
+        conn.execute("UPDATE cases SET compile_backend = ?, channels_last = ?, config_key = ? "
+                     "WHERE run_id = ? AND position = ?",
                      (*_key_columns(stored), run_id, position))
 
 
-def _key_columns(case: Any) -> tuple[str, int, str, str]:
-    """compile_backend, channels_last, data_mode and config_key of a CaseResult or stored dict."""
+def _key_columns(case: Any) -> tuple[str, int, str]:
+    """compile_backend, channels_last and config_key of a CaseResult or stored dict."""
     values = dict(zip(KEY_FIELDS, comparability_key(case), strict=True))
-    return (str(values["compile_backend"]), int(bool(values["channels_last"])),
-            str(values["data_mode"]), key_json(case))
+    return str(values["compile_backend"]), int(bool(values["channels_last"])), key_json(case)
 
 
 _MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
@@ -271,8 +269,8 @@ class HistoryDB:
                 conn.execute(
                     "INSERT INTO cases (run_id, position, workload, workload_version, mode, device, "
                     "device_name, precision, batch_size, data, status, error, throughput, "
-                    "median_step_s, case_json, size, compile_backend, channels_last, data_mode, "
-                    "config_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "median_step_s, case_json, size, compile_backend, channels_last, config_key) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (record.run_id, position, case.workload, case.workload_version, case.mode,
                      case.device, case.device_name, case.precision, case.batch_size, case.data,
                      case.status, case.error, case.throughput(),
