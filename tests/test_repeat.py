@@ -83,3 +83,11 @@ def test_repeat_in_real_worker_processes(cli, tmp_path: Path) -> None:
     assert "can't tell" in compared.stdout or "same within noise" in compared.stdout
     assert "x faster" not in compared.stdout and "x slower" not in compared.stdout
     assert_one_line_error(cli("run", "mnist", "--repeat", "0"), "--repeat")
+
+
+def test_throughput_interval_with_repeats_is_the_spread_between_processes() -> None:
+    merged = merge_repeats([case(median=m, seed=i) for i, m in enumerate((0.10, 0.12, 0.14))])
+    low, high = merged.throughput_ci()
+    # Per-process throughputs run from 64/0.14 = 457 to 64/0.10 = 640 samples/s; the pooled
+    # median's interval (about 530-545) would hide that.
+    assert low < 470 and high > 620

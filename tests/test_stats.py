@@ -66,3 +66,12 @@ def test_drift_flags_a_slowing_case_only() -> None:
     faster = drift([1.2] * 20 + [1.0] * 20)
     assert faster is not None and not faster["drifting"]
     assert drift([1.0] * 10) is None
+
+
+def test_geometric_ci_covers_the_spread_of_process_figures() -> None:
+    from accelbench.measure.stats import geometric_ci
+
+    assert geometric_ci([0.1]) == pytest.approx((0.1, 0.1))
+    low, high = geometric_ci([0.09, 0.10, 0.11])
+    assert low < 0.09 < 0.11 < high
+    assert (low * high) ** 0.5 == pytest.approx((0.09 * 0.10 * 0.11) ** (1 / 3))  # centred on the GM

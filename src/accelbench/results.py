@@ -10,7 +10,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.measure.stats import Summary, drift, mean_ci, relative_median_ci_half_width, summarize
+from accelbench.measure.stats import (
+    Summary,
+    drift,
+    geometric_ci,
+    mean_ci,
+    relative_median_ci_half_width,
+    summarize,
+)
 
 SCHEMA_VERSION = 1
 #: A case is input-bound when waiting for batches takes more than this share of its step time:
@@ -85,6 +92,13 @@ class CaseResult:
         summary = self.summary()
         if summary is None or summary.median_ci_low <= 0:
             return None
+        process_medians = [r["median_step_s"] for r in self.repeats
+                           if r.get("status", "ok") == "ok" and r.get("median_step_s")]
+        if len(process_medians) >= 2:
+            # Repeats: the spread between processes, not the pooled samples', is what a re-run
+            # would see (see compare/verdict.py).
+            low, high = geometric_ci(process_medians)
+            return self.batch_size / high, self.batch_size / low
         return self.batch_size / summary.median_ci_high, self.batch_size / summary.median_ci_low
 
     def epoch_time(self) -> tuple[float, float, float, str] | None:

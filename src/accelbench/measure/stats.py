@@ -81,6 +81,18 @@ def mean_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple[f
     return mean - half, mean + half
 
 
+def geometric_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Student's t interval on the logarithms, mapped back: for per-process figures (one value per
+    worker process), whose spread is multiplicative. The full value with fewer than 2 values."""
+    logs = np.log(np.asarray(values, dtype=float))
+    center = float(logs.mean())
+    if len(logs) < 2:
+        return math.exp(center), math.exp(center)
+    sem = float(logs.std(ddof=1)) / math.sqrt(len(logs))
+    half = float(sps.t.ppf(0.5 + confidence / 2, len(logs) - 1)) * sem
+    return math.exp(center - half), math.exp(center + half)
+
+
 def summarize(
     samples: Sequence[float],
     confidence: float = CONFIDENCE,
