@@ -6,11 +6,12 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["DataOptions", "Workload", "__version__", "bench", "list_workloads", "register", "run"]
+__all__ = ["DataOptions", "Workload", "__version__", "bench", "list_workloads", "register", "run", "sweep"]
 
 _LAZY = {
     "run": "accelbench.api",
     "bench": "accelbench.api",
+    "sweep": "accelbench.api",
     "list_workloads": "accelbench.api",
     "Workload": "accelbench.workloads.base",
     "DataOptions": "accelbench.workloads.base",

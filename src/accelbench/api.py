@@ -67,11 +67,18 @@ def run_options(workloads: Sequence[str], device: str, modes: str | Sequence[str
 
 
 def execute(options: RunOptions, save: bool = True, progress: CaseProgress | None = None,
-            prepare: Callable[[RunRecord], None] | None = None) -> Result:
-    """Plan and run ``options`` on this machine's devices; save the record like a CLI run."""
+            prepare: Callable[[RunRecord], None] | None = None,
+            batch_sizes: Sequence[int] | None = None) -> Result:
+    """Plan and run ``options`` on this machine's devices (at each of ``batch_sizes``: a sweep);
+    save the record like a CLI run."""
     devices = DeviceSet.current()
-    record = run_plan(options, devices, plan(options, devices), ["python", *sys.argv[:1]],
-                      progress=progress)
+    command = ["python", *sys.argv[:1]]
+    if batch_sizes is not None:
+        from accelbench.sweep_run import run_sweep
+
+        record = run_sweep(options, devices, batch_sizes, command, progress)
+    else:
+        record = run_plan(options, devices, plan(options, devices), command, progress=progress)
     if prepare is not None:
         prepare(record)
     if save:
@@ -134,7 +141,7 @@ def bench(
     time_budget: float | None = None,
     epochs: int | None = None,
     warmup: int = DEFAULT_WARMUP_STEPS,
-    batch_size: int | None = None,
+    batch_size: int | Sequence[int] | None = None,
     samples_per_epoch: int | None = None,
     precision: str | Sequence[str] = "fp32",
     compile: str | Sequence[str] | None = None,
@@ -149,7 +156,9 @@ def bench(
     """Measure a model object on devices: the same record as ``run`` (saved in the history).
 
     ``example_batch`` is ``inputs`` or ``(inputs..., target)``; its first dimension is the batch
-    size (``batch_size`` draws batches of another size from its rows). ``loss_fn(output, target)``
+    size (``batch_size`` draws batches of another size from its rows; a list of batch sizes runs a
+    sweep, as ``accelbench sweep`` does, and returns a record of kind "sweep").
+    ``loss_fn(output, target)``
     defaults to cross-entropy (integer target) or mean squared error (float target). ``optimizer``
     is a torch.optim class, instance or ``f(parameters)``; default SGD lr 0.01. Each case trains a
     fresh copy of the model. With ``isolation="process"`` each case runs in a worker process when
@@ -171,8 +180,9 @@ def bench(
     inline_reason = objects.why_not_picklable(spec) if isolation == "process" else "isolation='none'"
     options = run_options(
         [cls.name], device, modes, steps=steps, time_budget=time_budget, epochs=epochs,
-        precision=precision, compile=compile, warmup_steps=warmup, batch_size=batch_size,
-        channels_last=channels_last, threads=threads, auto_batch=auto_batch,
+        precision=precision, compile=compile, warmup_steps=warmup,
+        batch_size=batch_size if isinstance(batch_size, int) else None, channels_last=channels_last,
+        threads=threads, auto_batch=auto_batch,
         case_timeout=case_timeout, isolation="none" if inline_reason else "process",
     )
     how = f"inline: {inline_reason}" if inline_reason else "process"
@@ -184,4 +194,43 @@ def bench(
 
     sharing = contextlib.nullcontext() if inline_reason else objects.shared_with_workers(label, spec)
     with sharing:
-        return execute(options, save, progress, prepare=mark)
+        return execute(options, save, progress, prepare=mark, batch_sizes=_sweep_sizes(batch_size))
+
+
+def _sweep_sizes(batch_size: int | Sequence[int] | str | None) -> tuple[int, ...] | None:
+    if batch_size is None or isinstance(batch_size, int):
+        return None
+    from accelbench.sweep_analysis import parse_batch_sizes
+
+    return parse_batch_sizes(batch_size)
+
+
+def sweep(
+    workloads: str | Sequence[str],
+    batch_sizes: str | Sequence[int],
+    device: str = "all",
+    modes: str | Sequence[str] = "train",
+    *,
+    steps: int | None = None,
+    time_budget: float | None = None,
+    warmup: int = DEFAULT_WARMUP_STEPS,
+    size: str = "published",
+    precision: str | Sequence[str] = "fp32",
+    compile: str | Sequence[str] | None = None,
+    threads: int | None = None,
+    isolation: str = "process",
+    save: bool = True,
+    progress: CaseProgress | None = None,
+) -> Result:
+    """``accelbench sweep`` from Python: every workload at each batch size (``[1, 4, 16]`` or
+    ``"1,2,4,...,256"``) on each device; a record of kind "sweep" (see ``accelbench.sweep_analysis``
+    for the saturation and crossover)."""
+    options = run_options(
+        match_workloads(_tuple(workloads)), device, modes, steps=steps, time_budget=time_budget,
+        precision=precision, compile=compile, warmup_steps=warmup, size=size, threads=threads,
+        isolation=isolation,
+    )
+    sizes = _sweep_sizes(batch_sizes)
+    if sizes is None:
+        raise UsageError("sweep needs a list of batch sizes, e.g. [1, 4, 16] or '1,2,4,...,256'")
+    return execute(options, save, progress, batch_sizes=sizes)

@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("accelbench.cli.import_", "add result JSON files to the history"),
     "export": ("accelbench.cli.export", "write a stored run as JSON, CSV or Markdown"),
     "scale": ("accelbench.cli.scale", "how a workload's training scales over processes and machines"),
+    "sweep": ("accelbench.cli.sweep", "throughput per batch size and device; saturation and crossover"),
 }
 
 

@@ -180,3 +180,32 @@ def parity_figure(steps: Sequence[float], candidate: Sequence[float], reference:
     ax.legend()
     ax.grid(alpha=0.3)
     return _png(fig)
+
+
+def sweep_figure(lines: Sequence[tuple[str, Sequence[tuple[int, float, tuple[float, float] | None]],
+                                      int | None]], title: str) -> bytes | None:
+    """Throughput against batch size (log2 axis), one line per device and mode with 95% CI bars;
+    a star marks where each line saturates. ``lines``: (name, [(batch, rate, ci)], saturation)."""
+    drawn = [(name, points, sat) for name, points, sat in lines if points]
+    if not drawn:
+        return None
+    fig = Figure(figsize=(9, 4))
+    ax = fig.add_subplot()
+    for name, points, saturation in drawn:
+        batches = [b for b, _, _ in points]
+        rates = [r for _, r, _ in points]
+        errors = [[max(r - ci[0], 0) if ci else 0 for _, r, ci in points],
+                  [max(ci[1] - r, 0) if ci else 0 for _, r, ci in points]]
+        line = ax.errorbar(batches, rates, yerr=errors, marker="o", capsize=3, label=label(name))
+        for batch, rate, _ in points:
+            if batch == saturation:
+                ax.plot([batch], [rate], marker="*", markersize=16, color=line[0].get_color(),
+                        markeredgecolor="black")
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("batch size")
+    ax.set_ylabel("samples per second (median step; bars: 95% CI)")
+    ax.set_title(label(title) + " (star: saturates)")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    return _png(fig)

@@ -232,6 +232,24 @@ def _feature_section(runs: Sequence[LabelledRun]) -> list[Markup]:
     return [el("table", el("caption", "Feature probes per device"), el("thead", head), el("tbody", *body))]
 
 
+def _sweep_section(runs: Sequence[LabelledRun]) -> list[Markup]:
+    """Each batch-size sweep: its figure, the saturation and crossover sentences, its table."""
+    from accelbench.render.sweep_table import COLUMNS, definition, figure_lines, summary_lines, sweep_rows
+
+    parts: list[Markup] = []
+    for run in runs:
+        if run.record.kind != "sweep":
+            continue
+        title = f"{run.label} on {run.machine or 'unknown machine'}"
+        parts.append(el("h3", f"Sweep {title}"))
+        parts.append(image(figures.sweep_figure(figure_lines(run.record), f"Batch-size sweep, {title}"),
+                           f"Throughput against batch size, {title}"))
+        parts.append(el("ul", *(el("li", line) for line in summary_lines(run.record))))
+        parts.append(el("p", definition(), class_="note"))
+        parts.append(table(COLUMNS, sweep_rows(run.record), caption=f"Every batch size, {title}"))
+    return [p for p in parts if p is not None]
+
+
 def _published_section() -> list[Markup]:
     """Published findings that are not per-workload tables: stated ratios and feature findings."""
     ratios = table(("claim", "ratio", "machine", "workloads", "source", "caveats"),
@@ -269,6 +287,9 @@ def render_report(runs: Sequence[LabelledRun], comparisons: Sequence[WorkloadCom
     pictures = [p for p in pictures if p is not None]
     if pictures:
         sections += [el("h2", "Figures"), *pictures]
+    sweeps = _sweep_section(runs)
+    if sweeps:
+        sections += [el("h2", "Batch-size sweeps: saturation and crossover"), *sweeps]
     history = [image(figures.timeline_figure(points, workload, mode), f"History of {workload} {mode}")
                for (workload, mode), points in (timelines or {}).items()]
     history = [h for h in history if h is not None]

@@ -1,0 +1,79 @@
+"""A batch-size sweep as rows (shared by the terminal table and the HTML report) and sentences."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from accelbench.measure.memory import format_bytes
+from accelbench.render.format import format_rate, format_seconds
+from accelbench.results import RunRecord
+from accelbench.sweep_analysis import SATURATION_FRACTION, Curve, crossovers, curves
+
+COLUMNS = ("workload", "mode", "device", "batch", "samples/s (95% CI)", "median step", "IQR/med",
+           "peak mem", "note")
+
+
+def _note(curve: Curve, batch: int) -> str:
+    marks = []
+    if curve.saturated and curve.saturation is not None and curve.saturation.batch_size == batch:
+        marks.append("saturates")
+    if curve.best is not None and curve.best.batch_size == batch:
+        marks.append("best")
+    return ", ".join(marks)
+
+
+def sweep_rows(record: RunRecord) -> list[list[str]]:
+    """Plain-text cells, one row per device and batch size (a failed one shows its status)."""
+    rows = []
+    for curve in curves(record):
+        for case in curve.cases:
+            head = [case.workload + curve.config, case.mode, case.device, str(case.batch_size)]
+            if not case.ok:
+                error = case.error.splitlines()[0] if case.error else ""
+                rows.append([*head, case.status.upper(), "", "", "", error[:60]])
+                continue
+            summary, ci = case.summary(), case.throughput_ci()
+            rate = format_rate(case.throughput())
+            rows.append([*head, f"{rate} ({format_rate(ci[0])}–{format_rate(ci[1])})" if ci else rate,
+                         format_seconds(summary.median if summary else None),
+                         f"{summary.rel_iqr:.1%}" if summary else "n/a",
+                         format_bytes(case.peak_memory_bytes) if case.peak_memory_bytes else "n/a",
+                         _note(curve, case.batch_size)])
+    return rows
+
+
+def summary_lines(record: RunRecord) -> list[str]:
+    """Saturation per device, then the crossover per accelerator, as sentences."""
+    found = curves(record)
+    return [curve.describe() for curve in found] + crossovers(found)
+
+
+def definition() -> str:
+    return (f"saturates: the smallest batch within {1 - SATURATION_FRACTION:.0%} of the device's best "
+            "median throughput in this sweep; crossover: the smallest batch from which the "
+            "accelerator's throughput interval lies above the CPU's at every larger batch.")
+
+
+def sweep_table(record: RunRecord) -> Table:
+    table = Table(title=f"accelbench sweep {record.run_id}", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for column in COLUMNS:
+        table.add_column(column, justify="left" if column in ("workload", "mode", "device", "note")
+                         else "right", overflow="fold")
+    for row in sweep_rows(record):
+        table.add_row(*(escape(cell) for cell in row))
+    return table
+
+
+def figure_lines(record: RunRecord) -> list[tuple[str, list[tuple[int, float, tuple[float, float] | None]],
+                                                  int | None]]:
+    """Per curve: its name, the (batch, samples/s, CI) points that ran, and its saturation batch."""
+    lines = []
+    for curve in curves(record):
+        points = [(c.batch_size, c.throughput() or 0.0, c.throughput_ci()) for c in curve.cases
+                  if c.ok and c.throughput()]
+        saturation = curve.saturation.batch_size if curve.saturated and curve.saturation else None
+        lines.append((f"{curve.workload}{curve.config} {curve.mode} {curve.device}", points, saturation))
+    return lines

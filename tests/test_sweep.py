@@ -1,0 +1,140 @@
+"""Batch-size sweeps: the list syntax, saturation and crossover on recorded curves, OOM semantics,
+and real sweeps (CLI in worker processes, a bench model from Python) with table, figure, report."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import accelbench
+from accelbench.errors import UsageError
+from accelbench.render.figures import sweep_figure
+from accelbench.render.sweep_table import figure_lines, summary_lines, sweep_rows
+from accelbench.results import CaseResult, RunRecord
+from accelbench.sweep_analysis import crossovers, curves, parse_batch_sizes
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("1,4,16", (1, 4, 16)),
+    ("16, 1,4,4", (1, 4, 16)),
+    ("1,2,4,...,64", (1, 2, 4, 8, 16, 32, 64)),
+    ("1,2,...,100", (1, 2, 4, 8, 16, 32, 64, 100)),
+    ("8,12,...,24", (8, 12, 16, 20, 24)),
+])
+def test_batch_size_lists(text: str, expected: tuple[int, ...]) -> None:
+    assert parse_batch_sizes(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "0,4", "a,b", "1,...,8", "4,2,...,16", "1,2,...", "1," * 70 + "1000"])
+def test_bad_batch_size_lists(text: str) -> None:
+    if text.startswith("1,1,"):
+        text = ",".join(str(i) for i in range(1, 80))
+    with pytest.raises(UsageError, match="--batch-size"):
+        parse_batch_sizes(text)
+
+
+def _case(device: str, batch: int, step_s: float, status: str = "ok", spread: float = 0.01) -> CaseResult:
+    """A recorded case: seven step times around ``step_s`` (so its throughput is batch / step_s)."""
+    times = [step_s * (1 + spread * k) for k in (-3, -2, -1, 0, 1, 2, 3)] if status == "ok" else []
+    return CaseResult(workload="mnist", mode="train", device=device, batch_size=batch, status=status,
+                      step_times=times, error="" if status == "ok" else "out of memory")
+
+
+def _record(cases: list[CaseResult]) -> RunRecord:
+    return RunRecord(run_id="s1", created_at="2026-11-23T00:00:00+00:00", accelbench_version="0",
+                     cases=cases, kind="sweep")
+
+
+def test_saturation_is_the_smallest_batch_within_5_percent_of_the_best() -> None:
+    # CPU: 100, 380, 960, 1000, 1010 samples/s -> batch 16 is 95% of the best (1010 at 64).
+    cpu = [_case("cpu", b, b / rate) for b, rate in ((1, 100), (4, 380), (16, 960), (32, 1000), (64, 1010))]
+    (curve,) = curves(_record(cpu))
+    assert curve.saturated and curve.saturation.batch_size == 16 and curve.best.batch_size == 64
+    assert "saturates at batch 16" in curve.describe()
+
+
+def test_a_still_rising_curve_is_not_saturated_and_oom_is_named() -> None:
+    cases = [_case("cuda", 1, 1 / 10), _case("cuda", 4, 4 / 50), _case("cuda", 16, 16 / 400),
+             _case("cuda", 64, 64, status="oom")]
+    (curve,) = curves(_record(cases))
+    assert not curve.saturated and curve.oom_batch == 64
+    assert curve.describe().startswith("mnist train on cuda: not saturated by batch 16")
+    assert "out of memory from batch 64" in curve.describe()
+    assert [row[4] for row in sweep_rows(_record(cases))][-1] == "OOM"
+
+
+def test_crossover_is_where_the_accelerator_stays_faster() -> None:
+    cpu = [_case("cpu", b, b / r) for b, r in ((1, 1000), (4, 2000), (16, 3000), (64, 3200))]
+    # MPS: launch-bound at small batches (slower), faster from 16 on.
+    mps = [_case("mps", b, b / r) for b, r in ((1, 200), (4, 1500), (16, 6000), (64, 20000))]
+    lines = crossovers(curves(_record(cpu + mps)))
+    assert lines == ["mnist train: mps vs cpu: crossover at batch 16; mps is faster from there on"]
+    # Overlapping intervals are not "faster": a 1% lead inside 30% noise is no crossover.
+    noisy = [_case("mps", b, b / (r * 1.01), spread=0.1) for b, r in ((1, 1000), (4, 2000))]
+    noisy_cpu = [_case("cpu", b, b / r, spread=0.1) for b, r in ((1, 1000), (4, 2000))]
+    assert "as fast or faster at every batch" in crossovers(curves(_record(noisy_cpu + noisy)))[0]
+
+
+def test_the_figure_draws_each_curve() -> None:
+    cpu = [_case("cpu", b, b / r) for b, r in ((1, 100), (4, 380), (16, 960), (64, 1000))]
+    lines = figure_lines(_record(cpu))
+    points = [(c.batch_size, c.throughput(), c.throughput_ci()) for c in cpu]
+    assert lines == [("mnist train cpu", points, 16)]
+    png = sweep_figure(lines, "test")
+    assert png is not None and png.startswith(b"\x89PNG")
+    assert sweep_figure([("empty", [], None)], "nothing") is None
+
+
+def test_out_of_memory_stops_larger_batches_on_that_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model that fails as an allocator does above 8 rows: 16 is 'oom', 32 is not even run."""
+
+    class Greedy(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = nn.Linear(4, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if x.shape[0] > 8:
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            return self.linear(x)
+
+    record = accelbench.bench(Greedy(), (torch.randn(4, 4), torch.randint(0, 2, (4,))), device="cpu",
+                              modes="train", steps=2, warmup=0, batch_size=[4, 8, 16, 32], save=False,
+                              isolation="none")
+    assert record.kind == "sweep"
+    assert [(c.batch_size, c.status) for c in record.cases] == [
+        (4, "ok"), (8, "ok"), (16, "oom"), (32, "oom")]
+    assert "Tried to allocate" in record.cases[2].error
+    assert record.cases[3].error == "not run: batch 16 already ran out of memory on cpu"
+    assert record.cases[3].extra["skipped"] and not record.cases[3].step_times
+
+
+def test_cli_sweep_gives_table_saturation_and_a_report_section(cli, tmp_path: Path) -> None:
+    out = tmp_path / "sweep.json"
+    done = cli("sweep", "mnist", "--batch-size", "1,2,...,4", "--device", "cpu", "--size", "tiny",
+               "--steps", "3", "--warmup", "1", "-o", str(out), "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"mnist train on cpu: (saturates at batch \d+|not saturated by batch 4)", done.stdout)
+    assert "samples/s (95% CI)" in done.stdout
+    assert all(len(line) <= 100 for line in done.stdout.splitlines())
+    data = json.loads(out.read_text())
+    assert data["kind"] == "sweep" and data["options"]["sweep"]["batch_sizes"] == [1, 2, 4]
+    assert [(c["batch_size"], c["status"]) for c in data["cases"]] == [(1, "ok"), (2, "ok"), (4, "ok")]
+    report = tmp_path / "report.html"
+    made = cli("report", data["run_id"], "-o", str(report))
+    assert made.returncode == 0, made.stderr
+    page = report.read_text()
+    assert "Batch-size sweeps: saturation and crossover" in page
+    assert "Throughput against batch size" in page and "data:image/png;base64," in page
+    assert summary_lines(RunRecord.from_dict(data))[0] in page
+
+
+def test_cli_sweep_bad_batch_list_is_one_line_exit_2(cli) -> None:
+    done = cli("sweep", "mnist", "--batch-size", "4,x", "--device", "cpu")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "'x' is not a whole number" in done.stderr
