@@ -26,17 +26,20 @@ def _trace(name: str) -> dict[str, Any]:
 
 
 PROFILED_STEPS = 2
+CEILINGS = {"memory_bandwidth_bytes_per_s": 2e10, "launch_latency_s": 5e-6}
 
 
 @pytest.fixture(scope="module")
 def profiled_mnist() -> Any:
     """One real tiny MNIST training case on the CPU, profiled through the runner."""
     options = RunOptions(workloads=("mnist",), device="cpu", modes=("train",), size="tiny",
-                         stop=StopRule("steps", 3), warmup_steps=1, isolation="none", profile=True,
+                         stop=StopRule("steps", 2), warmup_steps=0, isolation="none", profile=True,
                          batch_size=4)
     (case,) = plan(options, DeviceSet.current())
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(profile_module, "PROFILE_STEPS", PROFILED_STEPS)  # fewer, for speed
+        # The roofline is measured (and tested) by its own module; a fixed one keeps this fast.
+        patch.setattr(profile_module, "roofline_ceilings", lambda device: dict(CEILINGS))
         return run_case(case, options)
 
 
@@ -55,7 +58,7 @@ def test_a_real_cpu_profile_has_figures_that_hang_together(profiled_mnist: Any) 
     assert sum(seconds for _, seconds in profile["top_ops"]) <= profile["step_s"]
     assert profile["parameter_bytes"] == MNIST_PARAMETER_BYTES
     assert profile["allocated_bytes_per_step"] > 0  # activations and gradients are allocated
-    assert "ceilings" in profile
+    assert profile["ceilings"] == CEILINGS
 
 
 def test_a_profiled_mnist_case_gets_a_diagnosis_backed_by_its_figures(profiled_mnist: Any) -> None:
@@ -68,12 +71,17 @@ def test_a_profiled_mnist_case_gets_a_diagnosis_backed_by_its_figures(profiled_m
     assert diagnosis.figures["kernels_per_step"] == profile["kernels_per_step"]
     assert diagnosis.figures["flops_fraction"] == profiled_mnist.extra["flops"]["fraction_of_peak"]
     assert f"{profile['busy_fraction'] * 100:.0f}%" in diagnosis.line
+    # Bytes moved: 2 x allocated + 5 x parameters (training), per measured median step.
+    moved = 2 * profile["allocated_bytes_per_step"] + 5 * MNIST_PARAMETER_BYTES
+    step = profiled_mnist.summary().median
+    assert diagnosis.figures["bandwidth_fraction"] == pytest.approx(moved / step / 2e10)
+    assert f"{moved / step / 2e10 * 100:.0f}% of the bandwidth" in diagnosis.line
     assert f"{profile['kernels_per_step']:.0f} ops/step" in diagnosis.line or \
         diagnosis.word in ("input-bound", "compute-bound", "memory-bound")
 
 
 def test_profiling_happens_after_the_measured_steps(profiled_mnist: Any) -> None:
-    assert profiled_mnist.measured_steps == 3  # the profiled steps are extra, not measured ones
+    assert profiled_mnist.measured_steps == 2  # the profiled steps are extra, not measured ones
 
 
 def test_the_cpu_gets_only_the_cpu_activity() -> None:
