@@ -107,6 +107,7 @@ def run(
     isolation: str = "process",
     precision: str | Sequence[str] = "fp32",
     compile: str | Sequence[str] | None = None,
+    repeat: int = 1,
     save: bool = True,
     progress: CaseProgress | None = None,
 ) -> Result:
@@ -123,7 +124,7 @@ def run(
         epochs=epochs, precision=precision, compile=compile, warmup_steps=warmup,
         batch_size=batch_size, threads=threads, data=data,
         data_dir=Path(data_dir) if data_dir else None, size=size, workers=workers,
-        workload_files=workload_files, isolation=isolation,
+        workload_files=workload_files, isolation=isolation, repeat=repeat,
     )
     return execute(options, save, progress)
 
@@ -148,6 +149,7 @@ def bench(
     channels_last: bool = False,
     threads: int | None = None,
     isolation: str = "process",
+    repeat: int = 1,
     auto_batch: bool = False,
     case_timeout: float = 1800.0,
     save: bool = True,
@@ -163,7 +165,8 @@ def bench(
     is a torch.optim class, instance or ``f(parameters)``; default SGD lr 0.01. Each case trains a
     fresh copy of the model. With ``isolation="process"`` each case runs in a worker process when
     the model, loss and optimiser can be pickled and imported there, otherwise inline; each case's
-    ``extra["isolation"]`` says which, and why.
+    ``extra["isolation"]`` says which, and why. ``repeat=N`` measures each case in N worker
+    processes (as ``accelbench run --repeat``), so it needs a model that can go to one.
     """
     from accelbench.models import objects
     from accelbench.workloads.base import register
@@ -178,11 +181,14 @@ def bench(
     label = name or type(model).__name__
     cls = register(objects.object_class(label, spec))
     inline_reason = objects.why_not_picklable(spec) if isolation == "process" else "isolation='none'"
+    if inline_reason and repeat > 1:
+        raise UsageError(f"repeat={repeat} needs a worker process per repeat, but this model runs "
+                         f"inline: {inline_reason}")
     options = run_options(
         [cls.name], device, modes, steps=steps, time_budget=time_budget, epochs=epochs,
         precision=precision, compile=compile, warmup_steps=warmup,
         batch_size=batch_size if isinstance(batch_size, int) else None, channels_last=channels_last,
-        threads=threads, auto_batch=auto_batch,
+        threads=threads, auto_batch=auto_batch, repeat=repeat,
         case_timeout=case_timeout, isolation="none" if inline_reason else "process",
     )
     how = f"inline: {inline_reason}" if inline_reason else "process"
