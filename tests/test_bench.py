@@ -100,3 +100,20 @@ def test_bad_example_batches_are_usage_errors(batch: object, message: str) -> No
 def test_a_non_module_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="needs a torch.nn.Module"):
         accelbench.bench("resnet", _batch(), device="cpu", steps=1, save=False)
+
+
+def test_repeat_needs_a_model_that_can_go_to_a_worker() -> None:
+    with pytest.raises(UsageError, match="repeat=3 needs a worker process per repeat.*cannot be pickled"):
+        accelbench.bench(_model(), _batch(), loss_fn=lambda o, t: o.sum(), device="cpu", steps=1,
+                         repeat=3, save=False)
+
+
+def test_the_readmes_first_python_example_is_bench_and_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    first = text.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "accelbench.bench(" in first
+    exec(compile(first.replace("steps=20", "steps=2, warmup=1"), "README.md", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    rows = [line.split()[:3] for line in printed]
+    assert ["cpu", "train", "ok"] in rows and ["cpu", "eval", "ok"] in rows  # device="all"
+    assert all(row[2] == "ok" for row in rows)
