@@ -28,6 +28,9 @@ def load_workload_file(path: Path) -> list[str]:
     except SyntaxError as error:
         raise UsageError(f"workload file {path}: syntax error at line {error.lineno}: "
                          f"{error.msg}") from None
+    except UsageError as error:  # e.g. a class that breaks the workload contract
+        line = _user_line(traceback.extract_tb(error.__traceback__), path)
+        raise UsageError(f"workload file {path}{line}: {error}") from None
     except Exception as error:
         line = _user_line(traceback.extract_tb(error.__traceback__), path)
         raise UsageError(f"workload file {path}: {type(error).__name__} while importing"

@@ -125,22 +125,46 @@ class Noise(nn.Module):
 
 
 _REGISTRY: dict[str, type[Workload]] = {}
+#: What every workload defines, and what each mode it declares needs on top.
 REQUIRED = ("build_model", "make_batches")
+REQUIRED_BY_MODE = {"train": ("make_optimizer", "training_loss"), "eval": ("eval_step",)}
+
+
+class WorkloadContractError(UsageError, TypeError):
+    """A workload class breaks the contract: a programming error, reported before anything runs
+    (never as a case status such as "unsupported")."""
+
+
+def _undefined(cls: type[Workload], method: str) -> bool:
+    """True when ``cls`` does not define ``method`` itself or through a subclass of Workload."""
+    found = getattr(cls, method, None)
+    return (found is None or getattr(found, "__isabstractmethod__", False)
+            or found is getattr(Workload, method, None))
+
+
+def check_contract(cls: type) -> None:
+    """Raise WorkloadContractError naming the class and every method it lacks for its modes."""
+    if not isinstance(cls, type) or not issubclass(cls, Workload):
+        raise WorkloadContractError(f"@register decorates a subclass of accelbench.Workload, "
+                                    f"not {cls!r}")
+    if not cls.name:
+        raise WorkloadContractError(f"workload class {cls.__name__} has no name (set name = '...')")
+    bad_modes = [m for m in cls.modes if m not in MODES]
+    if bad_modes:
+        raise WorkloadContractError(f"workload {cls.name!r} has unknown modes {bad_modes}; "
+                                    f"allowed: {MODES}")
+    missing = [m for m in REQUIRED if _undefined(cls, m)]
+    for mode in cls.modes:
+        missing += [f"{m} (for mode {mode!r})" for m in REQUIRED_BY_MODE[mode] if _undefined(cls, m)]
+    if missing:
+        raise WorkloadContractError(f"workload class {cls.__name__} ({cls.name!r}) does not define "
+                                    f"{', '.join(missing)}")
 
 
 def register(cls: type[Workload]) -> type[Workload]:
-    """Class decorator: ``@register`` adds a workload to the registry under ``cls.name``."""
-    if not isinstance(cls, type) or not issubclass(cls, Workload):
-        raise TypeError("@register decorates a subclass of accelbench.Workload")
-    if not cls.name:
-        raise TypeError(f"workload class {cls.__name__} has no name")
-    missing = [m for m in REQUIRED if getattr(cls, m, None) in (None,)
-               or getattr(getattr(cls, m), "__isabstractmethod__", False)]
-    if missing:
-        raise TypeError(f"workload {cls.name!r} does not define {', '.join(missing)}")
-    bad_modes = [m for m in cls.modes if m not in MODES]
-    if bad_modes:
-        raise TypeError(f"workload {cls.name!r} has unknown modes {bad_modes}; allowed: {MODES}")
+    """Class decorator: ``@register`` adds a workload to the registry under ``cls.name``, after
+    checking that it defines every method its modes need."""
+    check_contract(cls)
     _REGISTRY[cls.name] = cls
     return cls
 
