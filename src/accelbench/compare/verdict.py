@@ -88,9 +88,8 @@ def judge(a: Sequence[float], b: Sequence[float], min_effect: float = MIN_EFFECT
     ratio, low, high = ratio_interval(a, b, confidence)
     if low is None or high is None:
         return Verdict(CANT_TELL, ratio, processes=processes, noisy=noisy,
-                       reason=f"{len(a)} vs {len(b)} process{'es' if max(processes) > 1 else ''}: "
-                              f"one process a side says nothing about run-to-run spread; "
-                              f"measure with --repeat")
+                       reason="one process a side says nothing about the spread between runs; "
+                              "measure with --repeat")
     band_low, band_high = 1 / (1 + min_effect), 1 + min_effect
     if low > 1 and ratio >= band_high:
         return Verdict(FASTER, ratio, low, high, processes, noisy=noisy)
@@ -104,10 +103,11 @@ def judge(a: Sequence[float], b: Sequence[float], min_effect: float = MIN_EFFECT
 
 
 def interval_text(verdict: Verdict) -> str:
+    a, b = verdict.processes
+    processes = f"{a} vs {b} process{'es' if max(a, b) > 1 else ''}"
     if verdict.low is None or verdict.high is None:
-        return f"{verdict.processes[0]} vs {verdict.processes[1]} processes"
-    return (f"95% CI {verdict.low:.2f}–{verdict.high:.2f}, "
-            f"{verdict.processes[0]} vs {verdict.processes[1]} processes")
+        return processes
+    return f"95% CI {verdict.low:.2f}–{verdict.high:.2f}, {processes}"
 
 
 def describe(verdict: Verdict) -> str:
