@@ -107,6 +107,7 @@ def test_out_of_memory_stops_larger_batches_on_that_device(monkeypatch: pytest.M
                               modes="train", steps=2, warmup=0, batch_size=[4, 8, 16, 32], save=False,
                               isolation="none")
     assert record.kind == "sweep"
+    assert "mnist" not in record._repr_html_() and "bench:Greedy train on cpu: " in record._repr_html_()
     assert [(c.batch_size, c.status) for c in record.cases] == [
         (4, "ok"), (8, "ok"), (16, "oom"), (32, "oom")]
     assert "Tried to allocate" in record.cases[2].error

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from accelbench.measure.memory import format_bytes
 from accelbench.render.format import format_rate, format_seconds
-from accelbench.render.html import table
+from accelbench.render.html import el, table
 from accelbench.render.table import config_label
 from accelbench.results import RunRecord
 
@@ -23,9 +23,14 @@ def record_html(record: RunRecord) -> str:
             format_rate(case.throughput()),
             f"{format_rate(ci[0])}–{format_rate(ci[1])}" if ci else "n/a",
             format_seconds(summary.median if summary else None),
-            f"{summary.iqr / summary.median:.1%}" if summary and summary.median else "n/a",
+            f"{summary.rel_iqr:.1%}" if summary else "n/a",
             format_bytes(case.peak_memory_bytes) if case.peak_memory_bytes else "n/a",
             str(case.extra.get("isolation", record.options.get("isolation", ""))),
         ))
     caption = f"accelbench {record.kind} {record.run_id} ({record.created_at})"
-    return str(table(COLUMNS, rows, caption=caption))
+    page = str(table(COLUMNS, rows, caption=caption))
+    if record.kind == "sweep":
+        from accelbench.render.sweep_table import summary_lines
+
+        page += str(el("ul", *(el("li", line) for line in summary_lines(record))))
+    return page
