@@ -96,6 +96,13 @@ def test_gpu_sensors_follow_torchs_numbering_not_nvmls(nvml_reversed: FakeNvml) 
     assert nvml_reversed.inits == nvml_reversed.shutdowns
 
 
+def test_case_sensors_give_the_cpu_and_the_right_gpu(nvml_reversed: FakeNvml) -> None:
+    from accelbench.measure.sensors import case_sensors
+
+    readings = case_sensors(Device(CudaAdapter(fake_cuda_torch(count=2)), "cuda", 0))
+    assert readings["gpu_temperature_c"] == 41 and readings["gpu_sm_clock_mhz"] == 1001
+
+
 def test_energy_and_sensors_share_one_mapping(nvml_reversed: FakeNvml) -> None:
     from accelbench.measure.energy_nvml import NvmlSource
 

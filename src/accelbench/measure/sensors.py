@@ -1,10 +1,13 @@
-"""CPU frequency and temperature, read at the start and end of each case (thermal drift)."""
+"""CPU and device frequency and temperature, read around the measured steps (thermal drift)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
+
+if TYPE_CHECKING:
+    from accelbench.devices import Device
 
 
 def cpu_sensors() -> dict[str, Any]:
@@ -27,3 +30,10 @@ def cpu_sensors() -> dict[str, Any]:
         if readings:
             facts["cpu_max_temperature_c"] = max(readings)
     return facts
+
+
+def case_sensors(device: Device) -> dict[str, Any]:
+    """The CPU's readings and the device's own (GPU temperature and SM clock through NVML, found
+    by UUID so CUDA_VISIBLE_DEVICES is honoured). Read it after warm-up and after the measured
+    steps: a reading taken at idle, before any work, says nothing about throttling."""
+    return {**cpu_sensors(), **device.sensors()}
