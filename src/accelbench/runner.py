@@ -18,7 +18,7 @@ from accelbench.devices import Device, DeviceSet
 from accelbench.environment import collect_environment
 from accelbench.measure.energy import energy_meter_for
 from accelbench.measure.loop import NonFiniteError, Progress, StepLoop
-from accelbench.measure.sensors import cpu_sensors
+from accelbench.measure.sensors import case_sensors
 from accelbench.options import RunOptions
 from accelbench.precision import (
     Precision,
@@ -194,7 +194,7 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
     meter = energy_meter_for(case.device)
     meter.prepare()
     loop = StepLoop(_make_step(workload, model, case), batches, case.device, progress,
-                    epoch_end, meter, sensors=lambda: {**cpu_sensors(), **case.device.sensors()},
+                    epoch_end, meter, sensors=lambda: case_sensors(case.device),
                     batch_size=case.batch_size)
     # Read just before and right after the measured steps (after warm-up, not at idle).
     result.extra["sensors"] = loop.sensor_readings
