@@ -144,6 +144,8 @@ def test_throughput_is_plotted_on_one_axis_per_workload() -> None:
     assert mnist_axis.get_xlim()[0] == 0 and vae_axis.get_xlim()[0] == 0
     # MNIST's 640 samples/s fills its own axis instead of vanishing beside the VAE's 160,000.
     assert mnist_axis.get_xlim()[1] < 2000 < vae_axis.get_xlim()[1]
+    tick = vae_axis.xaxis.get_major_formatter()
+    assert tick(2.5, 0) == "2.5" and tick(200000, 0) == "200,000"  # never 2.5 shown as "2"
 
 
 def test_history_plots_start_at_zero() -> None:
