@@ -235,11 +235,21 @@ def peak_figure(device: Device, precision: Precision | torch.dtype | str = torch
     timing = time_matmul(device, precision, side)
     measured = timing if isinstance(timing, MatmulTiming) else MatmulTiming(
         float(timing), side or 0, 1, REPEATS)  # tests stand in a timer that returns a float
-    stamp = now.isoformat(timespec="seconds")
-    if cached is not None and not refresh and cached["flops"] >= measured.flops:
+    return record_measurement(device, precision, measured, replace=refresh)
+
+
+def record_measurement(device: Device, precision: Precision | torch.dtype | str,
+                       measured: MatmulTiming, *, replace: bool = False) -> PeakFigure:
+    """Add a fresh reading to the cache: it becomes the peak when higher (or ``replace``)."""
+    path = cache_path()
+    key, settings = cache_key(device, precision), settings_key(precision)
+    entries = read_cache(path)
+    cached = entries.get(key) if _valid(entries.get(key)) else None
+    stamp = _now().isoformat(timespec="seconds")
+    if cached is not None and not replace and cached["flops"] >= measured.flops:
         entry = {**cached, "checked_at": stamp, "last_flops": measured.flops}
     else:
-        entry = {"flops": measured.flops, "matrix_side": measured.side or side,
+        entry = {"flops": measured.flops, "matrix_side": measured.side,
                  "products_per_sync": measured.products_per_sync, "repeats": measured.repeats,
                  "measured_at": stamp, "checked_at": stamp, "last_flops": measured.flops}
     entries[key] = entry

@@ -70,7 +70,7 @@ def _key(device: Device) -> str:
     return f"{device.name}|torch {torch.__version__}|{peak.device_fingerprint(device)}"
 
 
-def _matmul(device: Device, refresh: bool, method: dict[str, Any],
+def _matmul(device: Device, refresh: bool, fresh: bool, method: dict[str, Any],
             errors: dict[str, str]) -> dict[str, float]:
     flops = {}
     for name in MATMUL_PRECISIONS:
@@ -80,13 +80,18 @@ def _matmul(device: Device, refresh: bool, method: dict[str, Any],
             errors[f"matmul_{name}"] = reason
             continue
         try:
-            figure = peak.peak_figure(device, precision, refresh=refresh)
+            if fresh:  # this reading, whatever the cache holds (it still joins the cache)
+                timing = peak.time_matmul(device, precision)
+                peak.record_measurement(device, precision, timing)
+                figure = (timing.flops, timing.side, timing.products_per_sync)
+            else:
+                cached = peak.peak_figure(device, precision, refresh=refresh)
+                figure = (cached.flops, cached.matrix_side, cached.products_per_sync)
         except Exception as error:  # one dtype failing must not hide the others
             errors[f"matmul_{name}"] = f"{type(error).__name__}: {error}".splitlines()[0]
             continue
-        flops[name] = figure.flops
-        method[f"matmul_{name}"] = {"matrix_side": figure.matrix_side,
-                                    "products_per_sync": figure.products_per_sync}
+        flops[name] = figure[0]
+        method[f"matmul_{name}"] = {"matrix_side": figure[1], "products_per_sync": figure[2]}
     return flops
 
 
@@ -110,15 +115,17 @@ def _transfers(device: Device, errors: dict[str, str]) -> tuple[dict[str, float]
     return h2d, d2h
 
 
-def measure_roofline(device: Device, *, refresh_peaks: bool = True,
-                     buffer_bytes: int = bandwidth.BANDWIDTH_BUFFER_BYTES) -> Roofline:
-    """Measure every figure now (the matmul rates through the peak cache: with ``refresh_peaks``
-    they are measured again too)."""
+def measure_roofline(device: Device, *, refresh_peaks: bool = True, fresh: bool = False,
+                     buffer_bytes: int | None = None) -> Roofline:
+    """Measure every figure now. The matmul rates come through the peak cache: the cached peak
+    (measured when absent), re-measured and replaced with ``refresh_peaks``, or with ``fresh``
+    this very reading (added to the peak cache, where it counts only if higher)."""
+    buffer_bytes = buffer_bytes or bandwidth.BANDWIDTH_BUFFER_BYTES
     method: dict[str, Any] = {"bandwidth_buffer_bytes": buffer_bytes,
                               "launches": bandwidth.LAUNCHES,
                               "transfer_bytes": bandwidth.TRANSFER_BYTES}
     errors: dict[str, str] = {}
-    flops = _matmul(device, refresh_peaks, method, errors)
+    flops = _matmul(device, refresh_peaks, fresh, method, errors)
     scalars = {}
     for name, measure in (("memory_bandwidth", lambda: bandwidth.memory_bandwidth(device, buffer_bytes)),
                           ("launch_latency", lambda: bandwidth.launch_latency(device))):

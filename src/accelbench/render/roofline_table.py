@@ -1,0 +1,56 @@
+"""The roofline of each device as a terminal table (a pure function of Roofline records)."""
+
+from __future__ import annotations
+
+import math
+
+from rich.table import Table
+
+from accelbench.measure.roofline import Roofline
+from accelbench.render.format import format_bytes_rate, format_seconds
+
+
+def _flops(value: float) -> str:
+    return f"{value / 1e9:,.1f} GFLOP/s" if value < 1e12 else f"{value / 1e12:,.1f} TFLOP/s"
+
+
+def roofline_rows(roofline: Roofline) -> list[tuple[str, str, str]]:
+    """(figure, value, how it was measured or why it is missing) for one device."""
+    method, errors = roofline.method, roofline.errors
+    rows = []
+    for name in ("fp32", "tf32", "bf16", "fp16"):
+        if name in roofline.matmul_flops:
+            how = method.get(f"matmul_{name}", {})
+            rows.append((f"matmul {name}", _flops(roofline.matmul_flops[name]),
+                         f"{how.get('matrix_side')}² products, {how.get('products_per_sync')} a sync"))
+        elif f"matmul_{name}" in errors:
+            rows.append((f"matmul {name}", "n/a", errors[f"matmul_{name}"]))
+    bandwidth = roofline.memory_bandwidth_bytes_per_s
+    rows.append(("memory bandwidth", "n/a" if math.isnan(bandwidth) else format_bytes_rate(bandwidth),
+                 errors.get("memory_bandwidth") or
+                 f"copy of {method.get('bandwidth_buffer_bytes', 0) / 2**20:.0f} MiB (read + write)"))
+    latency = roofline.launch_latency_s
+    rows.append(("launch latency", "n/a" if math.isnan(latency) else format_seconds(latency),
+                 errors.get("launch_latency") or
+                 f"{method.get('launches')} one-element adds back to back"))
+    for direction, figures in (("h2d", roofline.h2d_bytes_per_s), ("d2h", roofline.d2h_bytes_per_s)):
+        if direction in errors:
+            rows.append((direction, "n/a", errors[direction]))
+            continue
+        for kind in ("pinned", "pageable"):
+            value = figures.get(kind)
+            rows.append((f"{direction} {kind}", "n/a" if value is None else format_bytes_rate(value),
+                         errors.get(f"{direction}_{kind}") or
+                         f"{method.get('transfer_bytes', 0) / 2**20:.0f} MiB copies"))
+    return rows
+
+
+def roofline_table(roofline: Roofline) -> Table:
+    table = Table(title=f"roofline of {roofline.device} ({roofline.device_name}), best figures "
+                  f"seen, measured {roofline.measured_at}", title_justify="left")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_column("how / why n/a")
+    for row in roofline_rows(roofline):
+        table.add_row(*row)
+    return table
