@@ -119,3 +119,11 @@ def test_list_shows_counted_flops_for_named_models(cli) -> None:
         # torchvision publishes 1.81 GMACs for ResNet-18: FLOPs = 2 x MACs
         assert facts[name]["forward_flops_per_sample"] == pytest.approx(2 * 1.81e9, rel=0.05)
     assert facts["torchvision:resnet18"]["torchvision"]["gmacs"] == pytest.approx(1.81, abs=0.01)
+
+
+def test_an_unknown_plain_name_points_to_model_names() -> None:
+    from accelbench.workloads import get_workload_class, match_workloads
+
+    for call in (lambda: get_workload_class("resnet18"), lambda: match_workloads(["resnet18"])):
+        with pytest.raises(UsageError, match="or a model name: timm:NAME, torchvision:NAME"):
+            call()

@@ -188,8 +188,11 @@ def get_workload_class(name: str) -> type[Workload]:
         return _REGISTRY[name]
     except KeyError:
         raise UsageError(
-            f"unknown workload {name!r}; known: {', '.join(sorted(_REGISTRY))}"
+            f"unknown workload {name!r}; known: {', '.join(sorted(_REGISTRY))}{MODEL_NAME_HINT}"
         ) from None
+
+
+MODEL_NAME_HINT = "; or a model name: timm:NAME, torchvision:NAME, hf:TYPE, hf:ORG/NAME"
 
 
 def _is_model_name(name: str) -> bool:
@@ -210,7 +213,7 @@ def match_workloads(patterns: Sequence[str]) -> list[str]:
             continue
         hits = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
         if not hits:
-            raise UsageError(f"unknown workload {pattern!r}; known: {', '.join(names)}")
+            raise UsageError(f"unknown workload {pattern!r}; known: {', '.join(names)}{MODEL_NAME_HINT}")
         chosen.extend(h for h in hits if h not in chosen)
     return chosen
 
