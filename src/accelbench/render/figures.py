@@ -207,6 +207,8 @@ def sweep_figure(lines: Sequence[tuple[str, Sequence[tuple[int, float, tuple[flo
                 ax.plot([batch], [rate], marker="*", markersize=16, color=line[0].get_color(),
                         markeredgecolor="black")
     ax.set_xscale("log", base=2)
+    tried = sorted({b for _, points, _ in drawn for b, _, _ in points})
+    ax.set_xticks(tried, [str(b) for b in tried])  # the batch sizes themselves, not powers of 2
     ax.set_ylim(bottom=0)
     ax.set_xlabel("batch size")
     ax.set_ylabel("samples per second (median step; bars: 95% CI)")
