@@ -96,6 +96,19 @@ def test_gpu_sensors_follow_torchs_numbering_not_nvmls(nvml_reversed: FakeNvml) 
     assert nvml_reversed.inits == nvml_reversed.shutdowns
 
 
+def test_an_nvml_error_leaves_the_gpu_described(nvml_reversed: FakeNvml, monkeypatch) -> None:
+    def not_supported(handle: str) -> None:
+        raise nvml_reversed.NVMLError("Not Supported")
+
+    monkeypatch.setattr(nvml_reversed, "nvmlDeviceGetMemoryInfo", not_supported)
+    monkeypatch.setattr(nvml_reversed, "nvmlDeviceGetTemperature", lambda h, s: not_supported(h))
+    adapter = CudaAdapter(fake_cuda_torch(count=1))
+    info = adapter.info(0)
+    assert info["name"] == "Fake GPU 0" and "Not Supported" in info["memory_free_note"]
+    assert "Not Supported" in adapter.sensors(0)["error"]
+    assert nvml_reversed.inits == nvml_reversed.shutdowns
+
+
 def test_case_sensors_give_the_cpu_and_the_right_gpu(nvml_reversed: FakeNvml) -> None:
     from accelbench.measure.sensors import case_sensors
 

@@ -77,11 +77,10 @@ def nvml_device(index: int, torch_module: Any = None) -> Iterator[tuple[Any, Any
     except pynvml.NVMLError as error:
         raise NvmlUnavailable(f"NVML: {error}") from None
     try:
-        try:
-            handle = nvml_handle(pynvml, index, torch_module)
-        except pynvml.NVMLError as error:
-            raise NvmlUnavailable(f"NVML: {error}") from None
-        yield pynvml, handle
+        # An NVML error in the body too (a sensor this GPU lacks) is a reason, not a crash.
+        yield pynvml, nvml_handle(pynvml, index, torch_module)
+    except pynvml.NVMLError as error:
+        raise NvmlUnavailable(f"NVML: {error}") from None
     finally:
         pynvml.nvmlShutdown()
 
