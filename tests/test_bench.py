@@ -117,3 +117,15 @@ def test_the_readmes_first_python_example_is_bench_and_runs(capsys: pytest.Captu
     rows = [line.split()[:3] for line in printed]
     assert ["cpu", "train", "ok"] in rows and ["cpu", "eval", "ok"] in rows  # device="all"
     assert all(row[2] == "ok" for row in rows)
+
+
+def test_two_models_with_one_name_get_their_own_flops() -> None:
+    """FLOPs are counted per model: a second, wider Sequential in the same process is not
+    reported with the first one's counts."""
+    per_sample = []
+    for width in (8, 64):
+        model = nn.Sequential(nn.Flatten(), nn.Linear(12, width), nn.ReLU(), nn.Linear(width, 3))
+        result = accelbench.bench(model, _batch(), device="cpu", modes="eval", steps=1, warmup=0,
+                                  isolation="none", save=False)
+        per_sample.append(result.cases[0].extra["flops"]["per_sample"])
+    assert per_sample == [2 * (12 * 8 + 8 * 3), 2 * (12 * 64 + 64 * 3)]

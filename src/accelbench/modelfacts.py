@@ -99,10 +99,14 @@ def _count_anywhere(workload: Workload, mode: str) -> tuple[float, int, str]:
         return (*count_flops(workload, mode, "cpu"), "cpu")
 
 
-@functools.cache
 def model_facts(name: str, size: str = "published") -> ModelFacts:
     """Facts for workload ``name`` at ``size``; counting failures are reported, not raised."""
-    cls = get_workload_class(name)
+    return _facts(get_workload_class(name), name, size)
+
+
+@functools.cache
+def _facts(cls: type[Workload], name: str, size: str) -> ModelFacts:
+    # Cached per class, not per name: two bench() models may share a name in one process.
     workload = cls(size)
     weights = getattr(cls, "torchvision_weights", None)
     facts: dict[str, Any] = dict(
