@@ -114,6 +114,13 @@ def test_an_unprofiled_or_failed_case_has_no_diagnosis() -> None:
     assert diagnose(failed) is None
 
 
+def test_a_malformed_stored_profile_is_said_not_raised() -> None:
+    broken = _case(None, 1e-3)
+    broken.extra["profile"] = {"steps": 2, "source": "cpu", "top_ops": [["x"]]}
+    diagnosis = diagnose(broken)
+    assert diagnosis is not None and diagnosis.word == "n/a" and "malformed" in diagnosis.line
+
+
 def test_a_device_without_profiler_activity_is_not_called_launch_bound() -> None:
     figures = ProfileFigures(steps=2, source="host-only", step_s=1e-3, busy_fraction=None,
                              kernels_per_step=300, median_kernel_s=2e-6)

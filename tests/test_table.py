@@ -86,3 +86,9 @@ def test_run_wide_flag_prints_the_wide_table(capsys, tmp_path) -> None:
     for header_word in ("samples/s", "IQR/med", "GFLOP/s", "repeats", "stop", "profile"):
         assert header_word in printed  # headers may wrap at the 160 columns of a pipe
     assert "…" not in printed
+
+
+def test_a_malformed_profile_does_not_break_the_table() -> None:
+    broken = record("r2", [case(extra={"profile": {"steps": 2, "top_ops": [["x"]]}})])
+    assert "n/a" in _render(broken, 100)
+    assert diagnosis_lines(broken)[0].startswith("n/a mnist train cpu: the stored profile is malformed")

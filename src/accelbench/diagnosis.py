@@ -43,6 +43,11 @@ class Diagnosis:
     #: One line with the figures that support the word.
     line: str
     figures: dict[str, Any] = field(default_factory=dict)
+    #: (name, seconds per step) with the most device time, largest first.
+    top_ops: list[tuple[str, float]] = field(default_factory=list)
+
+    def top_ops_text(self, count: int) -> str:
+        return "; ".join(f"{name} {format_seconds(seconds)}" for name, seconds in self.top_ops[:count])
 
 
 def _number(value: Any) -> float | None:
@@ -102,9 +107,18 @@ def diagnose(case: CaseResult) -> Diagnosis | None:
     stored = case.extra.get("profile")
     if not case.ok or not isinstance(stored, dict) or "error" in stored and "steps" not in stored:
         return None
-    profile = ProfileFigures.from_dict(stored)
     ceilings = stored.get("ceilings") if isinstance(stored.get("ceilings"), dict) else {}
-    f = _figures(case, profile, ceilings)
+    try:  # a result file edited by hand or cut short must not break the table or the report
+        profile = ProfileFigures.from_dict(stored)
+        f = _figures(case, profile, ceilings)
+    except (TypeError, ValueError, KeyError) as error:
+        return Diagnosis("n/a", f"the stored profile is malformed ({type(error).__name__}: {error})")
+    found = _rule(case, profile, f)
+    return Diagnosis(found.word, found.line, f, profile.top_ops)
+
+
+def _rule(case: CaseResult, profile: ProfileFigures, f: dict[str, Any]) -> Diagnosis:
+    """The first rule that matches (see the module docstring), as word and line."""
     kernels = (f"{f['kernels_per_step']:.0f} {'kernels' if profile.source == 'device' else 'ops'}"
                f"/step, median {format_seconds(f['median_kernel_s'])}")
     busy = f"device busy {_pct(f['busy_fraction'])} of the step"

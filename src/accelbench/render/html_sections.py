@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from accelbench.compare import LabelledRun
 from accelbench.diagnosis import diagnose
 from accelbench.measure.memory import format_bytes
-from accelbench.render.format import format_seconds
 
 
 def machine_facts(run: LabelledRun) -> list[tuple[str, str]]:
@@ -71,9 +70,7 @@ def diagnosis_rows(runs: Sequence[LabelledRun]) -> list[tuple[str, ...]]:
             if not isinstance(profile, dict):
                 continue
             diagnosis = diagnose(case)
-            top = "; ".join(f"{name} {format_seconds(seconds)}" for name, seconds in
-                            (profile.get("top_ops") or [])[:3])
-            word, line = ((diagnosis.word, diagnosis.line) if diagnosis else
-                          ("not profiled", str(profile.get("error", "no figures"))))
+            word, line, top = ((diagnosis.word, diagnosis.line, diagnosis.top_ops_text(3)) if diagnosis
+                               else ("not profiled", str(profile.get("error", "no figures")), ""))
             rows.append((run.label, case.workload, case.mode, case.device, word, line, top))
     return rows

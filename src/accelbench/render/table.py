@@ -205,8 +205,8 @@ def diagnosis_lines(record: RunRecord) -> list[str]:
         if diagnosis is None:
             lines.append(f"profile {name}: {profile.get('error', 'no figures')}")
             continue
-        top = profile.get("top_ops") or []
-        top_text = (f"; top: {top[0][0]} {format_seconds(top[0][1])}/step" if top else "")
+        top = diagnosis.top_ops_text(1)
+        top_text = f"; top: {top}/step" if top else ""
         lines.append(f"{diagnosis.word} {name}: {diagnosis.line}{top_text}")
     return lines
 
