@@ -228,3 +228,13 @@ def test_sensors_are_read_after_warm_up_around_the_measured_steps() -> None:
     loop = StepLoop(step, epoch(), CPU, sensors=lambda: {"calls": step.calls})
     loop.run(StopRule("steps", 6), warmup_steps=3)
     assert loop.sensor_readings == {"start": {"calls": 3}, "end": {"calls": 9}}
+
+
+def test_epochs_warm_up_meets_the_partial_batch_shape_before_the_timed_epochs() -> None:
+    # Under --compile a new shape recompiles: it must happen in warm-up, not in a timed epoch.
+    step = CountingStep()
+    measured = StepLoop(step, epoch(10, 4), CPU, batch_size=4, partial_batch=2).run(
+        StopRule("epochs", 1), warmup_steps=2)
+    assert step.sizes[:3] == [4, 4, 2]  # warm-up: two full steps, then the partial shape
+    assert step.sizes[3:] == [4, 4, 2] and measured.measured_steps == 3
+    assert measured.warmup_steps == 3

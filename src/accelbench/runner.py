@@ -195,7 +195,8 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
     meter.prepare()
     loop = StepLoop(_make_step(workload, model, case), batches, case.device, progress,
                     epoch_end, meter, sensors=lambda: case_sensors(case.device),
-                    batch_size=case.batch_size)
+                    batch_size=case.batch_size,
+                    partial_batch=result.dataset_size % case.batch_size)
     # Read just before and right after the measured steps (after warm-up, not at idle).
     result.extra["sensors"] = loop.sensor_readings
     measured = loop.run(options.stop, options.warmup_steps)

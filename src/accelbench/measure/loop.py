@@ -19,7 +19,9 @@ whose loader looks slow from the host is not called input-bound.
 
 Only full batches are timed under ``--steps`` and ``--time-budget``: an epoch's partial last
 batch is a different step (and under ``torch.compile`` a recompilation), so the stream skips it.
-``--epochs`` runs whole epochs, partial batch included, as the published tables did.
+``--epochs`` runs whole epochs, partial batch included, as the published tables did; its warm-up
+then ends with one step on a batch of the partial batch's size, so a compiled model meets that
+shape (and recompiles) before the timed region.
 
 Stopping: a number of steps, whole epochs, or a time budget. Under a time budget with a target
 precision (``--target-ci PCT``), the loop also stops as soon as the median step time's 95%
@@ -164,7 +166,7 @@ class StepLoop:
                  progress: Progress | None = None,
                  epoch_end: Callable[[], dict[str, float]] | None = None,
                  meter: Any = None, sensors: Callable[[], dict[str, Any]] | None = None,
-                 batch_size: int | None = None) -> None:
+                 batch_size: int | None = None, partial_batch: int = 0) -> None:
         self.step = step
         self.epoch_end = epoch_end
         #: An energy meter (``start()`` / ``stop() -> reading``) around the measured steps only.
@@ -176,6 +178,8 @@ class StepLoop:
         self.epoch = epoch
         #: The full batch size: steps/time rules time only batches this large.
         self.batch_size = batch_size
+        #: Samples in an epoch's partial last batch (0: none), warmed up before --epochs.
+        self.partial_batch = partial_batch
         self.device = device
         self.progress = progress or (lambda phase, done, total: None)
         self.result = Measured()
@@ -218,6 +222,12 @@ class StepLoop:
         if times and self.device.is_async and times[-1] < MIN_WINDOW_S:
             self.result.steps_per_sample = math.ceil(MIN_WINDOW_S / max(times[-1], 1e-7))
 
+    def _warm_up_partial_shape(self, feed: Feed) -> None:
+        sliced = tuple(t[: self.partial_batch] for t in feed.take())
+        elapsed, _ = self._run_window(Feed(iter([sliced]).__next__, self.wait), 1)
+        self.result.warmup_steps += 1
+        self.result.warmup_time_s = (self.result.warmup_time_s or 0.0) + elapsed
+
     def _record(self, elapsed: float, ran: int) -> None:
         self.result.step_times.append(elapsed / ran)
         self.result.measured_time_s += elapsed
@@ -227,6 +237,8 @@ class StepLoop:
         stream = BatchStream(self.epoch, self.batch_size if stop.kind != "epochs" else None)
         feed = Feed(stream.next, self.wait)
         self.warm_up(warmup_steps, feed)
+        if stop.kind == "epochs" and warmup_steps and self.partial_batch:
+            self._warm_up_partial_shape(feed)
         k = self.result.steps_per_sample
         if stop.kind != "epochs":
             feed.prefetch()  # the first measured step's batch, fetched outside the timed region
