@@ -19,7 +19,8 @@ def _widest_record() -> RunRecord:
     """The longest cells a quick-suite run on a machine with a GPU produces."""
     noisy = [0.05, 0.05, 0.09, 0.05, 0.11, 0.05, 0.05, 0.08, 0.05, 0.12]
     return record("r1", [
-        case(workload="transformer-small", median=0.43, batch_size=64, dataset_size=67349),
+        case(workload="transformer-small", median=0.43, batch_size=64, dataset_size=67349,
+             stop_reason="precision reached", target_ci_pct=2.0),
         case(workload="transformer-small", device="cuda:0", median=0.0031, batch_size=64,
              dataset_size=67349, precision="amp-bf16", compile_backend="inductor", channels_last=True,
              data="synthetic-device", extra={"profile": PROFILE}),
@@ -62,12 +63,13 @@ def test_vs_cpu_comes_from_the_comparison_rule() -> None:
 
 
 def test_the_wide_table_has_every_column_uncut() -> None:
-    text = _render(_widest_record(), 220, wide=True)
+    text = _render(_widest_record(), 300, wide=True)  # --wide is for wide terminals
     assert "…" not in text
     for column, _ in WIDE_COLUMNS:
         assert column in text
     assert "≥ 3.0 GiB" in text  # a lower-bound memory figure says so
     assert "20% busy, 20/step" in text and "50%" in text  # profile and input wait
+    assert "precision reached (median ±" in text  # adaptive stopping says what it reached
     assert set(ESSENTIAL_COLUMNS) <= set(COLUMNS)
 
 

@@ -109,6 +109,13 @@ def repeats_cell(case: CaseResult) -> str:
     return str(len(case.repeats)) if getattr(case, "repeats", None) else "1"
 
 
+def stop_cell(case: CaseResult) -> str:
+    """Why measuring stopped and the precision the median reached (its CI half-width)."""
+    reached = case.precision_reached()
+    precision = f"(median ±{reached * 100:.1f}%)" if reached is not None else ""
+    return " ".join(part for part in (case.stop_reason or case.stop_rule, precision) if part)
+
+
 def profile_cell(case: CaseResult) -> str:
     profile = case.extra.get("profile")
     if not isinstance(profile, dict):
@@ -125,7 +132,7 @@ Cell = Callable[[CaseResult], str]
 WIDE_COLUMNS: tuple[tuple[str, Cell], ...] = (
     ("95% CI", ci_cell), ("IQR/med", spread_cell), ("GFLOP/s (% peak)", flops_text),
     ("peak mem", memory_cell),
-    ("input wait", input_cell), ("repeats", repeats_cell), ("stop", lambda c: c.stop_rule),
+    ("input wait", input_cell), ("repeats", repeats_cell), ("stop", stop_cell),
     ("profile", profile_cell),
 )
 ESSENTIAL_COLUMNS = ("workload", "mode", "device", "config", "batch", "samples/s ±95% CI", "epoch",
