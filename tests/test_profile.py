@@ -145,3 +145,13 @@ def test_cpu_ops_self_time_and_leaves_come_from_their_nesting() -> None:
 def test_a_trace_without_step_marks_is_an_error() -> None:
     with pytest.raises(ValueError, match="step marks"):
         analyse_trace({"traceEvents": []}, steps=1, device_is_cpu=True)
+
+
+@pytest.mark.parametrize("name", ["cuda_launch_bound.json", "cuda_compute_bound.json"])
+def test_recorded_traces_pass_torchs_own_trace_validator(name: str) -> None:
+    """torch's validator (rules from production traces: a kernel starts after its launch, ...)
+    accepts the fixtures, so they are shaped like what torch.profiler exports for CUDA."""
+    validator = pytest.importorskip("torch.profiler._trace_validator",
+                                    reason="this torch has no trace validator")
+    passed, violations = validator.validate_trace(str(PROFILES / name))
+    assert passed, [str(v) for v in violations]
