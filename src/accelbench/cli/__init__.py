@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("accelbench.cli.export", "write a stored run as JSON, CSV or Markdown"),
     "scale": ("accelbench.cli.scale", "how a workload's training scales over processes and machines"),
     "sweep": ("accelbench.cli.sweep", "throughput per batch size and device; saturation and crossover"),
+    "selftest": ("accelbench.cli.selftest", "prove this device's figures can be trusted (pass/fail)"),
+    "roofline": ("accelbench.cli.roofline", "measured ceilings: FLOP/s, bandwidth, launch latency"),
 }
 
 

@@ -1,0 +1,60 @@
+"""``accelbench selftest``: prove that the figures accelbench prints on a device can be trusted.
+One pass/fail line per check; exit code 0 when all pass, 1 when any fails, 2 for bad usage."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from accelbench.cli.common import comma_list
+from accelbench.devices import DEVICE_HELP, DeviceSet
+from accelbench.errors import UsageError
+from accelbench.selftest.suite import GROUPS
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("selftest", help="prove this device's figures can be trusted")
+    parser.add_argument("--device", default="all", help=f"{DEVICE_HELP} (default: all)")
+    parser.add_argument("--only", type=comma_list, metavar="GROUPS",
+                        help=f"run only these check groups ({', '.join(GROUPS)})")
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer timing rounds and smaller bandwidth buffers (128 MiB)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--output", "-o", type=Path, metavar="FILE.json",
+                        help="also write the results JSON here")
+    parser.set_defaults(execute=execute)
+
+
+def chosen_groups(only: tuple[str, ...] | None) -> tuple[str, ...]:
+    if not only:
+        return GROUPS
+    unknown = [group for group in only if group not in GROUPS]
+    if unknown:
+        raise UsageError(f"--only {','.join(unknown)!r} is not a check group; allowed: "
+                         f"{', '.join(GROUPS)}")
+    return tuple(group for group in GROUPS if group in only)
+
+
+def execute(args: argparse.Namespace, argv: list[str]) -> int:
+    from accelbench.render.selftest_table import check_line, summary_line
+    from accelbench.selftest.suite import run_selftest
+
+    groups = chosen_groups(args.only)
+    devices = DeviceSet.current()
+    chosen = devices.select(args.device)
+    # With --json, stdout carries only the JSON; the lines go to stderr as they come.
+    console = Console(stderr=args.json, highlight=False)
+    summary = run_selftest(devices, chosen, groups, args.quick,
+                           on_result=lambda result: console.print(check_line(result.to_dict())))
+    console.print(summary_line(summary))
+    text = json.dumps(summary, indent=1) + "\n"
+    if args.output:
+        args.output.write_text(text, encoding="utf-8")
+    if args.json:
+        sys.stdout.write(text)
+    return 0 if summary["passed"] else 1
