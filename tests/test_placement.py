@@ -9,7 +9,7 @@ import torch
 from fakes import FakeAsyncAdapter
 
 from accelbench.cli import main
-from accelbench.data.placement import pin_helps, place_batches, source_kind
+from accelbench.data.placement import place_batches, source_kind
 from accelbench.data.synthetic import EpochBatches
 from accelbench.devices import DeviceSet
 from accelbench.devices.base import Device
@@ -55,7 +55,7 @@ def pinned(monkeypatch: pytest.MonkeyPatch) -> set[int]:
 
 def test_host_pool_is_pinned_where_the_adapter_says_it_helps(pinned: set[int]) -> None:
     device = Device(PinningAdapter(), "fake", 0)
-    assert pin_helps(device)
+    assert device.pin_memory
     batches = list(place_batches(pool_epoch(), "synthetic", device))
     assert [len(b[0]) for b in batches] == [4, 4, 2]
     # Every tensor a step copies, the partial last batch's slice included, is page-locked.
@@ -66,7 +66,7 @@ def test_host_pool_is_pinned_where_the_adapter_says_it_helps(pinned: set[int]) -
 def test_no_pinning_where_it_only_costs(adapter, kind: str, pinned: set[int]) -> None:
     device = Device(adapter, kind, 0)
     epoch = pool_epoch()
-    assert not pin_helps(device)
+    assert not device.pin_memory
     assert place_batches(epoch, "synthetic", device) is epoch and not pinned
 
 

@@ -27,12 +27,6 @@ def source_kind(data_mode: str) -> str:
     return _SOURCE[data_mode]
 
 
-def pin_helps(device: Device) -> bool:
-    """Whether host batches for ``device`` should be page-locked (the adapter decides; before
-    adapters said so, every accelerator but MPS was assumed to benefit)."""
-    return bool(getattr(device.adapter, "pin_memory", not device.is_cpu and device.kind != "mps"))
-
-
 def place_batches(batches: Iterable[Any], data_mode: str, device: Device) -> Iterable[Any]:
     """The workload's synthetic pool pinned or moved to the device as ``data_mode`` says."""
     if data_mode == "real":
@@ -46,7 +40,7 @@ def place_batches(batches: Iterable[Any], data_mode: str, device: Device) -> Ite
     if data_mode == "synthetic-device":
         def move(tensor: torch.Tensor) -> torch.Tensor:
             return tensor.to(device.torch_device)
-    elif pin_helps(device):
+    elif device.pin_memory:  # the adapter knows whether page-locking helps
         def move(tensor: torch.Tensor) -> torch.Tensor:
             return tensor.pin_memory()
     else:
