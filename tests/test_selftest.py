@@ -1,0 +1,263 @@
+"""``accelbench selftest``: every check passes on a sound device and fails on a planted fault (a
+sync that does not wait, a timer that under-reads, an impossible peak, a precision switch that
+does nothing, a memory counter that reads too low, a kernel that computes wrong numbers)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from types import SimpleNamespace
+
+import pytest
+import torch
+from fakes import FakeQueueAdapter
+
+from accelbench.cli import main
+from accelbench.devices import Device, DeviceSet
+from accelbench.devices.cpu import CpuAdapter
+from accelbench.measure import loop as loop_module
+from accelbench.measure.roofline import Roofline
+from accelbench.selftest import ceilings, memory, parity, precision, timing
+from accelbench.selftest.result import FAIL, PASS
+
+
+@pytest.fixture
+def cpu() -> Device:
+    return DeviceSet.current().select("cpu")[0]
+
+
+class QueuedWork:
+    """Steps that only queue ``units`` x 1 ms on a FakeQueueAdapter: the device, not the host,
+    takes the time, exactly (sleep-based, so other processes cannot stretch it)."""
+
+    unit_s = 0.001
+
+    def __init__(self, adapter: FakeQueueAdapter) -> None:
+        self.adapter = adapter
+
+    def step(self, units: int):
+        return lambda batch: self.adapter.enqueue(units * self.unit_s)
+
+    def units_for(self, seconds: float) -> int:
+        return max(1, round(seconds / self.unit_s))
+
+
+class NoWaitQueueAdapter(FakeQueueAdapter):
+    """Planted fault: synchronize returns without waiting for the queue (and no timing events,
+    whose reading would wait for it)."""
+
+    timing_event = None
+
+    def synchronize(self, index: int) -> None:
+        self.syncs += 1
+
+
+class SlowSyncQueueAdapter(FakeQueueAdapter):
+    """Planted fault: every synchronisation costs 4 ms on top of the queued work."""
+
+    def synchronize(self, index: int) -> None:
+        super().synchronize(index)
+        time.sleep(0.004)
+
+
+def _queue_device(adapter: FakeQueueAdapter) -> tuple[Device, QueuedWork]:
+    return Device(adapter, "fake"), QueuedWork(adapter)
+
+
+# --- timing ---------------------------------------------------------------------------------
+
+def test_doubling_passes_on_a_device_that_waits_for_its_queue() -> None:
+    device, work = _queue_device(FakeQueueAdapter())
+    result = timing.check_doubling(device, 0.01, "large", rounds=3, work=work)
+    assert result.status == PASS and result.figures["ratio"] == pytest.approx(2.0, rel=0.1)
+
+
+def test_doubling_fails_when_synchronize_does_not_wait() -> None:
+    device, work = _queue_device(NoWaitQueueAdapter())
+    result = timing.check_doubling(device, 0.01, "large", rounds=3, work=work)
+    assert result.status == FAIL
+
+
+def test_doubling_fails_with_a_timer_that_under_reads(monkeypatch) -> None:
+    """A clock that ticks every 16 ms (as old Windows timers did) reads short steps as 0 or 16 ms."""
+    real = time.perf_counter
+    coarse = SimpleNamespace(perf_counter=lambda: (real() // 0.016) * 0.016)
+    monkeypatch.setattr(loop_module, "time", coarse)
+    device, work = _queue_device(FakeQueueAdapter())
+    result = timing.check_doubling(device, 0.003, "small", rounds=3, work=work)
+    assert result.status == FAIL
+
+
+def test_windowed_and_per_step_figures_agree_on_a_sound_device() -> None:
+    device, work = _queue_device(FakeQueueAdapter())
+    assert timing.check_windowed_agrees(device, 0.003, rounds=3, work=work).status == PASS
+
+
+def test_windowed_and_per_step_disagree_when_the_sync_itself_costs() -> None:
+    device, work = _queue_device(SlowSyncQueueAdapter())
+    result = timing.check_windowed_agrees(device, 0.002, rounds=3, work=work)
+    assert result.status == FAIL and result.figures["ratio"] < 0.6
+
+
+def test_a_planted_delay_is_seen_on_the_cpu_queue(cpu) -> None:
+    result = timing.check_async_delay(cpu, 0.01, rounds=3)
+    assert result.status == PASS, result.detail
+
+
+class NoWaitThreadAdapter(timing.ThreadQueueAdapter):
+    def synchronize(self, index: int) -> None:
+        return None  # planted fault: the queue's work is not waited for
+
+
+def test_a_planted_delay_is_missed_when_synchronize_does_not_wait(cpu) -> None:
+    queue = timing.ThreadQueue(0.01, NoWaitThreadAdapter())
+    result = timing.check_async_delay(cpu, rounds=3, queue=queue)
+    assert result.status == FAIL and result.figures["ratio"] < 0.5
+
+
+class FakeDeviceQueue:
+    """An accelerator's queue: the delay is queued device work, waited for by a host readback."""
+
+    def __init__(self, adapter: FakeQueueAdapter) -> None:
+        self.adapter, self.device = adapter, Device(adapter, "fake")
+
+    def submit(self) -> None:
+        self.adapter.enqueue(0.01)
+
+    def wait(self) -> None:
+        self.adapter.drain()
+
+
+def test_the_delay_check_on_an_accelerator_queue() -> None:
+    sound = timing.check_async_delay(Device(FakeQueueAdapter(), "fake"), rounds=3,
+                                     queue=FakeDeviceQueue(FakeQueueAdapter()))
+    broken = timing.check_async_delay(Device(FakeQueueAdapter(), "fake"), rounds=3,
+                                      queue=FakeDeviceQueue(NoWaitQueueAdapter()))
+    assert (sound.status, broken.status) == (PASS, FAIL)
+
+
+# --- the peak -------------------------------------------------------------------------------
+
+class NamedAdapter(FakeQueueAdapter):
+    def __init__(self, name: str, **info) -> None:
+        super().__init__()
+        self.name, self.extra = name, info
+
+    def info(self, index: int) -> dict:
+        return {"name": self.name, **self.extra}
+
+
+def _roofline(device: Device, flops: dict[str, float], bandwidth: float) -> Roofline:
+    return Roofline(device.name, "x", flops, bandwidth, 1e-5, {}, {}, "2026-01-01T00:00:00+00:00",
+                    method={"bandwidth_buffer_bytes": 512 * 2**20})
+
+
+def test_peaks_within_the_vendor_figures_pass_and_above_them_fail() -> None:
+    h100 = Device(NamedAdapter("NVIDIA H100 80GB HBM3"), "fake")
+    sound = ceilings.judge_roofline(h100, _roofline(
+        h100, {"fp32": 50e12, "tf32": 400e12, "bf16": 700e12, "fp16": 700e12}, 2.9e12))
+    assert [r.status for r in sound] == [PASS] * 5
+    assert "H100 datasheet" in sound[0].detail
+    # a timer that under-reads 4x: every figure beyond what the vendor says the chip can do
+    impossible = ceilings.judge_roofline(h100, _roofline(
+        h100, {"fp32": 200e12, "tf32": 1600e12, "bf16": 2800e12, "fp16": 2800e12}, 11.6e12))
+    assert [r.status for r in impossible] == [FAIL] * 5
+
+
+def test_a_cpu_peak_above_the_physical_bound_fails(cpu) -> None:
+    cores = cpu.info()["logical_cores"]
+    too_fast = 2 * cores * ceilings.MAX_CLOCK_HZ * 64
+    results = ceilings.judge_roofline(cpu, _roofline(cpu, {"fp32": too_fast, "bf16": 1e9}, 1e10))
+    by_name = {r.name.split()[1]: r.status for r in results}
+    assert by_name["fp32"] == FAIL and by_name["bf16"] == PASS
+    assert by_name["tf32"] == "skip"  # not measured is said, never passed silently
+
+
+# --- precision ------------------------------------------------------------------------------
+
+def test_fp32_and_tf32_are_identical_where_there_is_no_tf32(cpu) -> None:
+    result = precision.check_tf32(cpu)
+    assert result.status == PASS and result.figures["relative_difference"] == 0.0
+
+
+def test_a_tf32_switch_that_does_nothing_fails_where_tf32_exists() -> None:
+    # The device says it is an Ampere GPU; its products (computed here on the CPU) do not change
+    # under tf32, as when the switch is not applied.
+    ampere = Device(NamedAdapter("NVIDIA A100", compute_capability="8.0"), "fake")
+    result = precision.check_tf32(ampere)
+    assert result.status == FAIL and "changes nothing" in result.detail
+
+
+def test_autocast_dtypes_pass_and_a_dead_autocast_fails(cpu) -> None:
+    assert precision.check_autocast(cpu, "amp-bf16").status == PASS
+    dead = precision.check_autocast(cpu, "amp-bf16", cast=lambda d, p: contextlib.nullcontext())
+    assert dead.status == FAIL and "float32" in dead.detail
+
+
+# --- memory ---------------------------------------------------------------------------------
+
+def test_the_state_floor_counts_parameters_gradients_and_optimiser_state() -> None:
+    from accelbench.workloads.base import get_workload_class
+
+    model = get_workload_class("mnist")("tiny").build_model()
+    params = sum(p.numel() * 4 for p in model.parameters())
+    floor = memory.state_floor_bytes("mnist", "tiny")
+    # parameters, gradients and Adadelta's two running averages (plus its scalar step counters)
+    assert 4 * params <= floor < 4 * params + 1024
+
+
+class LowCounterAdapter(CpuAdapter):
+    def peak_memory_bytes(self, index: int) -> int | None:
+        return 4096  # planted fault: a counter that reads far too low
+
+
+def test_peak_memory_check_passes_and_fails_on_a_low_counter(cpu) -> None:
+    sound = memory.check_peak_memory(cpu, size="tiny")
+    assert sound.status == PASS and sound.figures["peak_bytes"] >= sound.figures["floor_bytes"]
+    low = memory.check_peak_memory(Device(LowCounterAdapter(), "cpu"), size="tiny")
+    assert low.status == FAIL and low.figures["peak_bytes"] == 4096
+
+
+# --- parity ---------------------------------------------------------------------------------
+
+def test_parity_fails_on_a_kernel_that_is_ten_percent_off(cpu, monkeypatch) -> None:
+    real_linear = torch.nn.functional.linear
+
+    def off_in_fp32(x, weight, bias=None):  # planted fault: fp32 linear layers 10% high
+        out = real_linear(x, weight, bias)
+        return out * 1.01 if out.dtype == torch.float32 else out  # the fp64 reference is right
+
+    monkeypatch.setattr(torch.nn.functional, "linear", off_in_fp32)
+    results = parity.check_quick_suite_parity(cpu, DeviceSet.current(), steps=3)
+    assert {r.name.split()[0] for r in results} == {"mnist", "vae", "transformer-small"}
+    status = {r.name.split()[0]: r.status for r in results}
+    # the VAE's summed BCE loss hides a 10% error in three steps (it reads "drift"): parity
+    # compares losses, so two of the three catch it here
+    assert status["mnist"] == status["transformer-small"] == FAIL
+
+
+# --- the command ----------------------------------------------------------------------------
+
+def test_cli_passes_on_the_cpu_and_writes_json(cli, tmp_path) -> None:
+    out = tmp_path / "selftest.json"
+    done = cli("selftest", "--device", "cpu", "--only", "precision,memory,parity", "--json",
+               "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["passed"] and json.loads(out.read_text()) == summary
+    assert {c["group"] for c in summary["checks"]} == {"precision", "memory", "parity"}
+    assert "PASS cpu parity: mnist passes check" in done.stderr
+
+
+def test_cli_exits_1_when_a_check_fails(monkeypatch, capsys) -> None:
+    monkeypatch.setattr(precision, "tf32_expected", lambda info: True)  # planted: "TF32 here"
+    assert main(["selftest", "--device", "cpu", "--only", "precision"]) == 1
+    assert "FAIL cpu precision: fp32 and tf32 differ" in capsys.readouterr().out
+
+
+def test_cli_bad_group_is_one_line_and_exit_2(cli) -> None:
+    done = cli("selftest", "--only", "timing,speed")
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "'speed'" in done.stderr
+    assert "allowed: timing, peak, precision, memory, parity" in done.stderr
