@@ -1,0 +1,114 @@
+"""``device_roofline`` and ``accelbench roofline``: the ceilings of a device, measured, cached per
+device beside the peak, best figures kept (issue 13)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from fakes import FakeAsyncAdapter
+
+from accelbench.devices import Device, DeviceSet
+from accelbench.measure import bandwidth, peak, roofline
+from accelbench.measure.roofline import Roofline, device_roofline, merge_best
+
+
+@pytest.fixture
+def cpu() -> Device:
+    return DeviceSet.current().select("cpu")[0]
+
+
+@pytest.fixture
+def small(tmp_path, monkeypatch):
+    """Tiny buffers and products, and a cache of this test's own."""
+    monkeypatch.setenv("ACCELBENCH_PEAK_CACHE", str(tmp_path / "peak.json"))
+    monkeypatch.setattr(bandwidth, "BANDWIDTH_BUFFER_BYTES", 4 * 2**20)
+    monkeypatch.setattr(bandwidth, "TRANSFER_BYTES", 2**20)
+    monkeypatch.setattr(bandwidth, "LAUNCHES", 50)
+    monkeypatch.setattr(bandwidth, "REPEATS", 2)
+    monkeypatch.setattr(peak, "MIN_SIDE", 32)
+    monkeypatch.setattr(peak, "CPU_MAX_SIDE", 64)
+    monkeypatch.setattr(peak, "MIN_REPEAT_S", 0.002)
+    monkeypatch.setattr(peak, "REPEATS", 1)
+    return tmp_path
+
+
+def test_the_cpu_roofline_is_measured_then_cached(cpu, small, monkeypatch) -> None:
+    first = device_roofline(cpu)
+    assert set(first.matmul_flops) == {"fp32", "tf32", "bf16", "fp16"}
+    assert all(value > 0 for value in first.matmul_flops.values())
+    assert first.flops_for("amp-bf16") == first.matmul_flops["bf16"]
+    assert first.memory_bandwidth_bytes_per_s > 0 and 0 < first.launch_latency_s < 0.01
+    assert first.method["bandwidth_buffer_bytes"] == 4 * 2**20
+    # the CPU is the host: no transfer figures, and the reason is given
+    assert first.h2d_bytes_per_s == {} == first.d2h_bytes_per_s
+    assert "CPU is the host" in first.errors["h2d"]
+    # matmul figures are the peak cache's, so % peak and the roofline agree
+    assert first.matmul_flops["fp32"] == peak.measured_peak_flops(cpu, "fp32")
+    stored = json.loads((small / "roofline.json").read_text())
+    assert list(stored["entries"].values())[0]["memory_bandwidth_bytes_per_s"] == \
+        first.memory_bandwidth_bytes_per_s
+
+    def must_not_measure(*args, **kwargs):
+        raise AssertionError("a cached roofline must not be measured again")
+
+    monkeypatch.setattr(roofline, "measure_roofline", must_not_measure)
+    assert device_roofline(cpu) == first
+
+
+def _figures(device: str, flops: float, bandwidth_: float, latency: float) -> Roofline:
+    return Roofline(device, "x", {"fp32": flops}, bandwidth_, latency, {"pinned": bandwidth_},
+                    {}, "2026-01-01T00:00:00+00:00")
+
+
+def test_a_worse_measurement_never_replaces_a_better_one() -> None:
+    good = _figures("cpu", 180e9, 20e9, 5e-6)
+    busy = _figures("cpu", 107e9, 9e9, 9e-6)
+    merged = merge_best(busy, good)
+    assert merged.matmul_flops["fp32"] == 180e9
+    assert merged.memory_bandwidth_bytes_per_s == 20e9 and merged.launch_latency_s == 5e-6
+    assert merged.h2d_bytes_per_s == {"pinned": 20e9}
+    nan = _figures("cpu", 190e9, float("nan"), 4e-6)
+    merged = merge_best(nan, good)
+    assert merged.matmul_flops["fp32"] == 190e9 and merged.memory_bandwidth_bytes_per_s == 20e9
+
+
+def test_refresh_replaces_the_cached_figures(cpu, small, monkeypatch) -> None:
+    monkeypatch.setattr(roofline, "measure_roofline",
+                        lambda device, **kw: _figures(device.name, 1e9, 2e9, 1e-5))
+    device_roofline(cpu)
+    monkeypatch.setattr(roofline, "measure_roofline",
+                        lambda device, **kw: _figures(device.name, 5e8, 1e9, 2e-5))
+    assert device_roofline(cpu).memory_bandwidth_bytes_per_s == 2e9  # cached
+    assert device_roofline(cpu, refresh=True).memory_bandwidth_bytes_per_s == 1e9
+
+
+class PageableOnly(FakeAsyncAdapter):
+    pin_memory = False
+
+
+def test_transfers_are_measured_pageable_and_pinned_only_where_pinning_helps(small) -> None:
+    device = Device(PageableOnly(), "fake")
+    measured = roofline.measure_roofline(device, fresh=True)
+    assert measured.h2d_bytes_per_s["pageable"] > 0 and measured.d2h_bytes_per_s["pageable"] > 0
+    assert "pinned" not in measured.h2d_bytes_per_s
+    assert "does not speed up" in measured.errors["h2d_pinned"]
+    assert not math.isnan(measured.memory_bandwidth_bytes_per_s)
+
+
+def test_cli_prints_the_cached_roofline(cli, cpu, tmp_path, monkeypatch) -> None:
+    cache = tmp_path / "shared" / "peak.json"
+    monkeypatch.setenv("ACCELBENCH_PEAK_CACHE", str(cache))
+    roofline.remember(Roofline("cpu", "AMD", {"fp32": 1.5e11}, 6.5e9, 7e-6, {}, {},
+                               "2999-01-01T00:00:00+00:00",
+                               errors={"h2d": "the CPU is the host", "d2h": "the CPU is the host"}),
+                      cpu)
+    env = {"ACCELBENCH_PEAK_CACHE": str(cache), "COLUMNS": "120"}
+    as_json = cli("roofline", "--device", "cpu", "--json", env=env)
+    assert as_json.returncode == 0, as_json.stderr
+    (figures,) = json.loads(as_json.stdout)
+    assert figures["matmul_flops"] == {"fp32": 1.5e11}
+    table = cli("roofline", "--device", "cpu", env=env)
+    assert "150.0 GFLOP/s" in table.stdout and "6.5 GB/s" in table.stdout
+    assert "7 µs" in table.stdout and "CPU is the host" in table.stdout
