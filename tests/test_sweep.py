@@ -121,7 +121,7 @@ def test_cli_sweep_gives_table_saturation_and_a_report_section(cli, tmp_path: Pa
                "--steps", "3", "--warmup", "1", "-o", str(out), "--quiet")
     assert done.returncode == 0, done.stderr
     assert re.search(r"mnist train on cpu: (saturates at batch \d+|not saturated by batch 4)", done.stdout)
-    assert "samples/s (95% CI)" in done.stdout
+    assert "samples/s" in done.stdout and "95% CI" in done.stdout
     assert all(len(line) <= 100 for line in done.stdout.splitlines())
     data = json.loads(out.read_text())
     assert data["kind"] == "sweep" and data["options"]["sweep"]["batch_sizes"] == [1, 2, 4]
@@ -139,3 +139,22 @@ def test_cli_sweep_bad_batch_list_is_one_line_exit_2(cli) -> None:
     done = cli("sweep", "mnist", "--batch-size", "4,x", "--device", "cpu")
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert "'x' is not a whole number" in done.stderr
+
+
+def test_the_terminal_table_fits_100_columns_with_a_long_name_and_an_error() -> None:
+    from rich.console import Console
+
+    from accelbench.render.sweep_table import sweep_table
+
+    cases = [_case("cuda:1", b, b / r) for b, r in ((1, 1234), (4, 45678), (16, 123456))]
+    cases.append(_case("cuda:1", 64, 1, status="oom"))
+    for case in cases:
+        case.workload = "torchvision:vit_b_16"
+    case.error = "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 1; 79.2 GiB total capacity)"
+    console = Console(width=100, record=True)
+    console.print(sweep_table(_record(cases)))
+    text = console.export_text()
+    lines = text.splitlines()
+    assert lines[0].startswith("accelbench sweep s1: torchvision:vit_b_16")
+    assert all(len(line.rstrip()) <= 100 for line in lines)
+    assert "samples/s" in lines[1] and "95% CI" in lines[1] and "123,456" in text and "OOM" in text

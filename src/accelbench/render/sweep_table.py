@@ -11,7 +11,7 @@ from accelbench.render.format import format_rate, format_seconds
 from accelbench.results import RunRecord
 from accelbench.sweep_analysis import SATURATION_FRACTION, Curve, crossovers, curves
 
-COLUMNS = ("workload", "mode", "device", "batch", "samples/s (95% CI)", "median step", "IQR/med",
+COLUMNS = ("workload", "mode", "device", "batch", "samples/s", "95% CI", "median step", "IQR/med",
            "peak mem", "note")
 
 
@@ -24,19 +24,21 @@ def _note(curve: Curve, batch: int) -> str:
     return ", ".join(marks)
 
 
-def sweep_rows(record: RunRecord) -> list[list[str]]:
-    """Plain-text cells, one row per device and batch size (a failed one shows its status)."""
+def sweep_rows(record: RunRecord, error_width: int = 80) -> list[list[str]]:
+    """Plain-text cells, one row per device and batch size (a failed one shows its status and
+    the start of its error)."""
     rows = []
     for curve in curves(record):
         for case in curve.cases:
             head = [case.workload + curve.config, case.mode, case.device, str(case.batch_size)]
             if not case.ok:
                 error = case.error.splitlines()[0] if case.error else ""
-                rows.append([*head, case.status.upper(), "", "", "", error[:60]])
+                short = error if len(error) <= error_width else error[:error_width - 1] + "…"
+                rows.append([*head, case.status.upper(), "", "", "", "", short])
                 continue
             summary, ci = case.summary(), case.throughput_ci()
-            rate = format_rate(case.throughput())
-            rows.append([*head, f"{rate} ({format_rate(ci[0])}–{format_rate(ci[1])})" if ci else rate,
+            rows.append([*head, format_rate(case.throughput()),
+                         f"{format_rate(ci[0])}–{format_rate(ci[1])}" if ci else "n/a",
                          format_seconds(summary.median if summary else None),
                          f"{summary.rel_iqr:.1%}" if summary else "n/a",
                          format_bytes(case.peak_memory_bytes) if case.peak_memory_bytes else "n/a",
@@ -57,13 +59,19 @@ def definition() -> str:
 
 
 def sweep_table(record: RunRecord) -> Table:
-    table = Table(title=f"accelbench sweep {record.run_id}", title_justify="left",
-                  box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    for column in COLUMNS:
+    """For a terminal: one workload's name goes in the title, so the table fits 100 columns."""
+    rows = sweep_rows(record, error_width=30)
+    workloads = {row[0] for row in rows}
+    single = len(workloads) == 1
+    title = f"accelbench sweep {record.run_id}" + (f": {next(iter(workloads))}" if single else "")
+    table = Table(title=title, title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1),
+                  collapse_padding=True)
+    for column in COLUMNS[1:] if single else COLUMNS:
         table.add_column(column, justify="left" if column in ("workload", "mode", "device", "note")
                          else "right", overflow="fold")
-    for row in sweep_rows(record):
-        table.add_row(*(escape(cell) for cell in row))
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in (row[1:] if single else row)))
     return table
 
 
