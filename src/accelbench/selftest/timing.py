@@ -174,7 +174,9 @@ class DeviceQueue:
 
     def __init__(self, device: Device, delay_s: float) -> None:
         self.device = device
-        self.work = Work(device)
+        # Large products: a few launches queue the whole delay, so the host is back long before
+        # the device is done (a chain of tiny kernels would keep the host busy as long).
+        self.work = Work(device, side=2048)
         self.run = self.work.step(self.work.units_for(delay_s))
         self.last: torch.Tensor | None = None
 
