@@ -111,3 +111,24 @@ def test_bad_targets_are_usage_errors(stop: tuple) -> None:
 def test_the_target_reaches_a_worker_process_through_the_options() -> None:
     options = RunOptions(stop=StopRule("time", 3.0, target_ci=0.5))
     assert RunOptions.from_dict(options.to_dict()).stop == options.stop
+
+
+class CoarseMeter:
+    """An energy meter like NVML's counter: a measured figure needs a window of min_seconds."""
+
+    min_seconds = 0.5
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        return None
+
+
+def test_a_coarse_energy_counter_keeps_a_precise_case_measuring_long_enough(clock: FakeClock) -> None:
+    batches = EpochBatches([(torch.zeros(4, 2),)], 10_000, 4)
+    loop = StepLoop(noisy_step(clock, 0.01, 0.01), batches, CPU, meter=CoarseMeter())
+    measured = loop.run(StopRule("time", 10.0, target_ci=2.0), warmup_steps=2)
+    assert measured.stop_reason == "precision reached"
+    # Without the meter the same steps stop at 20 samples (0.2 s): see the first test.
+    assert CoarseMeter.min_seconds <= measured.measured_time_s < CoarseMeter.min_seconds + 0.1

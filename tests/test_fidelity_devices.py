@@ -320,25 +320,22 @@ def test_single_device_kinds_do_nothing_on_make_current() -> None:
     MpsAdapter(fake_torch(), MAC_FACTS_ARM).make_current(0)
 
 
-def test_the_worker_makes_its_device_current_before_the_case(monkeypatch, tmp_path: Path) -> None:
+def test_a_case_makes_its_device_current_before_anything_touches_it(monkeypatch) -> None:
+    """run_case makes the device current first: inline (--isolation none) and in the worker,
+    which calls run_case."""
     import accelbench.runner
-    from accelbench import worker
-    from accelbench.runner import skeleton_result
+    from accelbench.runner import Case, run_case
 
     adapter = RecordingAdapter()
-    monkeypatch.setattr(DeviceSet, "current", classmethod(lambda cls: cls([CpuAdapter(), adapter])))
     seen: list[list[int]] = []
 
-    def fake_run_case(case: Any, options: Any, progress: Any = None) -> Any:
+    def fake_measure(case: Any, *args: Any) -> None:
         seen.append(list(adapter.made_current))
-        return skeleton_result(case, options)
 
-    monkeypatch.setattr(accelbench.runner, "run_case", fake_run_case)
-    spec = {"options": _tiny(device="fake:1").to_dict(),
-            "case": {"workload": "mnist", "mode": "train", "device": "fake:1", "batch_size": 4,
-                     "precision": "fp32", "compile_backend": "", "channels_last": False}}
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-    assert worker.main([str(tmp_path / "spec.json"), str(tmp_path / "result.json")]) == 0
+    monkeypatch.setattr(accelbench.runner, "_measure", fake_measure)
+    monkeypatch.setattr(accelbench.runner, "unsupported_reason", lambda device, precision: None)
+    device = Device(adapter, "fake", 1)
+    run_case(Case("mnist", "train", device, 4), _tiny(device="fake:1"))
     assert seen == [[1]]
 
 

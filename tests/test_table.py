@@ -94,3 +94,17 @@ def test_a_malformed_profile_does_not_break_the_table() -> None:
     broken = record("r2", [case(extra={"profile": {"steps": 2, "top_ops": [["x"]]}})])
     assert "n/a" in _render(broken, 100)
     assert diagnosis_lines(broken)[0].startswith("n/a mnist train cpu: the stored profile is malformed")
+
+
+def test_a_lower_bound_recorded_by_the_runner_is_marked() -> None:
+    """The runner records the bound in extra["memory_is_lower_bound"] (MPS without a peak
+    counter), whatever the memory source's wording."""
+    from accelbench.render.table import memory_cell
+    from accelbench.results import CaseResult
+
+    case = CaseResult(workload="w", mode="train", device="mps:0", batch_size=1,
+                      peak_memory_bytes=2**30, memory_source="MPS allocator, sampled",
+                      extra={"memory_is_lower_bound": True})
+    assert memory_cell(case) == "≥ 1.0 GiB"
+    case.extra["memory_is_lower_bound"] = False
+    assert memory_cell(case) == "1.0 GiB"

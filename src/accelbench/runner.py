@@ -120,6 +120,9 @@ def run_case(case: Case, options: RunOptions, progress: Progress | None = None) 
     """Set up, warm up and measure one case in this process. Exceptions become its status."""
     workload = get_workload_class(case.workload)(options.size)
     result = skeleton_result(case, options)
+    # Before anything touches the device (inline or in a worker): otherwise cuda:N's pinned-memory
+    # threads and stray allocations land on GPU 0.
+    case.device.make_current()
     try:
         result.device_name = str(case.device.info().get("name", case.device.name))
     except Exception as error:  # describing the device is not worth failing the case over

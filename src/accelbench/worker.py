@@ -32,8 +32,6 @@ def main(argv: list[str]) -> int:
         torch.set_num_threads(options.threads)
     fields = spec["case"]
     device = DeviceSet.current().select(fields.pop("device"))[0]
-    # Before anything touches the device: otherwise cuda:N's stray work lands on GPU 0.
-    device.make_current()
     case = Case(device=device, **fields)
 
     def progress(phase: str, done: float, total: float | None) -> None:

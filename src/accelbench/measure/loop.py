@@ -269,12 +269,19 @@ class StepLoop:
             if len(samples) >= MIN_SAMPLES and self.result.measured_time_s >= stop.value:
                 self.result.stop_reason = "time budget"
                 return
-            if target and len(samples) >= next_check:
+            if target and len(samples) >= next_check and self._energy_window_long_enough(stop):
                 # Between windows, so the check's own time is in no sample.
                 if relative_median_ci_half_width(samples) * 100 <= target:
                     self.result.stop_reason = "precision reached"
                     return
                 next_check = max(len(samples) + 1, int(len(samples) * 1.1))
+
+    def _energy_window_long_enough(self, stop: StopRule) -> bool:
+        """An energy counter that updates coarsely (NVML: about every 100 ms) needs a window of
+        ``meter.min_seconds`` to give a measured figure (the ml.energy/zeus treatment): precise
+        timing alone does not end the measurement before that, within the time budget."""
+        floor = float(getattr(self.meter, "min_seconds", 0.0) or 0.0) if self.meter else 0.0
+        return self.result.measured_time_s >= min(floor, stop.value)
 
     def _begin_measuring(self) -> None:
         self.wait.reset()  # warm-up input is not steady state

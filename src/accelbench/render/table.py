@@ -96,7 +96,7 @@ def memory_cell(case: CaseResult) -> str:
     """Peak memory; "≥" where the device's figure can be below the true peak (sampled on MPS)."""
     if case.peak_memory_bytes is None:
         return "n/a"
-    lower = getattr(case, "memory_is_lower_bound", False) or "lower bound" in case.memory_source
+    lower = bool(case.extra.get("memory_is_lower_bound")) or "lower bound" in case.memory_source
     return ("≥ " if lower else "") + format_bytes(case.peak_memory_bytes)
 
 
