@@ -5,9 +5,7 @@ by PCI bus, TORCH_WARN_ONCE warns once per process)."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
