@@ -139,9 +139,10 @@ def _rows_for(run: LabelledRun, cases: list[CaseResult]) -> list[MachineRow]:
         if not accels:
             rows.append(MachineRow(run, cpu, None, None, None))
         for accel in accels:
-            speedup = speedup_vs_cpu(accel, same_work)
+            # A failed side has a verdict ("did not run") but no speedup.
             verdict = compare_cases(cpu, accel) if cpu is not None else None
-            rows.append(MachineRow(run, cpu, accel, speedup[0] if speedup else None, verdict))
+            speedup = verdict.ratio if verdict is not None else None
+            rows.append(MachineRow(run, cpu, accel, speedup, verdict))
     return rows
 
 
