@@ -63,7 +63,7 @@ def test_macos_pmset_parsing() -> None:
 
 def test_every_run_records_each_fact_or_its_reason() -> None:
     facts = collect_environment()["power"]
-    assert set(facts) == {"power_source", "cpu_governor", "energy_performance_preference",
+    assert set(facts) == {"load_per_cpu", "power_source", "cpu_governor", "energy_performance_preference",
                           "macos_power_mode", "gpu_power_limit_w"}
     for name, fact in facts.items():
         assert ("value" in fact) != ("na" in fact), name
@@ -82,3 +82,11 @@ def test_compare_shows_a_power_difference_beside_the_verdict() -> None:
     text = console.export_text()
     assert "differs: cpu governor performance vs powersave" in text
     assert "power source" not in text  # n/a on both sides is no difference
+
+
+def test_a_load_change_between_runs_is_shown_a_small_one_is_not() -> None:
+    def env(load: float) -> dict:
+        return {"power": {"load_per_cpu": {"value": load}}}
+
+    assert power.power_differences(env(2.4), env(0.7)) == "load per CPU 2.4 vs 0.7"
+    assert power.power_differences(env(0.5), env(0.7)) == ""

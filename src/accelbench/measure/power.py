@@ -13,6 +13,7 @@ parent process does not take a GPU away from its workers.
 from __future__ import annotations
 
 import contextlib
+import os
 import platform
 import shutil
 import subprocess
@@ -119,8 +120,18 @@ def gpu_power_limits() -> Fact:
             pynvml.nvmlShutdown()
 
 
+def load_per_cpu() -> Fact:
+    """The 1-minute load average per logical CPU when the run started: other work on the machine
+    moves results as much as the power state does (a load change between two runs once turned a
+    planted 10% slowdown into a "1.21x faster" here; docs/performance.md)."""
+    if not hasattr(os, "getloadavg"):
+        return _na("the OS reports no load average")
+    return _value(round(os.getloadavg()[0] / (os.cpu_count() or 1), 2))
+
+
 def power_state() -> dict[str, Fact]:
     return {
+        "load_per_cpu": load_per_cpu(),
         "power_source": on_ac_power(),
         "cpu_governor": cpu_governor(),
         "energy_performance_preference": energy_performance_preference(),
@@ -150,6 +161,18 @@ def power_differences(env_a: dict[str, Any], env_b: dict[str, Any]) -> str:
     for name in dict.fromkeys([*a, *b]):
         fact_a, fact_b = a.get(name), b.get(name)
         both_known = all(isinstance(f, dict) and "value" in f for f in (fact_a, fact_b))
-        if both_known and fact_a["value"] != fact_b["value"]:
+        if both_known and name == "load_per_cpu":
+            # The load always differs a little; only a change of half a busy CPU per CPU matters.
+            if _load_differs(fact_a["value"], fact_b["value"]):
+                notes.append(f"load per CPU {fact_a['value']} vs {fact_b['value']}")
+        elif both_known and fact_a["value"] != fact_b["value"]:
             notes.append(f"{name.replace('_', ' ')} {describe_fact(fact_a)} vs {describe_fact(fact_b)}")
     return "; ".join(notes)
+
+
+LOAD_DIFFERENCE = 0.5
+
+
+def _load_differs(a: Any, b: Any) -> bool:
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (a, b))
+    return numbers and abs(a - b) >= LOAD_DIFFERENCE
