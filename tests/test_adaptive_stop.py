@@ -132,3 +132,21 @@ def test_a_coarse_energy_counter_keeps_a_precise_case_measuring_long_enough(cloc
     assert measured.stop_reason == "precision reached"
     # Without the meter the same steps stop at 20 samples (0.2 s): see the first test.
     assert CoarseMeter.min_seconds <= measured.measured_time_s < CoarseMeter.min_seconds + 0.1
+
+
+def test_a_fixed_step_count_extends_only_the_energy_window(clock: FakeClock) -> None:
+    """--steps 5 of 10 ms is 50 ms: far shorter than the counter needs. The extra steps are in the
+    energy window (and its per-step division), never in the timing samples."""
+    batches = EpochBatches([(torch.zeros(4, 2),)], 10_000, 4)
+    loop = StepLoop(noisy_step(clock, 0.01, 0.0), batches, CPU, meter=CoarseMeter())
+    measured = loop.run(StopRule("steps", 5), warmup_steps=2)
+    assert measured.measured_steps == 5 and len(measured.step_times) == 5
+    assert measured.measured_time_s == pytest.approx(0.05)
+    assert loop.energy_steps == pytest.approx(CoarseMeter.min_seconds / 0.01, abs=1)
+
+
+def test_without_a_meter_nothing_is_extended(clock: FakeClock) -> None:
+    batches = EpochBatches([(torch.zeros(4, 2),)], 10_000, 4)
+    loop = StepLoop(noisy_step(clock, 0.01, 0.0), batches, CPU)
+    loop.run(StopRule("steps", 5), warmup_steps=2)
+    assert loop.energy_steps == 5

@@ -207,7 +207,7 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
         setattr(result, name, value)
     if loop.energy_reading is not None:
         result.extra["energy"] = loop.energy_reading.figures(
-            result.measured_steps, result.steps_per_epoch, result.batch_size)
+            loop.energy_steps, result.steps_per_epoch, result.batch_size)
     result.peak_memory_bytes = case.device.peak_memory_bytes()
     # Read after the peak: an adapter may learn only then which counter it had (MPS).
     result.memory_source = case.device.memory_source

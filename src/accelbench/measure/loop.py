@@ -184,6 +184,8 @@ class StepLoop:
         self.progress = progress or (lambda phase, done, total: None)
         self.result = Measured()
         self.wait = InputWait(device)
+        #: Steps inside the energy meter's window (the measured steps, plus any extension).
+        self.energy_steps = 0
         self._steps_done = 0
 
     def _run_window(self, feed: Feed, k: int) -> tuple[float, int]:
@@ -253,7 +255,8 @@ class StepLoop:
         else:
             self._run_for_time(stop, feed, k)
         self.result.stop_reason = self.result.stop_reason or stop.kind
-        self._end_measuring()
+        # Whole epochs last long enough for any energy counter; a step count may not.
+        self._end_measuring(feed, k, extend_energy=stop.kind != "epochs")
         if self.epoch_end is not None and stop.kind != "epochs":
             self.result.epoch_end_s = self._timed_epoch_end()
         return self.result
@@ -292,16 +295,34 @@ class StepLoop:
         if self.meter is not None:
             self.meter.start()
 
-    def _end_measuring(self) -> None:
+    def _end_measuring(self, feed: Feed, k: int, extend_energy: bool) -> None:
         # The last window ended with a synchronisation: the device is idle here.
-        if self.meter is not None:
-            self.energy_reading = self.meter.stop()
-        if self.sensors is not None:
-            self.sensor_readings["end"] = self.sensors()
         self.wait.settle()
         self.result.input_wait_s = self.wait.device_idle_s
         self.result.input_fetch_s = self.wait.host_fetch_s
         self.result.input_wait_method = self.wait.method
+        self.energy_steps = self.result.measured_steps
+        if extend_energy:
+            self._extend_energy_window(feed, k)
+        if self.meter is not None:
+            self.energy_reading = self.meter.stop()
+        if self.sensors is not None:
+            self.sensor_readings["end"] = self.sensors()
+
+    def _extend_energy_window(self, feed: Feed, k: int) -> None:
+        """A fixed step count (``--steps``, or a budget shorter than the counter needs) can end
+        before a coarse energy counter (NVML updates about every 100 ms) has measured anything.
+        Then further steps run inside the energy window only, never in the timing samples, until
+        it lasts ``meter.min_seconds``; the energy figures divide by every step the window held
+        (``energy_steps``). This is the ml.energy/zeus treatment: a 0 J step is never reported."""
+        floor = float(getattr(self.meter, "min_seconds", 0.0) or 0.0) if self.meter else 0.0
+        elapsed = self.result.measured_time_s
+        while elapsed < floor:
+            seconds, ran = self._run_window(feed, k)
+            if not ran:
+                break
+            elapsed += seconds
+            self.energy_steps += ran
 
     def _timed_epoch_end(self) -> float:
         assert self.epoch_end is not None
