@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from accelbench.cli import main
-from accelbench.modelfacts import model_facts
+from accelbench.modelfacts import clear_facts_cache
 from accelbench.workloads import get_workload_class, workload_names
 
 FIELDS = {"name", "description", "source", "parameters", "forward_flops_per_sample", "flops_per_sample",
@@ -55,12 +55,12 @@ def test_list_unknown_pattern_is_a_usage_error(capsys) -> None:
 
 
 def test_list_shows_the_install_command_when_transformers_is_missing(monkeypatch, capsys) -> None:
-    model_facts.cache_clear()  # facts are cached per process; these must see the missing package
+    clear_facts_cache()  # facts are cached per process; these must see the missing package
     monkeypatch.setitem(sys.modules, "transformers", None)
     try:
         assert main(["list", "bert-base"]) == 0
     finally:
-        model_facts.cache_clear()
+        clear_facts_cache()
     text = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
     assert "bert-base (n/a)" in text
     assert "install it with: pip install 'accelbench[transformers]'" in text

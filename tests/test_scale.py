@@ -41,6 +41,7 @@ def _batch(generator, n):
 
 class _Base(accelbench.Workload):
     description = "rank 1 misbehaves"
+    modes = ("train",)
     default_batch_size = tiny_batch_size = {"train": 16, "eval": 16}
     dataset_size = tiny_dataset_size = {"train": 64, "eval": 64}
 

@@ -104,6 +104,11 @@ def model_facts(name: str, size: str = "published") -> ModelFacts:
     return _facts(get_workload_class(name), name, size)
 
 
+def clear_facts_cache() -> None:
+    """Forget the facts counted in this process (e.g. after an optional library came or went)."""
+    _facts.cache_clear()
+
+
 @functools.cache
 def _facts(cls: type[Workload], name: str, size: str) -> ModelFacts:
     # Cached per class, not per name: two bench() models may share a name in one process.
