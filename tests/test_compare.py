@@ -119,6 +119,8 @@ def test_compare_command_in_process(capsys, tmp_path: Path, monkeypatch) -> None
     listing = capsys.readouterr().out
     for figure in ("59.3", "138,357,544", "Unsupported device type: mps", "derived", "up to 20x"):
         assert figure in listing
+    # Sources by title and public address, never the internal copy's file name.
+    assert ".txt" not in out + listing and "https://" in listing
 
 
 def test_compare_errors(tmp_path: Path, capsys) -> None:

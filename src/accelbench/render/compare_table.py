@@ -118,7 +118,7 @@ def comparison_renderable(comparisons: list[WorkloadComparison]) -> Group:
                    "step time")
         if group.references:
             caption += f"; italic rows are {PUBLISHED_LABEL} (sources: "
-            caption += ", ".join(dict.fromkeys(ref.source.document for ref in group.references)) + ")"
+            caption += ", ".join(dict.fromkeys(ref.source.citation for ref in group.references)) + ")"
         parts.append(_table(f"{group.workload} · {group.mode}", MACHINE_COLUMNS, rows, styles, caption))
         if group.pairs:
             parts.append(_table(f"{group.workload} · {group.mode}: run against run", PAIR_COLUMNS,
@@ -130,19 +130,19 @@ def reference_renderable() -> Group:
     """Every built-in published figure, for ``accelbench compare --reference`` with no runs."""
     # The listing has no config column (its rows are all published): drop that cell.
     epoch_rows = [[ref.workload, ref.mode, *(cell for index, cell in enumerate(reference_cells(ref))
-                                             if index not in (0, 3)), ref.source.document, ref.caveats]
+                                             if index not in (0, 3)), ref.source.citation, ref.caveats]
                   for ref in EPOCH_REFERENCES]
     epoch = _table(f"Epoch times ({PUBLISHED_LABEL})", ("workload", "mode", "machine", "memory",
                    "CPU time", "accelerator", "accelerator time", "speedup", "source", "caveats"),
                    epoch_rows)
     sizes = _table(f"Model sizes ({PUBLISHED_LABEL})", ("model", "parameters", "GMACs (224x224, batch 1)",
-                   "source"), [[m.model, f"{m.parameters:,}", f"{m.gmacs:.2f}", m.source.document]
+                   "source"), [[m.model, f"{m.parameters:,}", f"{m.gmacs:.2f}", m.source.citation]
                                for m in MODEL_SIZES])
     ratios = _table(f"Stated ratios ({PUBLISHED_LABEL})", ("claim", "ratio", "machine", "workloads",
                     "source", "caveats"),
-                    [[r.claim, f"{r.qualifier} {r.ratio:g}x", r.machine, r.workloads, r.source.document,
+                    [[r.claim, f"{r.qualifier} {r.ratio:g}x", r.machine, r.workloads, r.source.citation,
                       r.caveats] for r in RATIO_CLAIMS])
     features = _table(f"Feature findings ({PUBLISHED_LABEL})", ("device", "feature", "status", "detail",
-                      "source"), [[f.device, f.feature, f.status, f.detail, f.source.document]
+                      "source"), [[f.device, f.feature, f.status, f.detail, f.source.citation]
                                   for f in FEATURE_FINDINGS])
     return Group(epoch, sizes, ratios, features)
