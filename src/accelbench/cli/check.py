@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from accelbench.check import DEFAULT_CHECK_STEPS, CheckOptions, run_check
-from accelbench.cli.common import positive_int
+from accelbench.cli.common import add_saving_arguments, positive_int
 from accelbench.cli.run import add_config_arguments, config_fields, selected_workloads
 from accelbench.devices import DEVICE_HELP, DeviceSet
 from accelbench.options import RunOptions, StopRule
@@ -35,10 +35,8 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--batch-size", type=positive_int, help="override every batch size")
     parser.add_argument("--threads", type=positive_int, help="CPU threads torch may use")
     add_config_arguments(parser)
-    parser.add_argument("--output", "-o", type=Path, help="also write the result JSON here")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    parser.add_argument("--db", type=Path, help="history database (default: the per-user one)")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    add_saving_arguments(parser, quiet=False)
     parser.set_defaults(execute=execute)
 
 

@@ -8,6 +8,7 @@ import math
 import signal
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, NoReturn
 
 from accelbench.errors import UsageError
@@ -73,3 +74,14 @@ def comma_list(text: str) -> tuple[str, ...]:
 
 def fail(message: str) -> NoReturn:
     raise UsageError(message)
+
+
+def add_saving_arguments(parser: argparse.ArgumentParser, quiet: bool = True,
+                         debug_help: str = "show tracebacks") -> None:
+    """Where a command's record goes besides the per-user folder, and how much it says: the same
+    options for every command that measures and stores (run, sweep, check, scale)."""
+    parser.add_argument("--output", "-o", type=Path, help="also write the result JSON here")
+    parser.add_argument("--db", type=Path, help="history database (default: the per-user one)")
+    if quiet:
+        parser.add_argument("--quiet", action="store_true", help="no live progress display")
+    parser.add_argument("--debug", action="store_true", help=debug_help)

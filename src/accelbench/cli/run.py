@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from accelbench.cli.common import (
+    add_saving_arguments,
     comma_list,
     non_negative_float,
     non_negative_int,
@@ -92,10 +93,7 @@ def add_parser(subparsers: Any) -> None:
                         "launch-, compute-, memory-, input- or kernel-bound")
     parser.add_argument("--wide", action="store_true",
                         help="the full table (spread, FLOP/s, memory, input wait, repeats, profile)")
-    parser.add_argument("--output", "-o", type=Path, help="also write the result JSON here")
-    parser.add_argument("--db", type=Path, help="history database (default: the per-user one)")
-    parser.add_argument("--quiet", action="store_true", help="no live progress display")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    add_saving_arguments(parser)
     parser.set_defaults(execute=execute)
 
 

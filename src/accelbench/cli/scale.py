@@ -9,7 +9,12 @@ from typing import Any
 
 from rich.console import Console
 
-from accelbench.cli.common import non_negative_int, positive_float, positive_int
+from accelbench.cli.common import (
+    add_saving_arguments,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 from accelbench.options import DEFAULT_TIME_BUDGET_S, DEFAULT_WARMUP_STEPS, StopRule
 from accelbench.render.format import format_rate
 from accelbench.results import CaseResult
@@ -64,10 +69,8 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--timeout", type=positive_float, default=DEFAULT_TIMEOUT_S,
                         metavar="SECONDS", help=f"kill a world size's processes after this long "
                         f"(default {DEFAULT_TIMEOUT_S:g})")
-    parser.add_argument("--output", "-o", type=Path, help="also write the result JSON here")
-    parser.add_argument("--db", type=Path, help="history database (default: the per-user one)")
-    parser.add_argument("--debug", action="store_true",
-                        help="show tracebacks and torchrun's output as it comes")
+    add_saving_arguments(parser, quiet=False,
+                         debug_help="show tracebacks and torchrun's output as it comes")
     parser.set_defaults(execute=execute)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from accelbench.cli.common import (
+    add_saving_arguments,
     comma_list,
     non_negative_int,
     positive_float,
@@ -60,10 +61,7 @@ def add_parser(subparsers: Any) -> None:
     add_config_arguments(parser)
     parser.add_argument("--isolation", choices=("process", "none"), default="process")
     parser.add_argument("--case-timeout", type=positive_float, default=1800.0, metavar="SECONDS")
-    parser.add_argument("--output", "-o", type=Path, help="also write the result JSON here")
-    parser.add_argument("--db", type=Path, help="history database (default: the per-user one)")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    add_saving_arguments(parser)
     parser.set_defaults(execute=execute)
 
 
