@@ -17,9 +17,11 @@ are (the number of processes per pool is printed). Run: ``.venv/bin/python bench
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -27,10 +29,11 @@ import numpy as np
 from accelbench.compare.verdict import CANT_TELL, FASTER, SAME, SLOWER, judge
 from accelbench.devices import DeviceSet
 from accelbench.options import RunOptions, StopRule
-from accelbench.repeat import DEFAULT_REPEATS, process_step_times
+from accelbench.repeat import DEFAULT_REPEATS
 from accelbench.runner import Case, run_with_auto_batch
 from accelbench.userfile import load_workload_file
 
+PROCESS_STATISTIC = "median"
 FACTOR_VARIABLE = "ACCELBENCH_PLANTED_FACTOR"
 WORKLOAD = '''
 import os
@@ -74,40 +77,59 @@ class Planted(accelbench.Workload):
 '''.replace("__FACTOR__", FACTOR_VARIABLE)
 
 
-def one_process(case: Case, options: RunOptions, factor: float) -> float:
+def one_process(case: Case, options: RunOptions, factor: float) -> list[float]:
+    """One fresh worker process's step times (seconds)."""
     os.environ[FACTOR_VARIABLE] = str(factor)  # inherited by the worker process
     result = run_with_auto_batch(case, options, None)
     assert result.ok, result.error
-    return process_step_times(result)[0]
+    return list(result.step_times)
 
 
-def rates(pool_a: list[float], pool_b: list[float], draws: int, rng: np.random.Generator) -> dict[str, float]:
-    verdicts = [judge(list(rng.choice(pool_a, DEFAULT_REPEATS, replace=False)),
-                      list(rng.choice(pool_b, DEFAULT_REPEATS, replace=False))).verdict
+#: Candidate per-process figures: the verdict's unit is one number per process.
+STATISTICS: dict[str, Callable[[list[float]], float]] = {
+    "median": lambda t: float(np.median(t)),
+    "mean": lambda t: float(np.mean(t)),
+    "p25": lambda t: float(np.percentile(t, 25)),
+    "p10": lambda t: float(np.percentile(t, 10)),
+    "min": lambda t: float(np.min(t)),
+}
+
+
+def rates(pool_a: list[float], pool_b: list[float], draws: int, rng: np.random.Generator,
+          repeats: int) -> dict[str, float]:
+    verdicts = [judge(list(rng.choice(pool_a, repeats, replace=False)),
+                      list(rng.choice(pool_b, repeats, replace=False))).verdict
                 for _ in range(draws)]
     return {name: verdicts.count(name) / draws for name in (FASTER, SLOWER, SAME, CANT_TELL)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=15, help="processes per pool (default 15)")
-    parser.add_argument("--steps", type=int, default=30, help="timed steps per process")
-    parser.add_argument("--slowdown", type=float, default=1.10)
-    parser.add_argument("--draws", type=int, default=2000)
-    parser.add_argument("--write-workload", type=Path, metavar="FILE.py",
-                        help="only write the planted workload file (for accelbench run --workload-file)")
-    args = parser.parse_args()
-    if args.write_workload:
-        args.write_workload.write_text(WORKLOAD)
-        return
+def analyse(data: dict, draws: int, repeats: int, statistic: str) -> None:
+    figure = STATISTICS[statistic]
+    pools = {name: [figure(times) for times in processes] for name, processes in data["pools"].items()}
+    rng = np.random.default_rng(0)
+    null = rates(pools["base"], pools["base-again"], draws, rng, repeats)
+    planted = rates(pools["base"], pools["slow"], draws, rng, repeats)
+    spread = {name: float(np.std(np.log(values), ddof=1)) for name, values in pools.items()}
+    effect = np.median(pools["slow"]) / np.median(pools["base"]) - 1
+    print(f"[{statistic}] spread (sd of log per-process {statistic}): "
+          + ", ".join(f"{name} {value * 100:.1f}%" for name, value in spread.items())
+          + f"; slow/base {effect * 100:+.1f}%")
+    print(f"[{statistic}] identical, {repeats} vs {repeats}: called different "
+          f"{(null[FASTER] + null[SLOWER]) * 100:.1f}% (same {null[SAME] * 100:.1f}%, "
+          f"can't tell {null[CANT_TELL] * 100:.1f}%); planted: slower {planted[SLOWER] * 100:.1f}%, "
+          f"faster {planted[FASTER] * 100:.1f}%, can't tell {planted[CANT_TELL] * 100:.1f}%")
+
+
+def measure(args: argparse.Namespace) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="accelbench-verdicts-"))
     workload_file = folder / "planted.py"
     workload_file.write_text(WORKLOAD)
     load_workload_file(workload_file)
-    options = RunOptions(workloads=("planted",), stop=StopRule("steps", args.steps), threads=1,
+    stop = StopRule("steps", args.steps) if args.steps else StopRule()
+    options = RunOptions(workloads=("planted",), stop=stop, threads=1,
                          workload_files=(str(workload_file),))
     case = Case("planted", "train", DeviceSet.current().select("cpu")[0], 64)
-    pools: dict[str, list[float]] = {"base": [], "base-again": [], "slow": []}
+    pools: dict[str, list[list[float]]] = {"base": [], "base-again": [], "slow": []}
     factors = {"base": 1.0, "base-again": 1.0, "slow": args.slowdown}
     names = list(pools)
     start, load_start = time.perf_counter(), os.getloadavg()
@@ -116,22 +138,40 @@ def main() -> None:
         for name in names[round_index % 3:] + names[:round_index % 3]:
             pools[name].append(one_process(case, options, factors[name]))
     elapsed, load_end = time.perf_counter() - start, os.getloadavg()
-    rng = np.random.default_rng(0)
-    null = rates(pools["base"], pools["base-again"], args.draws, rng)
-    planted = rates(pools["base"], pools["slow"], args.draws, rng)
-    spread = {name: float(np.std(np.log(values), ddof=1)) for name, values in pools.items()}
-    print(f"{args.rounds} processes per pool, {args.steps} steps each, 1 thread; {elapsed:.0f} s; "
-          f"load average {load_start[0]:.1f} at start, {load_end[0]:.1f} at end ({os.cpu_count()} CPUs)")
-    print("between-process spread (sd of log per-process median): "
-          + ", ".join(f"{name} {value * 100:.1f}%" for name, value in spread.items()))
-    print("median step: " + ", ".join(f"{name} {np.median(v) * 1e3:.2f} ms" for name, v in pools.items()))
-    print(f"identical configurations, {DEFAULT_REPEATS} vs {DEFAULT_REPEATS} processes, {args.draws} draws: "
-          f"called different {(null[FASTER] + null[SLOWER]) * 100:.1f}% "
-          f"(same within noise {null[SAME] * 100:.1f}%, can't tell {null[CANT_TELL] * 100:.1f}%)")
-    print(f"planted {(args.slowdown - 1) * 100:.0f}% slowdown, {DEFAULT_REPEATS} vs {DEFAULT_REPEATS} "
-          "processes: "
-          f"called slower {planted[SLOWER] * 100:.1f}%, faster {planted[FASTER] * 100:.1f}%, "
-          f"can't tell {planted[CANT_TELL] * 100:.1f}%")
+    return {"rounds": args.rounds, "stop": stop.describe(), "slowdown": args.slowdown,
+            "elapsed_s": elapsed, "load": [load_start[0], load_end[0]], "cpus": os.cpu_count(),
+            "pools": pools}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=15, help="processes per pool (default 15)")
+    parser.add_argument("--steps", type=int, default=0,
+                        help="timed steps per process (default: accelbench's default stop rule)")
+    parser.add_argument("--slowdown", type=float, default=1.10)
+    parser.add_argument("--draws", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS,
+                        help=f"processes a side in each comparison (default {DEFAULT_REPEATS})")
+    parser.add_argument("--save", type=Path, metavar="FILE.json", help="keep every process's samples")
+    parser.add_argument("--load", type=Path, metavar="FILE.json",
+                        help="analyse samples saved by --save instead of measuring")
+    parser.add_argument("--statistic", choices=[*STATISTICS, "all"], default=PROCESS_STATISTIC,
+                        help=f"per-process figure judged (default {PROCESS_STATISTIC}, what compare uses)")
+    parser.add_argument("--write-workload", type=Path, metavar="FILE.py",
+                        help="only write the planted workload file (for accelbench run --workload-file)")
+    args = parser.parse_args()
+    if args.write_workload:
+        args.write_workload.write_text(WORKLOAD)
+        return
+    data = json.loads(args.load.read_text()) if args.load else measure(args)
+    if args.save and not args.load:
+        args.save.write_text(json.dumps(data))
+    steps = [len(t) for processes in data["pools"].values() for t in processes]
+    print(f"{data['rounds']} processes per pool, {data['stop']} ({min(steps)}-{max(steps)} steps), "
+          f"1 thread; {data['elapsed_s']:.0f} s; load average {data['load'][0]:.1f} at start, "
+          f"{data['load'][1]:.1f} at end ({data['cpus']} CPUs)")
+    for statistic in (STATISTICS if args.statistic == "all" else [args.statistic]):
+        analyse(data, args.draws, args.repeats, statistic)
 
 
 if __name__ == "__main__":
