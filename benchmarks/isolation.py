@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -80,6 +81,32 @@ def _plain(args: argparse.Namespace) -> list[float]:
     return list(json.loads(done.stdout.strip().splitlines()[-1])["step_times"])
 
 
+def log_ratio_interval(ratios: list[float]) -> tuple[float, float, float]:
+    """Geometric mean of the per-round ratios and its 95% t interval (rounds are the unit)."""
+    logs = [math.log(r) for r in ratios]
+    centre = statistics.fmean(logs)
+    if len(logs) < 2:
+        return math.exp(centre), math.nan, math.nan
+    from scipy import stats
+
+    half = float(stats.t.ppf(0.975, len(logs) - 1)) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
+
+
+def summarise(data: dict) -> None:
+    medians = {name: [statistics.median(times) for times in rounds]
+               for name, rounds in data["step_times"].items()}
+    print(f"{data['workload']} train, batch {data['batch_size']}, {len(medians['plain'])} rounds x "
+          f"{data['steps']} steps (warm-up {data['warmup']}); figure: samples/s relative to the plain loop")
+    for name in medians:
+        if name == "plain":
+            continue
+        ratios = [p / m for p, m in zip(medians["plain"], medians[name], strict=True)]
+        centre, low, high = log_ratio_interval(ratios)
+        print(f"  {name:8s} median of per-round ratios {statistics.median(ratios):.3f}; geometric mean "
+              f"{centre:.3f} (95% CI {low:.3f}-{high:.3f}); rounds: {', '.join(f'{r:.3f}' for r in ratios)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workload", default="resnet50")
@@ -87,28 +114,43 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--contenders", default=",".join(CONTENDERS),
+                        help="comma list from plain,process,none (plain is always run)")
+    parser.add_argument("--save", type=Path, metavar="FILE.json",
+                        help="keep every process's step times (rewritten after each round)")
+    parser.add_argument("--load", type=Path, nargs="+", metavar="FILE.json",
+                        help="summarise saved series (of one workload and set-up) instead of measuring")
     parser.add_argument("--plain-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.plain_child:
         plain_child(args.workload, args.batch_size, args.steps, args.warmup)
         return
+    if args.load:
+        series = [json.loads(path.read_text()) for path in args.load]
+        data = series[0]
+        for more in series[1:]:
+            for name in data["step_times"]:
+                data["step_times"][name] += more["step_times"][name]
+        summarise(data)
+        return
+    contenders = ["plain", *[c for c in args.contenders.split(",") if c in CONTENDERS and c != "plain"]]
     binary = Path(sys.executable).with_name("accelbench")
-    medians: dict[str, list[float]] = {name: [] for name in CONTENDERS}
+    data = {"workload": args.workload, "batch_size": args.batch_size, "steps": args.steps,
+            "warmup": args.warmup, "load": [], "step_times": {name: [] for name in contenders}}
     with tempfile.TemporaryDirectory(prefix="accelbench-isolation-") as tmp:
         folder = Path(tmp)
         for round_ in range(args.rounds):
-            order = CONTENDERS[round_ % 3:] + CONTENDERS[:round_ % 3]
-            for name in order:
+            shift = round_ % len(contenders)
+            for name in contenders[shift:] + contenders[:shift]:
                 times = _plain(args) if name == "plain" else _accelbench(binary, name, args, folder)
-                medians[name].append(statistics.median(times))
+                data["step_times"][name].append(times)
+            data["load"].append(os.getloadavg()[0])
+            if args.save:
+                args.save.write_text(json.dumps(data))
             print(f"round {round_ + 1}: " + ", ".join(
-                f"{name} {medians[name][-1] * 1e3:.1f} ms" for name in CONTENDERS), flush=True)
-    print(f"{args.workload} train, batch {args.batch_size}, {args.rounds} rounds x {args.steps} steps "
-          f"(warm-up {args.warmup}); figure: samples/s relative to the plain loop")
-    for name in ("process", "none"):
-        ratios = [p / m for p, m in zip(medians["plain"], medians[name], strict=True)]
-        print(f"  {name:8s} median of per-round ratios {statistics.median(ratios):.3f} "
-              f"(rounds: {', '.join(f'{r:.3f}' for r in ratios)})")
+                f"{name} {statistics.median(data['step_times'][name][-1]) * 1e3:.1f} ms"
+                for name in contenders) + f" (load {data['load'][-1]:.1f})", flush=True)
+    summarise(data)
 
 
 if __name__ == "__main__":

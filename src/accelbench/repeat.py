@@ -18,8 +18,11 @@ import numpy as np
 from accelbench.results import CaseResult
 
 #: ``--repeat`` with no number: enough processes a side for a 10% difference to be called on a
-#: noisy shared machine (benchmarks/verdicts.py measures how often).
-DEFAULT_REPEATS = 5
+#: noisy shared machine (benchmarks/verdicts.py measures how often; docs/performance.md (c)).
+DEFAULT_REPEATS = 6
+#: The per-process figure compare judges: this percentile of the process's step times (see
+#: compare/verdict.py for why the lower tail and not the median).
+PROCESS_PERCENTILE = 10
 
 
 def interleaved(case_count: int, repeat: int) -> Iterator[tuple[int, int]]:
@@ -70,14 +73,20 @@ def merge_repeats(results: Sequence[CaseResult]) -> CaseResult:
     return merged
 
 
+def process_figure(step_times: Sequence[float]) -> float:
+    """One process's figure for verdicts: the PROCESS_PERCENTILE-th percentile of its step times."""
+    return float(np.percentile(step_times, PROCESS_PERCENTILE))
+
+
 def process_step_times(case: CaseResult) -> list[float]:
-    """The unit of comparison: each finished process's median step time (seconds).
+    """The unit of comparison: each finished process's figure (seconds; ``process_figure``).
 
     A result without repeats is one process (its own samples)."""
     if case.repeats:
-        return [float(r["median_step_s"]) for r in case.repeats
-                if r.get("status", "ok") == "ok" and r.get("median_step_s")]
-    return [float(np.median(case.step_times))] if case.step_times else []
+        return [process_figure(r["step_times"]) if r.get("step_times") else float(r["median_step_s"])
+                for r in case.repeats
+                if r.get("status", "ok") == "ok" and (r.get("step_times") or r.get("median_step_s"))]
+    return [process_figure(case.step_times)] if case.step_times else []
 
 
 def process_mean_step_times(case: CaseResult) -> list[float]:

@@ -87,7 +87,7 @@ def add_parser(subparsers: Any) -> None:
                         help="wait this long between cases (thermal recovery)")
     parser.add_argument("--repeat", type=positive_int, nargs="?", const=DEFAULT_REPEATS, default=1,
                         metavar="N", help="run each case in N fresh worker processes, interleaved "
-                        f"(alone: {DEFAULT_REPEATS}); compare needs 2+ a side to call a difference")
+                        f"(alone: {DEFAULT_REPEATS}); compare needs 4+ a side to call a difference")
     parser.add_argument("--profile", action="store_true",
                         help="profile a few extra steps (torch.profiler) and diagnose each case: "
                         "launch-, compute-, memory-, input- or kernel-bound")

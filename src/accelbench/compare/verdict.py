@@ -3,20 +3,25 @@
 The unit of comparison is one worker process. The step times of one process are not independent
 draws of "this machine's speed": they share the process's memory layout, thread placement, clock
 state and neighbours, and the process-to-process variation (about +-10% on a shared VM) is what
-a user sees when they run again. So each process gives one figure, its median step time, and only
-the spread between processes decides.
+a user sees when they run again. So each process gives one figure and only the spread between
+processes decides. The figure is the process's 10th-percentile step time (repeat.process_figure):
+on a shared machine interference only ever adds time, and a process hit by a neighbour for part
+of its run keeps its undisturbed steps in its lower tail (measured: per-process medians of 10 ms
+steps ranged up to 25 ms while their 10th percentiles stayed within a few percent).
 
-The model: log(per-process median step time) is normal around the configuration's true value,
-with a between-process variance that may differ between A and B. The ratio B/A of throughputs is
-exp(mean log A - mean log B) (a ratio of geometric means), and its 95% interval is Welch's t
-interval on the logs, with Welch-Satterthwaite degrees of freedom. We chose this over a bootstrap
-over processes because with the 2-5 processes a side that users will run, a bootstrap's percentile
-interval is far too narrow (three values have only ten distinct resamples), while the t interval
-widens honestly as processes get few.
+The ratio B/A of throughputs is the Hodges-Lehmann estimate: the median of the ratios of every
+A process's figure to every B process's. Its 95% interval is the distribution-free one that
+inverts the exact Mann-Whitney test (the k-th smallest and largest of those pairwise ratios), so
+its coverage holds whatever the distribution, and one process wrecked by a neighbour moves it
+by one rank instead of blowing up a variance. We chose this over Welch's t interval on the logs
+(the rule before) because on this machine a few disturbed processes per pool made the t interval
+so wide that a real 10% difference was found in under 60% of 5-vs-5 comparisons
+(docs/performance.md (c)), and over a bootstrap because with a handful of processes a side a
+bootstrap's percentile interval is far too narrow. The cost: ranks cannot reach 95% with fewer
+than 4 processes a side (3 vs 3 has only 20 orderings), so such comparisons are "can't tell".
 
 The rule, with a noise band of +-MIN_EFFECT (5%):
-  * fewer than MIN_PROCESSES (2) processes on either side: "can't tell" (one process a side can
-    never be called: it says nothing about the between-process spread);
+  * too few processes for a 95% interval (1 a side always; 3 vs 3): "can't tell";
   * the interval excludes 1 and the ratio is outside the noise band: "faster" or "slower";
   * the whole interval lies inside the noise band: "same within noise";
   * anything else: "can't tell" (more processes would narrow the interval).
@@ -29,6 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy import stats as sps
@@ -36,7 +42,8 @@ from scipy import stats as sps
 CONFIDENCE = 0.95
 #: Differences smaller than this (either way) are noise on the machines accelbench runs on.
 MIN_EFFECT = 0.05
-MIN_PROCESSES = 2
+#: Above this many processes in all, the Mann-Whitney count is close enough to normal.
+EXACT_LIMIT = 60
 
 FASTER, SLOWER, SAME, CANT_TELL, NOT_COMPARABLE, NOT_RUN = (
     "faster", "slower", "same within noise", "can't tell", "not comparable", "did not run")
@@ -59,22 +66,55 @@ class Verdict:
         return self.verdict in (FASTER, SLOWER)
 
 
+@lru_cache(maxsize=256)
+def _u_counts(n: int, m: int) -> tuple[int, ...]:
+    """How many of the C(n+m, n) orderings give each Mann-Whitney count U = 0..n*m."""
+    # counts[j][u] for a side of size i (built up) against j: f(i, j) = f(i-1, j) shifted by j + f(i, j-1)
+    table = [[1] for _ in range(m + 1)]  # i = 0: U is 0 whatever j
+    for i in range(1, n + 1):
+        row = [[1]]  # j = 0
+        for j in range(1, m + 1):
+            left, below = table[j], row[j - 1]  # f(i-1, j), f(i, j-1)
+            size = i * j + 1
+            counts = [0] * size
+            for u, c in enumerate(left):
+                counts[u + j] += c
+            for u, c in enumerate(below):
+                counts[u] += c
+            row.append(counts)
+        table = row
+    return tuple(table[m])
+
+
+def _rank_depth(n: int, m: int, confidence: float) -> int:
+    """k: the interval runs from the k-th smallest to the k-th largest pairwise ratio; 0 = none
+    reaches the confidence (too few processes)."""
+    alpha = (1 - confidence) / 2
+    if n + m > EXACT_LIMIT:
+        centre, sd = n * m / 2, math.sqrt(n * m * (n + m + 1) / 12)
+        return max(0, int(math.floor(centre - float(sps.norm.ppf(1 - alpha)) * sd)))
+    counts = _u_counts(n, m)
+    total, below, depth = sum(counts), 0, 0
+    for u, count in enumerate(counts):
+        below += count
+        if below / total > alpha:
+            break
+        depth = u + 1  # P(U <= u) <= alpha: the (u+1)-th smallest difference may bound the interval
+    return depth
+
+
 def ratio_interval(a: Sequence[float], b: Sequence[float],
                    confidence: float = CONFIDENCE) -> tuple[float, float | None, float | None]:
     """(ratio, low, high) of B's throughput over A's from per-process step times (seconds).
 
-    low/high are None when either side has fewer than two processes (no spread to estimate)."""
+    low/high are None when there are too few processes for an interval at this confidence."""
     log_a, log_b = np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float))
-    diff = float(log_a.mean() - log_b.mean())
-    if len(log_a) < 2 or len(log_b) < 2:
-        return math.exp(diff), None, None
-    var_a, var_b = log_a.var(ddof=1) / len(log_a), log_b.var(ddof=1) / len(log_b)
-    se = math.sqrt(var_a + var_b)
-    if se == 0.0:
-        return math.exp(diff), math.exp(diff), math.exp(diff)
-    dof = (var_a + var_b) ** 2 / (var_a ** 2 / (len(log_a) - 1) + var_b ** 2 / (len(log_b) - 1))
-    half = float(sps.t.ppf(0.5 + confidence / 2, dof)) * se
-    return math.exp(diff), math.exp(diff - half), math.exp(diff + half)
+    pairwise = np.sort((log_a[:, None] - log_b[None, :]).ravel())
+    ratio = math.exp(float(np.median(pairwise)))
+    depth = _rank_depth(len(log_a), len(log_b), confidence)
+    if depth == 0:
+        return ratio, None, None
+    return ratio, math.exp(float(pairwise[depth - 1])), math.exp(float(pairwise[-depth]))
 
 
 def judge(a: Sequence[float], b: Sequence[float], min_effect: float = MIN_EFFECT,
@@ -87,9 +127,11 @@ def judge(a: Sequence[float], b: Sequence[float], min_effect: float = MIN_EFFECT
     processes = (len(a), len(b))
     ratio, low, high = ratio_interval(a, b, confidence)
     if low is None or high is None:
-        return Verdict(CANT_TELL, ratio, processes=processes, noisy=noisy,
-                       reason="one process a side says nothing about the spread between runs; "
-                              "measure with --repeat")
+        reason = ("one process a side says nothing about the spread between runs; measure with "
+                  "--repeat" if min(processes) < 2 else
+                  f"{processes[0]} vs {processes[1]} processes are too few for a 95% interval; "
+                  "use --repeat 4 or more")
+        return Verdict(CANT_TELL, ratio, processes=processes, noisy=noisy, reason=reason)
     band_low, band_high = 1 / (1 + min_effect), 1 + min_effect
     if low > 1 and ratio >= band_high:
         return Verdict(FASTER, ratio, low, high, processes, noisy=noisy)
