@@ -19,6 +19,7 @@ from accelbench.devices.base import Device
 from accelbench.devices.cpu import CpuAdapter
 from accelbench.errors import UsageError
 from accelbench.measure.loop import MIN_ADAPTIVE_SAMPLES, StepLoop
+from accelbench.measure.trackers import Tracker
 from accelbench.options import DEFAULT_TARGET_CI_PCT, MIN_SAMPLES, RunOptions, StopRule
 from accelbench.results import CaseResult
 
@@ -113,40 +114,34 @@ def test_the_target_reaches_a_worker_process_through_the_options() -> None:
     assert RunOptions.from_dict(options.to_dict()).stop == options.stop
 
 
-class CoarseMeter:
-    """An energy meter like NVML's counter: a measured figure needs a window of min_seconds."""
+class CoarseMeter(Tracker):
+    """An energy tracker like NVML's counter: a measured figure needs a window of min_window_s."""
 
-    min_seconds = 0.5
-
-    def start(self) -> None:
-        pass
-
-    def stop(self) -> None:
-        return None
+    min_window_s = 0.5
 
 
 def test_a_coarse_energy_counter_keeps_a_precise_case_measuring_long_enough(clock: FakeClock) -> None:
     batches = EpochBatches([(torch.zeros(4, 2),)], 10_000, 4)
-    loop = StepLoop(noisy_step(clock, 0.01, 0.01), batches, CPU, meter=CoarseMeter())
+    loop = StepLoop(noisy_step(clock, 0.01, 0.01), batches, CPU, trackers=[CoarseMeter()])
     measured = loop.run(StopRule("time", 10.0, target_ci=2.0), warmup_steps=2)
     assert measured.stop_reason == "precision reached"
     # Without the meter the same steps stop at 20 samples (0.2 s): see the first test.
-    assert CoarseMeter.min_seconds <= measured.measured_time_s < CoarseMeter.min_seconds + 0.1
+    assert CoarseMeter.min_window_s <= measured.measured_time_s < CoarseMeter.min_window_s + 0.1
 
 
 def test_a_fixed_step_count_extends_only_the_energy_window(clock: FakeClock) -> None:
     """--steps 5 of 10 ms is 50 ms: far shorter than the counter needs. The extra steps are in the
     energy window (and its per-step division), never in the timing samples."""
     batches = EpochBatches([(torch.zeros(4, 2),)], 10_000, 4)
-    loop = StepLoop(noisy_step(clock, 0.01, 0.0), batches, CPU, meter=CoarseMeter())
+    loop = StepLoop(noisy_step(clock, 0.01, 0.0), batches, CPU, trackers=[CoarseMeter()])
     measured = loop.run(StopRule("steps", 5), warmup_steps=2)
     assert measured.measured_steps == 5 and len(measured.step_times) == 5
     assert measured.measured_time_s == pytest.approx(0.05)
-    assert loop.energy_steps == pytest.approx(CoarseMeter.min_seconds / 0.01, abs=1)
+    assert loop.window_steps == pytest.approx(CoarseMeter.min_window_s / 0.01, abs=1)
 
 
 def test_without_a_meter_nothing_is_extended(clock: FakeClock) -> None:
     batches = EpochBatches([(torch.zeros(4, 2),)], 10_000, 4)
     loop = StepLoop(noisy_step(clock, 0.01, 0.0), batches, CPU)
     loop.run(StopRule("steps", 5), warmup_steps=2)
-    assert loop.energy_steps == 5
+    assert loop.window_steps == 5

@@ -13,6 +13,7 @@ from accelbench.devices.base import Device
 from accelbench.devices.cpu import CpuAdapter
 from accelbench.errors import UsageError
 from accelbench.measure.loop import NonFiniteError, StepLoop
+from accelbench.measure.trackers import SensorTracker, Tracker
 from accelbench.options import MIN_SAMPLES, StopRule
 
 
@@ -155,22 +156,21 @@ def test_slow_loader_marks_the_case_input_bound() -> None:
                           **vars(fast)).input_bound()
 
 
-def test_energy_meter_brackets_only_the_measured_steps() -> None:
+def test_trackers_bracket_only_the_measured_steps() -> None:
     step = CountingStep()
 
-    class Meter:
+    class Meter(Tracker):
         def start(self) -> None:
             self.calls_at_start = step.calls
 
-        def stop(self) -> str:
+        def stop(self) -> None:
             self.calls_at_stop = step.calls
-            return "reading"
 
     meter = Meter()
-    loop = StepLoop(step, epoch(), CPU, meter=meter)
+    loop = StepLoop(step, epoch(), CPU, trackers=[meter])
     loop.run(StopRule("steps", 6), warmup_steps=2)
     assert (meter.calls_at_start, meter.calls_at_stop) == (2, 8)
-    assert loop.energy_reading == "reading"
+    assert loop.window_steps == 6
 
 
 def test_energy_figures_reach_the_result_and_the_table() -> None:
@@ -212,7 +212,8 @@ def test_partial_last_batch_never_lands_in_a_timed_window(stop: StopRule) -> Non
         step.measuring = not step.measuring  # read just before and right after the timed steps
         return {}
 
-    StepLoop(step, epoch(10, 4), CPU, sensors=sensors, batch_size=4).run(stop, warmup_steps=2)
+    StepLoop(step, epoch(10, 4), CPU, trackers=[SensorTracker(CPU, sensors)],
+             batch_size=4).run(stop, warmup_steps=2)
     assert len(step.timed_sizes) >= 5 and set(step.timed_sizes) == {4}
     assert set(step.sizes) == {4}  # warm-up too: the shapes it compiles are the timed ones
 
@@ -225,9 +226,9 @@ def test_a_data_set_smaller_than_one_batch_is_timed_as_it_is() -> None:
 
 def test_sensors_are_read_after_warm_up_around_the_measured_steps() -> None:
     step = CountingStep()
-    loop = StepLoop(step, epoch(), CPU, sensors=lambda: {"calls": step.calls})
-    loop.run(StopRule("steps", 6), warmup_steps=3)
-    assert loop.sensor_readings == {"start": {"calls": 3}, "end": {"calls": 9}}
+    sensors = SensorTracker(CPU, lambda: {"calls": step.calls})
+    StepLoop(step, epoch(), CPU, trackers=[sensors]).run(StopRule("steps", 6), warmup_steps=3)
+    assert sensors.result.to_dict() == {"start": {"calls": 3}, "end": {"calls": 9}}
 
 
 def test_epochs_warm_up_meets_the_partial_batch_shape_before_the_timed_epochs() -> None:

@@ -18,7 +18,7 @@ from accelbench.devices import Device, DeviceSet
 from accelbench.environment import collect_environment
 from accelbench.measure.energy import energy_meter_for
 from accelbench.measure.loop import NonFiniteError, Progress, StepLoop
-from accelbench.measure.sensors import case_sensors
+from accelbench.measure.trackers import EnergyTracker, MemoryTracker, SensorTracker
 from accelbench.options import RunOptions
 from accelbench.precision import (
     Precision,
@@ -179,44 +179,52 @@ def achieved_flops(result: CaseResult, device: Device, precision: Precision) -> 
 def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseResult,
              progress: Progress | None) -> None:
     torch.manual_seed(options.seed)
-    case.device.reset_peak_memory()
-    model = prepare_model(workload.build_model(), get_precision(case.precision),
-                          case.channels_last).to(case.device.torch_device)
-    if case.compile_backend:
-        model = torch.compile(model, backend=case.compile_backend)
-    data = DataOptions(kind=source_kind(options.data), data_dir=options.data_dir, seed=options.seed,
-                       workers=options.workers, pin_memory=case.device.pin_memory)
-    batches = place_batches(workload.make_batches(case.mode, case.batch_size, data), options.data,
-                            case.device)
-    result.dataset_size = _epoch_samples(batches, workload.samples_per_epoch(case.mode))
-    result.steps_per_epoch = -(-result.dataset_size // case.batch_size)
-    epoch_end = None
-    if case.mode == "train" and type(workload).end_of_epoch is not Workload.end_of_epoch:
-        def epoch_end() -> dict[str, float]:
-            return workload.end_of_epoch(model, case.device.torch_device, data)
-    meter = energy_meter_for(case.device)
-    meter.prepare()
-    loop = StepLoop(_make_step(workload, model, case), batches, case.device, progress,
-                    epoch_end, meter, sensors=lambda: case_sensors(case.device),
-                    batch_size=case.batch_size,
-                    partial_batch=result.dataset_size % case.batch_size)
-    # Read just before and right after the measured steps (after warm-up, not at idle).
-    result.extra["sensors"] = loop.sensor_readings
-    measured = loop.run(options.stop, options.warmup_steps)
+    memory = MemoryTracker(case.device)
+    # Sensors, then energy: exited in reverse, so the energy window hugs the measured steps.
+    sensors, energy = SensorTracker(case.device), EnergyTracker(energy_meter_for(case.device))
+    with memory:  # the whole case: building the model, warm-up and the measured steps
+        model = prepare_model(workload.build_model(), get_precision(case.precision),
+                              case.channels_last).to(case.device.torch_device)
+        if case.compile_backend:
+            model = torch.compile(model, backend=case.compile_backend)
+        data = DataOptions(kind=source_kind(options.data), data_dir=options.data_dir,
+                           seed=options.seed, workers=options.workers,
+                           pin_memory=case.device.pin_memory)
+        batches = place_batches(workload.make_batches(case.mode, case.batch_size, data),
+                                options.data, case.device)
+        result.dataset_size = _epoch_samples(batches, workload.samples_per_epoch(case.mode))
+        result.steps_per_epoch = -(-result.dataset_size // case.batch_size)
+        epoch_end = None
+        if case.mode == "train" and type(workload).end_of_epoch is not Workload.end_of_epoch:
+            def epoch_end() -> dict[str, float]:
+                return workload.end_of_epoch(model, case.device.torch_device, data)
+        energy.prepare()  # probing the sources takes up to ~1 s: before warm-up, not in the window
+        loop = StepLoop(_make_step(workload, model, case), batches, case.device, progress,
+                        epoch_end, trackers=[sensors, energy], batch_size=case.batch_size,
+                        partial_batch=result.dataset_size % case.batch_size)
+        measured = loop.run(options.stop, options.warmup_steps)
     for name, value in vars(measured).items():
         setattr(result, name, value)
-    if loop.energy_reading is not None:
-        result.extra["energy"] = loop.energy_reading.figures(
-            loop.energy_steps, result.steps_per_epoch, result.batch_size)
-    result.peak_memory_bytes = case.device.peak_memory_bytes()
-    # Read after the peak: an adapter may learn only then which counter it had (MPS).
-    result.memory_source = case.device.memory_source
-    result.extra["memory_is_lower_bound"] = case.device.memory_is_lower_bound
+    _record_trackers(result, memory, sensors, energy, loop.window_steps)
     if options.profile:  # after the peak is read: the profiler's own memory must not count
         from accelbench.measure.loop import BatchStream
         from accelbench.measure.profile import profile_case
 
         result.extra["profile"] = profile_case(loop.step, BatchStream(batches).next, case.device, model)
+
+
+def _record_trackers(result: CaseResult, memory: MemoryTracker, sensors: SensorTracker,
+                     energy: EnergyTracker, window_steps: int) -> None:
+    """The one place the trackers' typed results reach the case's record."""
+    peak = memory.result
+    result.peak_memory_bytes, result.memory_source = peak.bytes, peak.source
+    result.extra["memory_is_lower_bound"] = peak.lower_bound
+    # Read just before and right after the measured steps (after warm-up, not at idle).
+    result.extra["sensors"] = sensors.result.to_dict()
+    reading = energy.result
+    if reading is not None:
+        result.extra["energy"] = reading.figures(window_steps, result.steps_per_epoch,
+                                                 result.batch_size)
 
 
 def new_record(options: RunOptions, devices: DeviceSet, command: list[str]) -> RunRecord:

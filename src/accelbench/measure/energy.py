@@ -1,7 +1,7 @@
 """Energy of the measured steps, read from the sensors a device has: NVML, RAPL or powermetrics.
 
-Contract with the runner
-------------------------
+Contract with the runner (through ``trackers.EnergyTracker``, which the timed loop enters)
+------------------------------------------------------------------------------------------
 ::
 
     meter = energy_meter_for(case.device)   # never raises; sources come from the device adapter
@@ -11,7 +11,7 @@ Contract with the runner
     ...                                      # the measured steps (the device synchronised after),
                                              # for at least meter.min_seconds where possible
     reading = meter.stop()                   # EnergyReading: joules or None, source, reason
-    result.extra["energy"] = reading.figures(result.measured_steps, result.steps_per_epoch,
+    result.extra["energy"] = reading.figures(window_steps, result.steps_per_epoch,
                                              result.batch_size)
 
 ``figures`` gives ``{"source", "reason", "seconds", "method", "resolution", "estimated",

@@ -29,15 +29,18 @@ confidence interval lies within +-PCT% of the median (checked from ``MIN_ADAPTIV
 samples on, as the samples grow by a tenth); otherwise the budget ends it, and the precision
 reached is reported either way.
 
-The optional ``sensors`` reading and energy ``meter`` bracket the measured region only: read after
-warm-up, just before the first measured step, and right after the last.
+Trackers (``accelbench.measure.trackers``: sensors, energy) bracket the measured region only:
+entered after warm-up, with the device idle, just before the first measured step, and exited right
+after the last (also when a step raises). A tracker that needs a minimum window (a coarse energy
+counter) keeps the window open that long: see ``_extend_window``.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +49,7 @@ import torch
 from accelbench.devices import Device
 from accelbench.measure.input_wait import InputWait
 from accelbench.measure.stats import relative_median_ci_half_width
+from accelbench.measure.trackers import Tracker
 from accelbench.options import MIN_SAMPLES, MIN_WINDOW_S, StopRule
 
 Progress = Callable[[str, float, float | None], None]
@@ -165,16 +169,12 @@ class StepLoop:
     def __init__(self, step: Callable[[Any], Any], epoch: Iterable[Any], device: Device,
                  progress: Progress | None = None,
                  epoch_end: Callable[[], dict[str, float]] | None = None,
-                 meter: Any = None, sensors: Callable[[], dict[str, Any]] | None = None,
+                 trackers: Sequence[Tracker] = (),
                  batch_size: int | None = None, partial_batch: int = 0) -> None:
         self.step = step
         self.epoch_end = epoch_end
-        #: An energy meter (``start()`` / ``stop() -> reading``) around the measured steps only.
-        self.meter = meter
-        self.energy_reading: Any = None
-        #: ``sensors()`` is read just before and right after the measured steps.
-        self.sensors = sensors
-        self.sensor_readings: dict[str, Any] = {}
+        #: Entered in order just before the measured steps, exited in reverse right after them.
+        self.trackers = list(trackers)
         self.epoch = epoch
         #: The full batch size: steps/time rules time only batches this large.
         self.batch_size = batch_size
@@ -184,8 +184,9 @@ class StepLoop:
         self.progress = progress or (lambda phase, done, total: None)
         self.result = Measured()
         self.wait = InputWait(device)
-        #: Steps inside the energy meter's window (the measured steps, plus any extension).
-        self.energy_steps = 0
+        #: Steps inside the trackers' window (the measured steps, plus any extension): the
+        #: count a tracker's per-step figure (joules per step) divides by.
+        self.window_steps = 0
         self._steps_done = 0
 
     def _run_window(self, feed: Feed, k: int) -> tuple[float, int]:
@@ -244,19 +245,20 @@ class StepLoop:
         k = self.result.steps_per_sample
         if stop.kind != "epochs":
             feed.prefetch()  # the first measured step's batch, fetched outside the timed region
-        self._begin_measuring()
-        if stop.kind == "epochs":
-            self._run_epochs(int(stop.value), k)
-        elif stop.kind == "steps":
-            target = int(stop.value)
-            while self.result.measured_steps < target:
-                self._record(*self._run_window(feed, min(k, target - self.result.measured_steps)))
-                self.progress("measure", self.result.measured_steps, target)
-        else:
-            self._run_for_time(stop, feed, k)
-        self.result.stop_reason = self.result.stop_reason or stop.kind
-        # Whole epochs last long enough for any energy counter; a step count may not.
-        self._end_measuring(feed, k, extend_energy=stop.kind != "epochs")
+        with ExitStack() as window:  # exits every entered tracker, also when a step raises
+            self._begin_measuring(window)
+            if stop.kind == "epochs":
+                self._run_epochs(int(stop.value), k)
+            elif stop.kind == "steps":
+                target = int(stop.value)
+                while self.result.measured_steps < target:
+                    self._record(*self._run_window(feed, min(k, target - self.result.measured_steps)))
+                    self.progress("measure", self.result.measured_steps, target)
+            else:
+                self._run_for_time(stop, feed, k)
+            self.result.stop_reason = self.result.stop_reason or stop.kind
+            # Whole epochs last long enough for any energy counter; a step count may not.
+            self._end_measuring(feed, k, extend_window=stop.kind != "epochs")
         if self.epoch_end is not None and stop.kind != "epochs":
             self.result.epoch_end_s = self._timed_epoch_end()
         return self.result
@@ -272,57 +274,54 @@ class StepLoop:
             if len(samples) >= MIN_SAMPLES and self.result.measured_time_s >= stop.value:
                 self.result.stop_reason = "time budget"
                 return
-            if target and len(samples) >= next_check and self._energy_window_long_enough(stop):
+            if target and len(samples) >= next_check and self._window_long_enough(stop):
                 # Between windows, so the check's own time is in no sample.
                 if relative_median_ci_half_width(samples) * 100 <= target:
                     self.result.stop_reason = "precision reached"
                     return
                 next_check = max(len(samples) + 1, int(len(samples) * 1.1))
 
-    def _energy_window_long_enough(self, stop: StopRule) -> bool:
+    def _min_window_s(self) -> float:
+        return max((tracker.min_window_s for tracker in self.trackers), default=0.0)
+
+    def _window_long_enough(self, stop: StopRule) -> bool:
         """An energy counter that updates coarsely (NVML: about every 100 ms) needs a window of
-        ``meter.min_seconds`` to give a measured figure (the ml.energy/zeus treatment): precise
-        timing alone does not end the measurement before that, within the time budget."""
-        floor = float(getattr(self.meter, "min_seconds", 0.0) or 0.0) if self.meter else 0.0
-        return self.result.measured_time_s >= min(floor, stop.value)
+        its tracker's ``min_window_s`` to give a measured figure (the ml.energy/zeus treatment):
+        precise timing alone does not end the measurement before that, within the time budget."""
+        return self.result.measured_time_s >= min(self._min_window_s(), stop.value)
 
-    def _begin_measuring(self) -> None:
+    def _begin_measuring(self, window: ExitStack) -> None:
         self.wait.reset()  # warm-up input is not steady state
-        if self.sensors is not None or self.meter is not None:
-            self.device.synchronize()  # the reading starts with an idle queue
-        if self.sensors is not None:
-            self.sensor_readings["start"] = self.sensors()
-        if self.meter is not None:
-            self.meter.start()
+        if self.trackers:
+            self.device.synchronize()  # the readings start with an idle queue
+        for tracker in self.trackers:
+            window.enter_context(tracker)
 
-    def _end_measuring(self, feed: Feed, k: int, extend_energy: bool) -> None:
+    def _end_measuring(self, feed: Feed, k: int, extend_window: bool) -> None:
         # The last window ended with a synchronisation: the device is idle here.
         self.wait.settle()
         self.result.input_wait_s = self.wait.device_idle_s
         self.result.input_fetch_s = self.wait.host_fetch_s
         self.result.input_wait_method = self.wait.method
-        self.energy_steps = self.result.measured_steps
-        if extend_energy:
-            self._extend_energy_window(feed, k)
-        if self.meter is not None:
-            self.energy_reading = self.meter.stop()
-        if self.sensors is not None:
-            self.sensor_readings["end"] = self.sensors()
+        self.window_steps = self.result.measured_steps
+        if extend_window:
+            self._extend_window(feed, k)
 
-    def _extend_energy_window(self, feed: Feed, k: int) -> None:
+    def _extend_window(self, feed: Feed, k: int) -> None:
         """A fixed step count (``--steps``, or a budget shorter than the counter needs) can end
         before a coarse energy counter (NVML updates about every 100 ms) has measured anything.
-        Then further steps run inside the energy window only, never in the timing samples, until
-        it lasts ``meter.min_seconds``; the energy figures divide by every step the window held
-        (``energy_steps``). This is the ml.energy/zeus treatment: a 0 J step is never reported."""
-        floor = float(getattr(self.meter, "min_seconds", 0.0) or 0.0) if self.meter else 0.0
+        Then further steps run inside the trackers' window only, never in the timing samples,
+        until it lasts the trackers' ``min_window_s``; the energy figures divide by every step the
+        window held (``window_steps``). This is the ml.energy/zeus treatment: a 0 J step is never
+        reported."""
+        floor = self._min_window_s()
         elapsed = self.result.measured_time_s
         while elapsed < floor:
             seconds, ran = self._run_window(feed, k)
             if not ran:
                 break
             elapsed += seconds
-            self.energy_steps += ran
+            self.window_steps += ran
 
     def _timed_epoch_end(self) -> float:
         assert self.epoch_end is not None

@@ -13,6 +13,7 @@ the model's positions are fewer) at the published size and 16 at the tiny size.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -25,8 +26,10 @@ from accelbench.models.named import PUBLISHED_BATCH, TINY_BATCH, TINY_SAMPLES, i
 from accelbench.workloads.base import Batch, DataOptions, Workload
 from accelbench.workloads.bert import SST2_SIZES
 from accelbench.workloads.imagenet import IMAGENET_SIZES
+from accelbench.workloads.presets import Preset
 
-SEQ_LEN = {"published": 128, "tiny": 16}
+#: Tokens per sequence at the published and the tiny size (fewer when the model has fewer positions).
+PUBLISHED_SEQ_LEN, TINY_SEQ_LEN = 128, 16
 #: Task -> (Auto class, class-name suffixes in ``config.architectures`` that mean this task).
 TASKS = {
     "sequence-classification": ("AutoModelForSequenceClassification", ("ForSequenceClassification",)),
@@ -79,12 +82,28 @@ def choose_task(config: Any) -> tuple[str, str | None]:
                      "classification, causal or masked LM, image classification)")
 
 
-class HFModel(Workload):
-    """Subclasses (one per name) set ``config``, ``task`` and ``architecture``."""
+@dataclass(frozen=True)
+class HFPreset(Preset):
+    #: Tokens per sequence; 0 for an image model.
+    seq_len: int
 
-    default_batch_size = PUBLISHED_BATCH
-    tiny_batch_size = TINY_BATCH
-    tiny_dataset_size = TINY_SAMPLES
+
+def hf_presets(dataset_size: dict[str, int], positions: int | None) -> dict[str, HFPreset]:
+    """``positions``: the text model's position embeddings (None for an image model)."""
+    def seq_len(wanted: int) -> int:
+        return 0 if positions is None else min(wanted, positions)
+    return {
+        "published": HFPreset(batch_size=PUBLISHED_BATCH, dataset_size=dataset_size,
+                              seq_len=seq_len(PUBLISHED_SEQ_LEN)),
+        "tiny": HFPreset(batch_size=TINY_BATCH, dataset_size=TINY_SAMPLES,
+                         seq_len=seq_len(TINY_SEQ_LEN)),
+    }
+
+
+class HFModel(Workload):
+    """Subclasses (one per name) set ``config``, ``task``, ``architecture`` and ``presets``."""
+
+    preset: HFPreset
     config: ClassVar[Any]
     task: ClassVar[str]
     architecture: ClassVar[str | None]
@@ -98,12 +117,8 @@ class HFModel(Workload):
     def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
         return torch.optim.AdamW(model.parameters(), lr=2e-5)
 
-    def seq_len(self) -> int:
-        return min(SEQ_LEN[self.size], self.input_shape[0])
-
     def make_batches(self, mode: str, batch_size: int, options: DataOptions) -> Iterable[Batch]:
-        config, task = self.config, self.task
-        seq_len = self.seq_len() if task != "image-classification" else 0
+        config, task, seq_len = self.config, self.task, self.preset.seq_len
 
         def make(generator: torch.Generator, size: int) -> Batch:
             if task == "image-classification":
@@ -136,13 +151,13 @@ def resolve(spec: str) -> type[HFModel]:
     if task == "sequence-classification" and getattr(config, "pad_token_id", None) is None:
         config.pad_token_id = 0  # decoders pool the last non-pad token; tokens are drawn from 1 up
     image = task == "image-classification"
-    positions = (getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
-                 or SEQ_LEN["published"])
+    positions = int(getattr(config, "max_position_embeddings", None)
+                    or getattr(config, "n_positions", None) or PUBLISHED_SEQ_LEN)
     shape = (config.num_channels, config.image_size, config.image_size) if image else (
-        min(SEQ_LEN["published"], int(positions)),)
+        min(PUBLISHED_SEQ_LEN, positions),)
     return type(f"HF_{spec}", (HFModel,), dict(
         config=config, task=task, architecture=architecture, input_shape=shape,
-        dataset_size=IMAGENET_SIZES if image else SST2_SIZES,
+        presets=hf_presets(IMAGENET_SIZES if image else SST2_SIZES, None if image else positions),
         version=version_number(transformers.__version__),
         description=f"transformers {architecture or config.model_type} {task} from "
         f"{'its default config' if spec == config.model_type else spec} (random weights, "

@@ -18,7 +18,7 @@ from torch import nn
 from accelbench.data.synthetic import synthetic_epoch
 from accelbench.models.named import PUBLISHED_BATCH, TINY_BATCH, TINY_SAMPLES
 from accelbench.workloads.base import Batch, DataOptions
-from accelbench.workloads.imagenet import IMAGENET_SIZES, ImageNetClassifier
+from accelbench.workloads.imagenet import IMAGENET_SIZES, ImageNetClassifier, ImagePreset
 
 TINY_SIDE = 64
 
@@ -33,29 +33,23 @@ def logits_of(output: Any) -> torch.Tensor:
 
 
 class NamedImageClassifier(ImageNetClassifier):
-    """Subclasses (one per name, made by a resolver) set ``build``, ``input_shape`` and ``classes``."""
+    """Subclasses (one per name, made by a resolver) set ``build``, ``input_shape`` and
+    ``presets`` (see ``image_presets``)."""
 
-    default_batch_size = PUBLISHED_BATCH
-    tiny_batch_size = TINY_BATCH
-    dataset_size = IMAGENET_SIZES
-    tiny_dataset_size = TINY_SAMPLES
     lr = 0.01
     #: Builds the model with random weights (set per model name).
     build: ClassVar[Callable[[], nn.Module]]
+    #: The model's own classes (its presets use them at both sizes).
+    classes: ClassVar[int]
 
     def build_model(self) -> nn.Module:
         return type(self).build()
 
-    def num_classes(self) -> int:
-        return self.classes
-
     def image_shape(self) -> tuple[int, ...]:
-        if self.size == "tiny":
-            return tiny_image_shape(type(self))
-        return tuple(self.input_shape)
+        return fitting_image_shape(type(self), self.preset.side)
 
     def make_batches(self, mode: str, batch_size: int, options: DataOptions) -> Iterable[Batch]:
-        shape, classes = self.image_shape(), self.classes
+        shape, classes = self.image_shape(), self.num_classes()
 
         def make(generator: torch.Generator, size: int) -> Batch:
             images = torch.randn((size, *shape), generator=generator)
@@ -72,23 +66,38 @@ class NamedImageClassifier(ImageNetClassifier):
 
 
 @functools.cache
-def tiny_image_shape(cls: type[NamedImageClassifier]) -> tuple[int, ...]:
-    """(C, 64, 64) when a training forward at that size works on the meta device, else the
-    model's own input shape."""
-    channels = cls.input_shape[0]
+def fitting_image_shape(cls: type[NamedImageClassifier], side: int) -> tuple[int, ...]:
+    """The model's own input shape when ``side`` is its side; else (C, side, side) when a training
+    forward at that size works on the meta device, and the model's own shape when it does not."""
+    own = tuple(cls.input_shape)
+    if side == own[-1]:
+        return own
+    channels = own[0]
     try:
         with torch.device("meta"):
             model = cls.build()
             model.train()
-            model(torch.empty(TINY_BATCH["train"], channels, TINY_SIDE, TINY_SIDE))
+            model(torch.empty(TINY_BATCH["train"], channels, side, side))
     except Exception:  # the model fixes its input size: keep it
-        return tuple(cls.input_shape)
-    return (channels, TINY_SIDE, TINY_SIDE)
+        return own
+    return (channels, side, side)
+
+
+def image_presets(input_shape: tuple[int, ...], classes: int) -> dict[str, ImagePreset]:
+    """A named model's own input side and classes at the published size; at the tiny size, 64x64
+    images where the model accepts them."""
+    return {
+        "published": ImagePreset(batch_size=PUBLISHED_BATCH, dataset_size=IMAGENET_SIZES,
+                                 side=input_shape[-1], classes=classes),
+        "tiny": ImagePreset(batch_size=TINY_BATCH, dataset_size=TINY_SAMPLES, side=TINY_SIDE,
+                            classes=classes),
+    }
 
 
 def image_class(name: str, build: Callable[[], nn.Module], input_shape: tuple[int, ...], classes: int,
                 version: int, description: str, source: str, **extra: Any) -> type[NamedImageClassifier]:
     attributes = dict(name=name, build=staticmethod(build), input_shape=tuple(input_shape),
-                      classes=classes, tiny_classes=classes, version=version,
+                      classes=classes, presets=image_presets(tuple(input_shape), classes),
+                      version=version,
                       description=description, source=source, **extra)
     return type(f"Named_{name}", (NamedImageClassifier,), attributes)

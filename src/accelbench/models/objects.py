@@ -33,6 +33,7 @@ from accelbench.data.synthetic import synthetic_epoch
 from accelbench.errors import UsageError
 from accelbench.models.images import logits_of
 from accelbench.workloads.base import Batch, DataOptions, Workload
+from accelbench.workloads.presets import SIZES, Preset
 
 ENV_VAR = "ACCELBENCH_BENCH_MODELS"
 #: Without ``samples_per_epoch``, an epoch is this many example-sized batches (for the projection).
@@ -94,12 +95,6 @@ class ObjectWorkload(Workload):
     source = "accelbench.bench(model, example_batch)"
     spec: ClassVar[BenchSpec]
 
-    def batch_size(self, mode: str) -> int:
-        return int(self.spec.batch[0].shape[0])
-
-    def samples_per_epoch(self, mode: str) -> int:
-        return self.spec.samples_per_epoch
-
     def build_model(self) -> nn.Module:
         return copy.deepcopy(self.spec.model).cpu()  # a fresh copy: training changes the weights
 
@@ -136,8 +131,13 @@ def spec_version(spec: BenchSpec) -> int:
 
 
 def object_class(name: str, spec: BenchSpec) -> type[ObjectWorkload]:
-    return type(f"Bench_{name}", (ObjectWorkload,), {"name": f"bench:{name}", "spec": spec,
-                                                      "version": spec_version(spec)})
+    # One size only: the example batch's rows per step, at either --size.
+    rows, samples = int(spec.batch[0].shape[0]), spec.samples_per_epoch
+    preset = Preset(batch_size={"train": rows, "eval": rows},
+                    dataset_size={"train": samples, "eval": samples})
+    return type(f"Bench_{name}", (ObjectWorkload,), {
+        "name": f"bench:{name}", "spec": spec, "version": spec_version(spec),
+        "presets": {size: preset for size in SIZES}})
 
 
 def why_not_picklable(spec: BenchSpec) -> str | None:

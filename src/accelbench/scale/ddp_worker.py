@@ -87,6 +87,7 @@ def _run(spec: dict[str, Any], rank: int, local_rank: int) -> dict[str, Any]:
     import torch.distributed as dist
 
     from accelbench.devices import DeviceSet
+    from accelbench.measure.trackers import MemoryTracker
     from accelbench.options import StopRule
     from accelbench.precision import get_precision
     from accelbench.scale.backends import rank_device
@@ -101,28 +102,29 @@ def _run(spec: dict[str, Any], rank: int, local_rank: int) -> dict[str, Any]:
     dist.init_process_group(spec["backend"], timeout=timedelta(seconds=spec["pg_timeout_s"]))
     workload = get_workload_class(spec["workload"])(spec["size"])
     torch.manual_seed(spec["seed"])  # the same initial weights on every rank
-    device.reset_peak_memory()
-    model = _wrap(workload.build_model().to(device.torch_device), spec["strategy"])
-    optimizer = workload.make_optimizer(model)
-    batch = spec["batch_size"]
-    batches = workload.make_batches("train", batch, DataOptions(seed=spec["seed"] + rank))
-    step = make_train_step(workload, model, optimizer, device, get_precision("fp32"))
+    memory = MemoryTracker(device)
+    with memory:  # this rank's whole work: model, optimiser state, warm-up and the steps
+        model = _wrap(workload.build_model().to(device.torch_device), spec["strategy"])
+        optimizer = workload.make_optimizer(model)
+        batch = spec["batch_size"]
+        batches = workload.make_batches("train", batch, DataOptions(seed=spec["seed"] + rank))
+        step = make_train_step(workload, model, optimizer, device, get_precision("fp32"))
 
-    def measure(steps: int) -> Any:
-        from accelbench.measure.loop import StepLoop
+        def measure(steps: int) -> Any:
+            from accelbench.measure.loop import StepLoop
 
-        return StepLoop(step, batches, device).run(StopRule("steps", steps), 0)
+            return StepLoop(step, batches, device).run(StopRule("steps", steps), 0)
 
-    warmup = spec["warmup_steps"]
-    stop = spec["stop"]
-    if stop["kind"] == "time":
-        warmup = max(warmup, 1)  # the warm-up steps estimate how many steps fill the budget
-    warm = measure(warmup) if warmup else None
-    steps = int(stop["value"]) if stop["kind"] == "steps" else _steps_for_budget(
-        stop["value"], warm, device)
-    timed = _between_barriers(lambda: measure(steps))
-    with _gradient_sync_off(model, spec["strategy"]):
-        nosync = _between_barriers(lambda: measure(steps))
+        warmup = spec["warmup_steps"]
+        stop = spec["stop"]
+        if stop["kind"] == "time":
+            warmup = max(warmup, 1)  # the warm-up steps estimate how many steps fill the budget
+        warm = measure(warmup) if warmup else None
+        steps = int(stop["value"]) if stop["kind"] == "steps" else _steps_for_budget(
+            stop["value"], warm, device)
+        timed = _between_barriers(lambda: measure(steps))
+        with _gradient_sync_off(model, spec["strategy"]):
+            nosync = _between_barriers(lambda: measure(steps))
     return {
         "device": device.name, "threads": torch.get_num_threads(),
         "step_times": timed.step_times, "nosync_step_times": nosync.step_times,
@@ -130,7 +132,7 @@ def _run(spec: dict[str, Any], rank: int, local_rank: int) -> dict[str, Any]:
         "input_wait_s": timed.input_wait_s, "warmup_steps": warmup,
         "warmup_time_s": warm.measured_time_s if warm else None,
         "time_to_first_step_s": warm.step_times[0] if warm else None,
-        "peak_memory_bytes": device.peak_memory_bytes(),
+        "peak_memory_bytes": memory.result.bytes,
     }
 
 

@@ -8,8 +8,9 @@ from accelbench.workloads.base import (
     register,
     workload_names,
 )
+from accelbench.workloads.presets import SIZES, Preset
 
 __all__ = [
-    "DataOptions", "Workload", "get_workload_class", "match_workloads", "register",
+    "SIZES", "DataOptions", "Preset", "Workload", "get_workload_class", "match_workloads", "register",
     "workload_names",
 ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import fnmatch
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -16,9 +16,9 @@ import torch
 from torch import nn
 
 from accelbench.errors import UsageError
+from accelbench.workloads.presets import SIZES, Preset, derived_presets, preset_problems
 
 MODES = ("train", "eval")
-SIZES = ("published", "tiny")
 Batch = tuple[torch.Tensor, ...]
 
 
@@ -36,8 +36,10 @@ class DataOptions:
 class Workload(ABC):
     """One model with its data, loss and optimiser, at a size.
 
-    Subclasses set the class attributes and implement the abstract methods. ``size="tiny"`` is the
-    configuration tests run on CPU in seconds; ``"published"`` is the default, as the reports ran it.
+    Subclasses set the class attributes and implement the abstract methods. Sizes are data:
+    ``presets`` maps each name in SIZES to a :class:`Preset` (``"published"``, the default, as the
+    reports ran it; ``"tiny"``, what tests run on CPU in seconds), and ``self.preset`` is the one
+    chosen (see ``presets.py``).
     """
 
     name: ClassVar[str] = ""
@@ -47,6 +49,10 @@ class Workload(ABC):
     version: ClassVar[int] = 1
     modes: ClassVar[tuple[str, ...]] = MODES
     input_shape: ClassVar[tuple[int, ...]] = ()
+    #: One Preset per name in SIZES.
+    presets: ClassVar[Mapping[str, Preset]] = {}
+    #: The older contract, for workloads that declare no presets: sizes per mode, from which
+    #: presets are derived (``presets.derived_presets``).
     default_batch_size: ClassVar[dict[str, int]] = {}
     dataset_size: ClassVar[dict[str, int]] = {}
     tiny_batch_size: ClassVar[dict[str, int]] = {}
@@ -57,14 +63,25 @@ class Workload(ABC):
         if size not in SIZES:
             raise UsageError(f"unknown workload size {size!r}; allowed: {', '.join(SIZES)}")
         self.size = size
+        self.preset: Preset = self.size_presets()[size]
+
+    @classmethod
+    def size_presets(cls) -> Mapping[str, Preset]:
+        """The declared presets, or those derived from the older contract's attributes."""
+        return cls.presets or derived_presets(cls.default_batch_size, cls.dataset_size,
+                                              cls.tiny_batch_size, cls.tiny_dataset_size)
 
     # --- facts -----------------------------------------------------------------------------
     def batch_size(self, mode: str) -> int:
-        table = self.tiny_batch_size if self.size == "tiny" else self.default_batch_size
-        return table[mode]
+        return self._per_mode(self.preset.batch_size, mode, "batch_size")
 
     def samples_per_epoch(self, mode: str) -> int:
-        table = self.tiny_dataset_size if self.size == "tiny" else self.dataset_size
+        return self._per_mode(self.preset.dataset_size, mode, "dataset_size")
+
+    def _per_mode(self, table: Mapping[str, int], mode: str, what: str) -> int:
+        if mode not in table:
+            raise WorkloadContractError(f"workload {self.name!r} declares no {what} for mode "
+                                        f"{mode!r} at size {self.size!r}")
         return table[mode]
 
     def check_data(self, mode: str, options: DataOptions) -> None:
@@ -153,9 +170,15 @@ def check_contract(cls: type) -> None:
     if bad_modes:
         raise WorkloadContractError(f"workload {cls.name!r} has unknown modes {bad_modes}; "
                                     f"allowed: {MODES}")
+    unknown = [size for size in cls.presets if size not in SIZES]
+    if unknown:
+        raise WorkloadContractError(f"workload class {cls.__name__} ({cls.name!r}) has presets for "
+                                    f"unknown sizes {unknown}; allowed: {', '.join(SIZES)}")
     missing = [m for m in REQUIRED if _undefined(cls, m)]
     for mode in cls.modes:
         missing += [f"{m} (for mode {mode!r})" for m in REQUIRED_BY_MODE[mode] if _undefined(cls, m)]
+    if cls.presets:
+        missing += preset_problems(cls.presets, cls.modes)
     if missing:
         raise WorkloadContractError(f"workload class {cls.__name__} ({cls.name!r}) does not define "
                                     f"{', '.join(missing)}")

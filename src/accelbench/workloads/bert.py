@@ -15,7 +15,8 @@ same work) with binary labels; an epoch is SST-2's 67,349 training / 872 validat
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -23,11 +24,38 @@ from torch import nn
 
 from accelbench.data.synthetic import synthetic_epoch
 from accelbench.workloads.base import Batch, DataOptions, Workload, register
+from accelbench.workloads.presets import Preset
 
 SST2_SIZES = {"train": 67_349, "eval": 872}
 BERT_VOCAB = 30_522
 CLS, SEP = 101, 102
 INSTALL_HINT = "pip install 'accelbench[transformers]'"
+
+
+@dataclass(frozen=True)
+class TextPreset(Preset):
+    """Sentences (vocabulary, tokens per sentence) and the encoder that reads them."""
+
+    vocab: int
+    seq_len: int
+    hidden: int
+    layers: int
+    heads: int
+    ffn: int
+    #: Position embeddings (the longest sequence the encoder accepts).
+    max_len: int
+
+
+def text_presets(published_encoder: dict[str, int]) -> dict[str, TextPreset]:
+    """SST-2-shaped sentences at both sizes (the tiny one with a 1,000-token vocabulary and 16
+    tokens), read by ``published_encoder`` at the published size and by a 2-layer, 64-wide
+    encoder at the tiny one."""
+    return {
+        "published": TextPreset(batch_size={"train": 64, "eval": 64}, dataset_size=SST2_SIZES,
+                                vocab=BERT_VOCAB, seq_len=128, **published_encoder),
+        "tiny": TextPreset(batch_size={"train": 4, "eval": 4}, dataset_size={"train": 8, "eval": 8},
+                           vocab=1000, seq_len=16, hidden=64, layers=2, heads=2, ffn=128, max_len=64),
+    }
 
 
 def sentence_batch_maker(vocab_size: int, seq_len: int) -> Callable[[torch.Generator, int], Batch]:
@@ -46,17 +74,10 @@ class SentenceClassifier(Workload):
     """Shared data and optimiser; subclasses say how the model is built and called."""
 
     input_shape = (128,)
-    default_batch_size = {"train": 64, "eval": 64}
-    dataset_size = SST2_SIZES
-    tiny_batch_size = {"train": 4, "eval": 4}
-    tiny_dataset_size = {"train": 8, "eval": 8}
-    tiny_vocab: ClassVar[int] = 1000
-    tiny_seq_len: ClassVar[int] = 16
+    preset: TextPreset
 
     def make_batches(self, mode: str, batch_size: int, options: DataOptions) -> Iterable[Batch]:
-        tiny = self.size == "tiny"
-        maker = sentence_batch_maker(self.tiny_vocab if tiny else BERT_VOCAB,
-                                     self.tiny_seq_len if tiny else self.input_shape[0])
+        maker = sentence_batch_maker(self.preset.vocab, self.preset.seq_len)
         return synthetic_epoch(maker, self.samples_per_epoch(mode), batch_size, options.seed)
 
     def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
@@ -89,6 +110,8 @@ class BertBase(SentenceClassifier):
     description = ("HuggingFace BertForSequenceClassification(BertConfig()): BERT-base, 110M params, "
                    "seq 128, 2 labels, AdamW lr 2e-5")
     source = "https://huggingface.co/docs/transformers/model_doc/bert"
+    # BertConfig()'s defaults: BERT-base.
+    presets = text_presets(dict(hidden=768, layers=12, heads=12, ffn=3072, max_len=512))
 
     def unavailable_reason(self) -> str | None:
         return transformers_missing()
@@ -96,11 +119,10 @@ class BertBase(SentenceClassifier):
     def config(self) -> Any:
         from transformers import BertConfig
 
-        if self.size == "tiny":
-            return BertConfig(vocab_size=self.tiny_vocab, hidden_size=64, num_hidden_layers=2,
-                              num_attention_heads=2, intermediate_size=128,
-                              max_position_embeddings=64, num_labels=2)
-        return BertConfig(num_labels=2)
+        p = self.preset
+        return BertConfig(vocab_size=p.vocab, hidden_size=p.hidden, num_hidden_layers=p.layers,
+                          num_attention_heads=p.heads, intermediate_size=p.ffn,
+                          max_position_embeddings=p.max_len, num_labels=2)
 
     def build_model(self) -> nn.Module:
         reason = transformers_missing()
@@ -146,9 +168,10 @@ class TransformerSmall(SentenceClassifier):
     description = ("BERT-Tiny-shaped classifier in plain torch.nn (2 layers, hidden 128, 2 heads, "
                    "4.4M params) at BERT-base's batch 64 x seq 128; the quick suite's transformer")
     source = "https://arxiv.org/abs/1908.08962 (BERT-Tiny shape); torch.nn.TransformerEncoder"
+    presets = text_presets(dict(hidden=128, layers=2, heads=2, ffn=512, max_len=512))
 
     def build_model(self) -> nn.Module:
-        if self.size == "tiny":
-            return SmallTextEncoder(self.tiny_vocab, hidden=64, layers=2, heads=2, ffn=128, max_len=64)
-        return SmallTextEncoder()
+        p = self.preset
+        return SmallTextEncoder(p.vocab, hidden=p.hidden, layers=p.layers, heads=p.heads, ffn=p.ffn,
+                                max_len=p.max_len)
 

@@ -4,6 +4,7 @@ images, cross-entropy, SGD with momentum."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
@@ -12,10 +13,21 @@ from torch import nn
 
 from accelbench.data.synthetic import synthetic_epoch
 from accelbench.workloads.base import Batch, DataOptions, Workload
+from accelbench.workloads.presets import Preset
 
 #: ImageNet-1k's training and validation set sizes: one "epoch" of the stand-in data.
 IMAGENET_SIZES = {"train": 1_281_167, "eval": 50_000}
 TINY_SIZES = {"train": 8, "eval": 8}
+#: The tiny size shrinks images (the models end in adaptive pooling, so any side >= 32 works)
+#: and the classes.
+TINY_SIDE, TINY_CLASSES = 32, 10
+
+
+@dataclass(frozen=True)
+class ImagePreset(Preset):
+    #: Side of the square images.
+    side: int
+    classes: int
 
 
 def image_batch_maker(side: int, classes: int) -> Callable[[torch.Generator, int], Batch]:
@@ -32,12 +44,7 @@ class ImageNetClassifier(Workload):
     """A supervised image classifier on synthetic ImageNet-shaped data (no real-data loader yet)."""
 
     input_shape = (3, 224, 224)
-    dataset_size = IMAGENET_SIZES
-    tiny_dataset_size = TINY_SIZES
-    #: The tiny size shrinks images (the models end in adaptive pooling, so any side >= 32 works).
-    tiny_side: ClassVar[int] = 32
-    classes: ClassVar[int] = 1000
-    tiny_classes: ClassVar[int] = 10
+    preset: ImagePreset
     lr: ClassVar[float] = 0.1
     momentum: ClassVar[float] = 0.9
 
@@ -45,11 +52,10 @@ class ImageNetClassifier(Workload):
         return torch.optim.SGD(model.parameters(), lr=self.lr, momentum=self.momentum)
 
     def num_classes(self) -> int:
-        return self.tiny_classes if self.size == "tiny" else self.classes
+        return self.preset.classes
 
     def make_batches(self, mode: str, batch_size: int, options: DataOptions) -> Iterable[Batch]:
-        side = self.tiny_side if self.size == "tiny" else self.input_shape[-1]
-        return synthetic_epoch(image_batch_maker(side, self.num_classes()),
+        return synthetic_epoch(image_batch_maker(self.preset.side, self.num_classes()),
                                self.samples_per_epoch(mode), batch_size, options.seed)
 
     def training_loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:

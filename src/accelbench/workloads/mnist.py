@@ -12,6 +12,7 @@ from accelbench.data.loader import tensor_loader
 from accelbench.data.mnist import MEAN, STD, load_mnist
 from accelbench.data.synthetic import synthetic_epoch
 from accelbench.workloads.base import Batch, DataOptions, Workload, register
+from accelbench.workloads.presets import Preset
 
 
 class MnistNet(nn.Module):
@@ -49,10 +50,11 @@ class Mnist(Workload):
     description = "pytorch/examples MNIST CNN (2 conv, max-pool, dropout, fc 128), Adadelta lr 1.0"
     source = "https://github.com/pytorch/examples/blob/main/mnist/main.py"
     input_shape = (1, 28, 28)
-    default_batch_size = {"train": 64, "eval": 1000}
-    dataset_size = {"train": 60_000, "eval": 10_000}
-    tiny_batch_size = {"train": 8, "eval": 16}
-    tiny_dataset_size = {"train": 64, "eval": 32}
+    presets = {
+        "published": Preset(batch_size={"train": 64, "eval": 1000},
+                            dataset_size={"train": 60_000, "eval": 10_000}),
+        "tiny": Preset(batch_size={"train": 8, "eval": 16}, dataset_size={"train": 64, "eval": 32}),
+    }
     data_kinds = ("synthetic", "real")
 
     def build_model(self) -> nn.Module:

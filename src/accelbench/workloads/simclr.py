@@ -19,6 +19,7 @@ Differences from that script, on purpose:
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, cast
 
@@ -32,6 +33,7 @@ from accelbench.data.cifar import NUM_CLASSES, check_cifar10, cifar_like_batch, 
 from accelbench.data.loader import tensor_loader
 from accelbench.data.synthetic import synthetic_epoch
 from accelbench.workloads.base import Batch, DataOptions, Workload, register
+from accelbench.workloads.presets import Preset
 
 # lightly's ``imagenet_normalize``, which its CIFAR-10 benchmark uses for every view.
 MEAN = (0.485, 0.456, 0.406)
@@ -41,22 +43,28 @@ KNN_K = 200
 KNN_T = 0.1
 
 
-def cifar_resnet18(tiny: bool = False) -> nn.Module:
+@dataclass(frozen=True)
+class BackbonePreset(Preset):
+    #: Basic blocks per stage: (2, 2, 2, 2) is ResNet-18.
+    blocks: tuple[int, ...]
+    #: The CIFAR stem's stride: 1 keeps 32x32 maps before layer1, as the benchmark's network.
+    stem_stride: int
+
+
+def cifar_resnet18(blocks: tuple[int, ...] = (2, 2, 2, 2), stem_stride: int = 1) -> nn.Module:
     """torchvision's ResNet-18 with a CIFAR stem and no classifier: 512-d embeddings of 32x32 images."""
-    blocks = [1, 1, 1, 1] if tiny else [2, 2, 2, 2]
-    net = torchvision.models.ResNet(torchvision.models.resnet.BasicBlock, blocks)
+    net = torchvision.models.ResNet(torchvision.models.resnet.BasicBlock, list(blocks))
     # 32x32 inputs: a 7x7 stride-2 stem followed by max-pooling would leave 8x8 maps before layer1.
-    # The tiny test model halves the maps instead (a quarter of the work) and has one block per stage.
-    net.conv1 = nn.Conv2d(3, 64, kernel_size=3, stride=2 if tiny else 1, padding=1, bias=False)
+    net.conv1 = nn.Conv2d(3, 64, kernel_size=3, stride=stem_stride, padding=1, bias=False)
     net.maxpool = nn.Identity()
     net.fc = nn.Identity()
     return net
 
 
 class SimCLRNet(nn.Module):
-    def __init__(self, tiny: bool = False) -> None:
+    def __init__(self, blocks: tuple[int, ...] = (2, 2, 2, 2), stem_stride: int = 1) -> None:
         super().__init__()
-        self.backbone = cifar_resnet18(tiny)
+        self.backbone = cifar_resnet18(blocks, stem_stride)
         self.projection_head = nn.Sequential(
             nn.Linear(512, 512, bias=False), nn.BatchNorm1d(512), nn.ReLU(), nn.Linear(512, 128),
         )
@@ -124,10 +132,15 @@ class SimCLR(Workload):
     source = ("https://github.com/lightly-ai/lightly/blob/master/docs/source/getting_started/"
               "benchmarks/cifar10_benchmark.py")
     input_shape = (3, 32, 32)
-    default_batch_size = {"train": 128, "eval": 128}
-    dataset_size = {"train": 50_000, "eval": 10_000}
-    tiny_batch_size = {"train": 4, "eval": 8}
-    tiny_dataset_size = {"train": 16, "eval": 8}
+    presets = {
+        "published": BackbonePreset(batch_size={"train": 128, "eval": 128},
+                                    dataset_size={"train": 50_000, "eval": 10_000},
+                                    blocks=(2, 2, 2, 2), stem_stride=1),
+        # One block per stage, and a stride-2 stem that halves the maps (a quarter of the work).
+        "tiny": BackbonePreset(batch_size={"train": 4, "eval": 8}, dataset_size={"train": 16, "eval": 8},
+                               blocks=(1, 1, 1, 1), stem_stride=2),
+    }
+    preset: BackbonePreset
     data_kinds = ("synthetic", "real")
     #: The published figures are the ImageNet ResNet-18 at 224x224, not this CIFAR variant.
     torchvision_weights: ClassVar[str] = "ResNet18_Weights.IMAGENET1K_V1"
@@ -139,7 +152,7 @@ class SimCLR(Workload):
         self._real: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def build_model(self) -> nn.Module:
-        return SimCLRNet(tiny=self.size == "tiny")
+        return SimCLRNet(self.preset.blocks, self.preset.stem_stride)
 
     def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
         lr = 6e-2 * self.batch_size("train") / 128

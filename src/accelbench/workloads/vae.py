@@ -16,6 +16,7 @@ from accelbench.data.loader import tensor_loader
 from accelbench.data.mnist import MEAN, STD, load_mnist
 from accelbench.data.synthetic import synthetic_epoch
 from accelbench.workloads.base import Batch, DataOptions, Noise, Workload, register
+from accelbench.workloads.presets import Preset
 
 
 class VAE(nn.Module):
@@ -69,10 +70,11 @@ class Vae(Workload):
     description = "pytorch/examples VAE (784-400-20-400-784), BCE(sum) + KL loss, Adam lr 1e-3"
     source = "https://github.com/pytorch/examples/blob/main/vae/main.py"
     input_shape = (1, 28, 28)
-    default_batch_size = {"train": 128, "eval": 128}
-    dataset_size = {"train": 60_000, "eval": 10_000}
-    tiny_batch_size = {"train": 8, "eval": 16}
-    tiny_dataset_size = {"train": 64, "eval": 32}
+    presets = {
+        "published": Preset(batch_size={"train": 128, "eval": 128},
+                            dataset_size={"train": 60_000, "eval": 10_000}),
+        "tiny": Preset(batch_size={"train": 8, "eval": 16}, dataset_size={"train": 64, "eval": 32}),
+    }
     data_kinds = ("synthetic", "real")
 
     def build_model(self) -> nn.Module:

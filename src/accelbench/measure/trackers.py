@@ -1,0 +1,187 @@
+"""Trackers: what is measured around a region of a case, as context managers composed around it.
+
+A tracker starts on ``__enter__`` and reads on ``__exit__``; its ``result`` is a small typed value
+the runner copies into the case's record. Trackers compose (``contextlib.ExitStack``): entered in
+order, exited in reverse, so the one that must hug the measured steps goes last. Two regions use
+them (see ``runner._measure``):
+
+* the case: :class:`MemoryTracker` around building the model, warm-up and the measured steps, so
+  the peak is what running the case needed (the model, the optimiser's state, the first step's
+  allocations), not only the steady state;
+* the measured steps: :class:`SensorTracker` and :class:`EnergyTracker`, handed to the timed loop
+  (:class:`accelbench.measure.loop.StepLoop`), which enters them after warm-up with the device
+  idle, just before the first measured step, and exits them right after the last one.
+
+The step times are not a tracker: the loop times windows of steps with a synchronisation at each
+window's end and stops on the samples' precision (see ``loop.py``), which a region with one start
+and one end cannot express.
+
+A tracker never fails the case it measures: an exception in its own start or reading becomes its
+``error`` (and the result says so), while an exception from the measured code still propagates
+after every tracker has been exited (an energy meter's sampling thread or ``powermetrics`` child
+is stopped even when a step fails).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from accelbench.measure.energy import EnergyMeter, EnergyReading
+from accelbench.measure.sensors import case_sensors
+
+if TYPE_CHECKING:
+    from accelbench.devices import Device
+
+T = TypeVar("T", bound="Tracker")
+
+
+def describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}".strip()
+
+
+class Tracker:
+    """The protocol the loop and the runner compose: ``start`` on enter, ``stop`` on exit."""
+
+    #: The shortest measured window this tracker can resolve, in seconds. The loop keeps the
+    #: window open at least this long: the stop rule waits for it, and a fixed step count runs
+    #: extra steps inside the trackers' window only, never in the timing samples.
+    min_window_s: float = 0.0
+
+    def __init__(self) -> None:
+        self.error = ""
+
+    def start(self) -> None:
+        """Begin measuring (called by ``__enter__``)."""
+
+    def stop(self) -> None:
+        """Take the reading (called by ``__exit__``, also when the measured code raised)."""
+
+    def __enter__(self: T) -> T:
+        self.error = ""
+        try:
+            self.start()
+        except Exception as error:  # a sensor never fails the case it measures
+            self.error = describe(error)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        try:
+            self.stop()
+        except Exception as failure:
+            self.error = self.error or describe(failure)
+        # Returning None: an exception from the measured code propagates unchanged.
+
+
+# --- memory --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MemoryPeak:
+    """The device's peak memory over the tracked region, and what that figure is."""
+
+    bytes: int | None
+    #: What the counter measures (e.g. "process peak RSS"), from the device adapter.
+    source: str
+    #: True when the figure can miss allocations (MPS's sampled live tensors): shown as ">=".
+    lower_bound: bool
+    error: str = ""
+
+
+class MemoryTracker(Tracker):
+    """Resets the device's peak-memory counter on enter and reads the peak on exit."""
+
+    def __init__(self, device: Device) -> None:
+        super().__init__()
+        self.device = device
+        self._peak: int | None = None
+
+    def start(self) -> None:
+        self._peak = None
+        self.device.reset_peak_memory()
+
+    def stop(self) -> None:
+        self._peak = self.device.peak_memory_bytes()
+
+    @property
+    def result(self) -> MemoryPeak:
+        # Read after the peak: an adapter may learn only then which counter it had (MPS).
+        source, lower_bound = self.device.memory_source, self.device.memory_is_lower_bound
+        if self.error:
+            return MemoryPeak(None, f"{source} (not read: {self.error})", lower_bound, self.error)
+        return MemoryPeak(self._peak, source, lower_bound)
+
+
+# --- sensors -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SensorReadings:
+    """Frequencies and temperatures just before and right after the measured steps."""
+
+    start: dict[str, Any] = field(default_factory=dict)
+    end: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        readings: dict[str, Any] = {"start": self.start, "end": self.end}
+        return {**readings, "error": self.error} if self.error else readings
+
+
+class SensorTracker(Tracker):
+    """Reads ``read()`` (by default the case's CPU and device sensors) on enter and on exit: a
+    reading at idle, before any work, says nothing about throttling under load."""
+
+    def __init__(self, device: Device, read: Callable[[], dict[str, Any]] | None = None) -> None:
+        super().__init__()
+        self._read = read or (lambda: case_sensors(device))
+        self._start: dict[str, Any] = {}
+        self._end: dict[str, Any] = {}
+
+    def start(self) -> None:
+        self._start, self._end = {}, {}
+        self._start = dict(self._read())
+
+    def stop(self) -> None:
+        self._end = dict(self._read())
+
+    @property
+    def result(self) -> SensorReadings:
+        return SensorReadings(self._start, self._end, self.error)
+
+
+# --- energy --------------------------------------------------------------------------------------
+class EnergyTracker(Tracker):
+    """The energy meter (``measure/energy.py``) around the measured steps.
+
+    The meter keeps its rules: the first available source, a reading that never fails the case,
+    never 0 J, method/resolution/estimated recorded. Its ``min_seconds`` becomes this tracker's
+    ``min_window_s``, so the loop measures long enough for a coarse counter (NVML's ~100 ms).
+    """
+
+    def __init__(self, meter: EnergyMeter) -> None:
+        super().__init__()
+        self.meter = meter
+        self.reading: EnergyReading | None = None
+
+    def prepare(self) -> None:
+        """Probe the sources now (NVML init, a powermetrics sample: up to ~1 s), outside the
+        measured window."""
+        self.meter.prepare()
+
+    @property
+    def min_window_s(self) -> float:  # type: ignore[override]
+        return float(self.meter.min_seconds or 0.0)
+
+    def start(self) -> None:
+        self.reading = None
+        self.meter.start()
+
+    def stop(self) -> None:
+        self.reading = self.meter.stop()
+
+    @property
+    def result(self) -> EnergyReading | None:
+        """The meter's reading; None when the window never opened (the case failed before it)."""
+        if self.reading is None and self.error:
+            return EnergyReading(None, "", self.error)
+        return self.reading

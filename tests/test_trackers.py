@@ -1,0 +1,200 @@
+"""Trackers around the measured code: memory, sensors and energy as composable context managers,
+the timed loop entering them around the measured steps, and the runner going through them."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+
+import pytest
+import torch
+from fakes import FakeAsyncAdapter
+
+from accelbench.data.synthetic import EpochBatches
+from accelbench.devices.base import Device
+from accelbench.devices.cpu import CpuAdapter
+from accelbench.measure.energy import EnergyMeter, EnergySource
+from accelbench.measure.loop import NonFiniteError, StepLoop
+from accelbench.measure.trackers import (
+    EnergyTracker,
+    MemoryTracker,
+    SensorTracker,
+    Tracker,
+)
+from accelbench.options import RunOptions, StopRule
+from accelbench.runner import Case, _measure, skeleton_result
+from accelbench.workloads import get_workload_class
+
+CPU = Device(CpuAdapter(), "cpu", 0)
+
+
+def batches() -> EpochBatches:
+    return EpochBatches([(torch.zeros(4, 2),)], 40, 4)
+
+
+class Step:
+    def __init__(self, nan_at: int | None = None) -> None:
+        self.calls, self.nan_at = 0, nan_at
+
+    def __call__(self, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        self.calls += 1
+        return torch.tensor(float("nan") if self.calls == self.nan_at else 1.0)
+
+
+class Recording(Tracker):
+    """Appends "<name> start/stop" to a shared log; optionally fails in stop."""
+
+    def __init__(self, name: str, log: list[str], fail: bool = False) -> None:
+        super().__init__()
+        self.name, self.log, self.fail = name, log, fail
+
+    def start(self) -> None:
+        self.log.append(f"{self.name} start")
+
+    def stop(self) -> None:
+        self.log.append(f"{self.name} stop")
+        if self.fail:
+            raise OSError("sensor went away")
+
+
+class MemoryAdapter(FakeAsyncAdapter):
+    """Counts resets and says when they happened (how many synchronisations had run)."""
+
+    memory_source = "fake allocator"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.resets: list[int] = []
+
+    def reset_peak_memory(self, index: int) -> None:
+        self.resets.append(self.syncs)
+        self.peak = 0
+
+    def peak_memory_bytes(self, index: int) -> int | None:
+        return self.peak
+
+
+def test_memory_tracker_resets_on_enter_and_reads_the_peak_on_exit() -> None:
+    adapter = MemoryAdapter()
+    adapter.peak = 10**9  # an earlier case's peak: must not reach this one
+    tracker = MemoryTracker(Device(adapter, "fake", 0))
+    with tracker:
+        assert adapter.resets == [0] and adapter.peak == 0
+        adapter.peak = 4096  # the region's allocations
+    peak = tracker.result
+    assert (peak.bytes, peak.source, peak.lower_bound, peak.error) == (4096, "fake allocator", False, "")
+    assert adapter.resets == [0]  # exactly once
+
+
+def test_trackers_compose_entered_in_order_and_exited_in_reverse() -> None:
+    log: list[str] = []
+    with ExitStack() as stack:
+        for tracker in (Recording("sensors", log), Recording("energy", log)):
+            stack.enter_context(tracker)
+        log.append("steps")
+    assert log == ["sensors start", "energy start", "steps", "energy stop", "sensors stop"]
+
+
+def test_the_loop_enters_trackers_after_warm_up_in_order_and_exits_them_in_reverse() -> None:
+    log: list[str] = []
+    step = Step()
+
+    class Steps(Recording):
+        def start(self) -> None:
+            log.append(f"start after {step.calls} steps")
+
+    StepLoop(step, batches(), CPU, trackers=[Steps("a", log), Recording("b", log)]).run(
+        StopRule("steps", 3), warmup_steps=2)
+    assert log == ["start after 2 steps", "b start", "b stop", "a stop"]
+
+
+def test_a_failing_tracker_keeps_the_timing_and_records_its_error() -> None:
+    log: list[str] = []
+    broken, other = Recording("broken", log, fail=True), Recording("other", log)
+    loop = StepLoop(Step(), batches(), CPU, trackers=[other, broken])
+    measured = loop.run(StopRule("steps", 5), warmup_steps=1)
+    assert measured.measured_steps == 5 and len(measured.step_times) == 5
+    assert broken.error == "OSError: sensor went away" and not other.error
+    assert log[-2:] == ["broken stop", "other stop"]  # the next tracker still exited
+
+
+def test_trackers_are_exited_when_a_step_fails() -> None:
+    log: list[str] = []
+    with pytest.raises(NonFiniteError):
+        StepLoop(Step(nan_at=3), batches(), CPU, trackers=[Recording("energy", log)]).run(
+            StopRule("steps", 5), warmup_steps=1)
+    assert log == ["energy start", "energy stop"]  # a sampler thread or child would be stopped
+
+
+def test_sensor_tracker_reads_just_before_and_right_after() -> None:
+    readings = iter([{"cpu_mhz": 3000.0}, {"cpu_mhz": 2400.0}])
+    tracker = SensorTracker(CPU, lambda: next(readings))
+    with tracker:
+        pass
+    assert tracker.result.to_dict() == {"start": {"cpu_mhz": 3000.0}, "end": {"cpu_mhz": 2400.0}}
+    failing = SensorTracker(CPU, lambda: 1 / 0)
+    with failing:
+        pass
+    assert failing.result.to_dict()["error"].startswith("ZeroDivisionError")
+
+
+class CountingSource(EnergySource):
+    """Reports 2 J per stop() over a window the loop must keep open for ``min_seconds``."""
+
+    name, method, resolution = "fake", "counter difference", "1 J"
+
+    def __init__(self, min_seconds: float = 0.0, joules: float = 6.0) -> None:
+        self.min_seconds, self.joules = min_seconds, joules
+        self.starts = 0
+
+    def available(self) -> tuple[bool, str]:
+        return True, ""
+
+    def start(self) -> None:
+        self.starts += 1
+
+    def stop(self) -> float:
+        return self.joules
+
+
+def test_energy_tracker_gives_the_meters_reading_and_its_minimum_window() -> None:
+    source = CountingSource(joules=6.0)
+    energy = EnergyTracker(EnergyMeter([source]))
+    energy.prepare()
+    loop = StepLoop(Step(), batches(), CPU, trackers=[energy])
+    loop.run(StopRule("steps", 3), warmup_steps=1)
+    figures = energy.result.figures(loop.window_steps, steps_per_epoch=10, batch_size=4)
+    assert source.starts == 1 and figures["joules_per_step"] == 2.0 and figures["source"] == "fake"
+    # A counter that needs a longer window makes the loop hold it open (steps outside the samples).
+    slow = EnergyTracker(EnergyMeter([CountingSource(min_seconds=0.05)]))
+    assert slow.min_window_s == 0.05
+    # Never 0 J: a counter that did not move is a reason, not a figure.
+    still = EnergyTracker(EnergyMeter([CountingSource(joules=0.0)]))
+    with still:
+        pass
+    assert still.result.joules is None and "did not change" in still.result.reason
+
+
+def test_the_runner_measures_through_the_trackers_and_resets_memory_once_at_the_start() -> None:
+    adapter = MemoryAdapter()
+    device = Device(adapter, "fake", 0)
+    options = RunOptions(workloads=("mnist",), device="fake:0", modes=("train",), size="tiny",
+                         stop=StopRule("steps", 3), warmup_steps=2, isolation="none")
+    adapter.peak = 10**9  # left over from before the case
+    original = adapter.peak_memory_bytes
+    reads: list[int] = []
+
+    def peak_memory_bytes(index: int) -> int | None:
+        reads.append(adapter.syncs)
+        return 777 if adapter.resets else original(index)
+
+    adapter.peak_memory_bytes = peak_memory_bytes  # type: ignore[method-assign]
+    case = Case("mnist", "train", device, 8)
+    result = skeleton_result(case, options)
+    _measure(case, get_workload_class("mnist")("tiny"), options, result, None)
+    assert adapter.resets == [0]  # once, before any work (no synchronisation yet)
+    assert len(reads) == 1 and reads[0] >= 2 + 3  # once, after warm-up and the measured steps
+    assert result.peak_memory_bytes == 777 and result.memory_source == "fake allocator"
+    assert result.extra["memory_is_lower_bound"] is False
+    assert set(result.extra["sensors"]) == {"start", "end"}
+    assert result.extra["energy"]["joules"] is None  # the fake device names no energy source
+    assert "no known energy sensor" in result.extra["energy"]["reason"]
