@@ -107,10 +107,7 @@ def _convert_union(value: Any, hint: Any, where: str) -> Any:
     # An object or a list goes to the option of that shape, so that an error inside it names the
     # inner field; a plain value must match one of the plain options.
     for option in options:
-        shaped = (dataclasses.is_dataclass(option) or typing.get_origin(option) is dict
-                  if isinstance(value, dict) else
-                  typing.get_origin(option) in (list, tuple) if isinstance(value, list) else False)
-        if shaped:
+        if _same_shape(value, option):
             return convert(value, option, where)
     for option in options:
         if option is type(None) or typing.get_origin(option) is not None:
@@ -120,6 +117,13 @@ def _convert_union(value: Any, hint: Any, where: str) -> Any:
         except UsageError:
             continue
     raise _wrong(value, hint, where)
+
+
+def _same_shape(value: Any, option: Any) -> bool:
+    """Whether ``value`` is the container ``option`` describes (an object, or a list)."""
+    if isinstance(value, dict):
+        return dataclasses.is_dataclass(option) or typing.get_origin(option) is dict
+    return isinstance(value, list) and typing.get_origin(option) in (list, tuple)
 
 
 def build(cls: type[T], data: Any, where: str = "") -> T:
