@@ -32,7 +32,7 @@ def test_bench_a_sequential_in_worker_processes_like_a_notebook(accelbench_home:
         ("bench:Sequential", "train", "cpu", "ok"), ("bench:Sequential", "eval", "cpu", "ok")]
     for case in result.cases:
         assert case.batch_size == 4 and len(case.step_times) == 3 and case.throughput() > 0
-        assert case.extra["isolation"] == "process"  # nn.Sequential of torch layers pickles
+        assert case.isolation == "process"  # nn.Sequential of torch layers pickles
         assert case.workload_version == objects.spec_version(
             objects.BenchSpec(_model(), _batch(), None, objects.optimizer_factory(None), 400))
     page = result._repr_html_()
@@ -57,7 +57,7 @@ def test_a_lambda_loss_runs_inline_and_says_why() -> None:
                               batch_size=6, save=False)
     (case,) = result.cases
     assert case.ok and case.batch_size == 6
-    assert case.extra["isolation"].startswith("inline: it cannot be pickled")
+    assert case.isolation.startswith("inline: it cannot be pickled")
     assert len(calls) >= 2  # the caller's own loss ran: inline, in this process
     assert "inline: it cannot be pickled" in result._repr_html_()
 
@@ -128,5 +128,5 @@ def test_two_models_with_one_name_get_their_own_flops() -> None:
         model = nn.Sequential(nn.Flatten(), nn.Linear(12, width), nn.ReLU(), nn.Linear(width, 3))
         result = accelbench.bench(model, _batch(), device="cpu", modes="eval", steps=1, warmup=0,
                                   isolation="none", save=False)
-        per_sample.append(result.cases[0].extra["flops"]["per_sample"])
+        per_sample.append(result.cases[0].flops.per_sample)
     assert per_sample == [2 * (12 * 8 + 8 * 3), 2 * (12 * 64 + 64 * 3)]

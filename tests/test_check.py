@@ -115,35 +115,35 @@ def check(workload: str, precision: str, steps: int = 10, compile_backend: str =
 
 def test_fp16_overflow_is_non_finite_at_step_1_with_the_tensor() -> None:
     case = check("planted-overflow", "fp16")
-    parity = case.extra["parity"]
-    assert parity["verdict"] == "non-finite" and parity["first_bad_step"] == 1
-    assert case.status == "nan" and "step 1" in case.error and parity["bad_tensor"]
+    parity = case.parity
+    assert parity.verdict == "non-finite" and parity.first_bad_step == 1
+    assert case.status == "nan" and "step 1" in case.error and parity.bad_tensor
 
 
 def test_same_model_in_fp32_passes() -> None:
-    parity = check("planted-overflow", "fp32", steps=5).extra["parity"]
-    assert parity["verdict"] == "pass"
+    parity = check("planted-overflow", "fp32", steps=5).parity
+    assert parity.verdict == "pass"
 
 
 def test_op_wrong_in_bf16_diverges_at_step_5() -> None:
     case = check("planted-wrong-bf16", "bf16")
-    parity = case.extra["parity"]
-    assert parity["verdict"] == "diverged" and parity["first_bad_step"] == 5, parity
+    parity = case.parity
+    assert parity.verdict == "diverged" and parity.first_bad_step == 5, parity
     assert case.status == "failed" and "step 5" in case.error
     # Loss curves of both sides are kept for the report.
-    assert len(parity["candidate"]) == len(parity["reference"]) == len(parity["steps"]) == 10
+    assert len(parity.candidate) == len(parity.reference) == len(parity.steps) == 10
 
 
 def test_dropout_and_model_noise_are_identical_on_both_sides() -> None:
-    parity = check("planted-noisy", "fp32").extra["parity"]
-    assert parity["verdict"] == "pass", parity
-    assert parity["max_rel_loss_diff"] < 1e-5
+    parity = check("planted-noisy", "fp32").parity
+    assert parity.verdict == "pass", parity
+    assert parity.max_rel_loss_diff < 1e-5
 
 
 def test_compiled_candidate_against_eager_reference() -> None:
     parity = check("planted-noisy", "fp32", steps=4, compile_backend="eager",
-                   reference="cpu").extra["parity"]
-    assert parity["verdict"] == "pass", parity
+                   reference="cpu").parity
+    assert parity.verdict == "pass", parity
 
 
 def test_verdict_rules() -> None:
@@ -164,7 +164,7 @@ def test_check_cli_end_to_end(cli, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
     assert data["kind"] == "check" and data["options"]["reference"] == "cpu-fp64"
-    verdicts = {c["precision"]: c["extra"]["parity"]["verdict"] for c in data["cases"]}
+    verdicts = {c["precision"]: c["parity"]["verdict"] for c in data["cases"]}
     assert set(verdicts) == {"fp32", "bf16"} and verdicts["fp32"] == "pass"
     assert "pass" in proc.stdout
 
@@ -184,4 +184,4 @@ def test_transformers_and_the_vae_pass_against_fp64(workload: str) -> None:
     # Hidden dropout is seeded, attention dropout switched off on both sides, VAE noise shared:
     # an honest fp32 candidate must then match the fp64 reference.
     case = check(workload, "fp32", steps=4)
-    assert case.extra["parity"]["verdict"] == "pass", case.extra["parity"]
+    assert case.parity.verdict == "pass", case.parity

@@ -28,7 +28,7 @@ def test_run_mnist_on_cpu_end_to_end(cli, tmp_path: Path, accelbench_home: Path)
                "--batch-size", "16", "--threads", "1", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
-    assert data["schema_version"] == 1 and data["accelbench_version"] == accelbench.__version__
+    assert data["schema_version"] == 2 and data["accelbench_version"] == accelbench.__version__
     assert data["environment"]["torch"]["version"]
     assert data["environment"]["python"]["version"]
     assert data["environment"]["availability"]["cuda"]["available"] is False

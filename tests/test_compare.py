@@ -20,7 +20,7 @@ from accelbench.compare import (
     describe,
 )
 from accelbench.repeat import merge_repeats
-from accelbench.results import CaseResult
+from accelbench.results import CaseResult, DeviceProbe, ProbeCell
 from accelbench.store.history import HistoryDB
 from accelbench.store.jsonfile import save_record
 
@@ -140,7 +140,8 @@ def test_compare_errors(tmp_path: Path, capsys) -> None:
 
 def test_checks_and_probes_are_not_compared_as_timings() -> None:
     check = record("check1", [case(median=0.01)], kind="check")
-    probe = record("probe1", [case(workload="features", mode="probe")], kind="probe")
+    probe = record("probe1", [], kind="probe")
+    probe.probes = [DeviceProbe("cpu", cells={"fft": ProbeCell("works")})]
     groups = compare_runs([LabelledRun("run", cpu_and_cuda("run1")), LabelledRun("check", check),
                            LabelledRun("probe", probe)])
     assert {(g.workload, g.mode) for g in groups} == {("mnist", "train"), ("mnist", "eval")}

@@ -14,8 +14,9 @@ import pytest
 
 from accelbench.devices import DeviceSet
 from accelbench.diagnosis import bytes_moved_per_step, diagnose
-from accelbench.measure.profile import ProfileFigures, analyse_trace, roofline_ceilings
-from accelbench.results import CaseResult
+from accelbench.errors import UsageError
+from accelbench.measure.profile import analyse_trace, roofline_ceilings
+from accelbench.results import CaseResult, Ceilings, Flops, Profile, ProfileFigures
 
 PROFILES = Path(__file__).parent / "data" / "profiles"
 H100_CEILINGS = {"memory_bandwidth_bytes_per_s": 3.35e12, "launch_latency_s": 4e-6,
@@ -36,16 +37,15 @@ class Roofline:
 def _case(profile: ProfileFigures | None, step_s: float, *, flops_fraction: float | None = None,
           ceilings: dict[str, Any] | None = None, input_wait: float = 0.0, mode: str = "train",
           device: str = "cuda:0") -> CaseResult:
-    extra: dict[str, Any] = {}
-    if profile is not None:
-        extra["profile"] = {**profile.to_dict(), "ceilings": ceilings or {}}
-    if flops_fraction is not None:
-        peak = 5e13
-        extra["flops"] = {"achieved_flops": flops_fraction * peak, "peak_flops": peak,
-                          "fraction_of_peak": flops_fraction}
+    peak = 5e13
     steps = [step_s * (1 + 0.01 * (i % 3 - 1)) for i in range(10)]  # median: step_s
     return CaseResult(workload="w", mode=mode, device=device, batch_size=64, step_times=steps,
-                      measured_time_s=sum(steps), input_wait_s=input_wait * sum(steps), extra=extra)
+                      measured_time_s=sum(steps), input_wait_s=input_wait * sum(steps),
+                      profile=None if profile is None else Profile(
+                          profile, Ceilings.from_dict(ceilings or {}, "ceilings")),
+                      flops=None if flops_fraction is None else Flops(
+                          achieved_flops=flops_fraction * peak, peak_flops=peak,
+                          fraction_of_peak=flops_fraction))
 
 
 def _recorded(name: str, steps: int, parameter_bytes: int = 0) -> ProfileFigures:
@@ -110,15 +110,18 @@ def test_no_bandwidth_ceiling_is_said_not_guessed() -> None:
 def test_an_unprofiled_or_failed_case_has_no_diagnosis() -> None:
     assert diagnose(_case(None, 1e-3)) is None
     failed = _case(None, 1e-3)
-    failed.extra["profile"] = {"error": "RuntimeError: profiler busy"}
+    failed.profile = Profile(error="RuntimeError: profiler busy")
     assert diagnose(failed) is None
 
 
-def test_a_malformed_stored_profile_is_said_not_raised() -> None:
-    broken = _case(None, 1e-3)
-    broken.extra["profile"] = {"steps": 2, "source": "cpu", "top_ops": [["x"]]}
-    diagnosis = diagnose(broken)
-    assert diagnosis is not None and diagnosis.word == "n/a" and "malformed" in diagnosis.line
+def test_a_malformed_stored_profile_is_refused_at_load_naming_the_field() -> None:
+    # Checked when the file is read, so the diagnosis, the table and the report never see it.
+    broken = _case(None, 1e-3).to_dict()
+    broken["profile"] = {"figures": {"steps": 2, "source": "cpu", "step_s": 0.1, "busy_fraction": 0.5,
+                                     "kernels_per_step": 3, "median_kernel_s": None,
+                                     "top_ops": [["x"]]}}
+    with pytest.raises(UsageError, match=r"'profile\.figures\.top_ops\[0\]' must be a list of 2"):
+        CaseResult.from_dict(broken)
 
 
 def test_a_device_without_profiler_activity_is_not_called_launch_bound() -> None:

@@ -55,7 +55,7 @@ def test_out_of_memory_is_a_status_and_auto_batch_halves(cli, tmp_path: Path) ->
     assert proc.returncode == 0, proc.stderr
     case = cases_by_workload(out)["fault-oom"]
     assert case["status"] == "ok" and case["batch_size"] == 4
-    assert case["extra"]["oom_batch_sizes"] == [16, 8]
+    assert case["oom_batch_sizes"] == [16, 8]
 
 
 @pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

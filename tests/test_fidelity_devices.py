@@ -162,7 +162,7 @@ def test_every_case_records_its_backend_flags() -> None:
     devices = DeviceSet([CpuAdapter()])
     options = _tiny(precisions=("fp32", "tf32"))
     record = run_plan(options, devices, plan(options, devices), ["test"])
-    flags = {case.precision: case.extra["backend_flags"] for case in record.cases}
+    flags = {case.precision: case.backend_flags for case in record.cases}
     assert flags["fp32"]["cudnn_allow_tf32"] is False
     assert flags["tf32"]["cudnn_allow_tf32"] is True
     assert flags["tf32"]["float32_matmul_precision"] == "high"
@@ -264,7 +264,7 @@ def test_every_case_stores_its_memory_source_and_bound() -> None:
     options = _tiny()
     case = run_plan(options, devices, plan(options, devices), ["test"]).cases[0]
     assert case.memory_source == "process peak RSS"
-    assert case.extra["memory_is_lower_bound"] is False
+    assert case.memory_is_lower_bound is False
 
 
 # --- 12. once-per-process warnings are seen by every probe ---------------------------------------

@@ -11,6 +11,7 @@ from conftest_report import assert_one_line_error, case, cpu_and_cuda, record
 
 from accelbench.cli import main
 from accelbench.errors import UsageError
+from accelbench.results import Parity
 from accelbench.store import history
 from accelbench.store.history import DB_VERSION, HistoryDB
 from accelbench.store.jsonfile import save_record
@@ -24,7 +25,8 @@ def db(tmp_path: Path):
 
 def test_round_trip_is_lossless_and_idempotent(db: HistoryDB) -> None:
     original = cpu_and_cuda("abc123")
-    original.cases[0].extra = {"parity": {"steps": [1, 2], "candidate": [0.5, None], "reference": [0.5, 0.4]}}
+    original.cases[0].parity = Parity("non-finite", steps=[1, 2], candidate=[0.5, None],
+                                      reference=[0.5, 0.4], first_bad_step=2)
     assert db.add_record(original) == "abc123"
     assert db.add_record(original) == "abc123"
     assert len(db.list_runs()) == 1
@@ -108,7 +110,7 @@ def test_version_1_database_is_migrated(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
     _version_1_database(path)
     with HistoryDB(path) as db:
-        assert db._version() == DB_VERSION == 3
+        assert db._version() == DB_VERSION == 4
         size = db._conn.execute("SELECT size FROM cases WHERE run_id = 'old1'").fetchone()[0]
         assert size == "tiny"  # filled from the stored case JSON
         assert db.get("old1").cases[0].size == "tiny"
@@ -133,7 +135,7 @@ def test_version_2_database_gains_the_key_columns(tmp_path: Path) -> None:
     conn.execute("COMMIT")
     conn.close()
     with HistoryDB(path) as db:
-        assert db._version() == 3
+        assert db._version() == DB_VERSION
         rows = db._conn.execute("SELECT position, compile_backend, channels_last, config_key FROM cases "
                                 "WHERE run_id = 'old1' ORDER BY position").fetchall()
         assert [r[1:3] for r in rows] == [("", 0), ("inductor", 1)]

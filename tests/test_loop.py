@@ -176,15 +176,15 @@ def test_trackers_bracket_only_the_measured_steps() -> None:
 def test_energy_figures_reach_the_result_and_the_table() -> None:
     from accelbench.measure.energy import energy_figures
     from accelbench.render.table import energy_lines
-    from accelbench.results import CaseResult, RunRecord
+    from accelbench.results import CaseResult, Energy, RunRecord
 
     figures = energy_figures(120.0, measured_steps=60, steps_per_epoch=938, batch_size=64)
     assert figures["joules_per_step"] == 2.0 and figures["joules_per_epoch"] == 1876.0
     assert figures["samples_per_joule"] == 32.0
     case = CaseResult(workload="mnist", mode="train", device="cuda:0", batch_size=64,
-                      extra={"energy": {**figures, "source": "nvml"}})
+                      energy=Energy(**figures, source="nvml"))
     missing = CaseResult(workload="mnist", mode="train", device="cpu", batch_size=64,
-                         extra={"energy": {"joules": None, "reason": "rapl: not readable"}})
+                         energy=Energy(joules=None, reason="rapl: not readable"))
     lines = energy_lines(RunRecord("r", "t", "v", cases=[case, missing]))
     assert lines == ["energy mnist train cuda:0: 2 J/step, 1.88e+03 J/epoch, 32 samples/J (nvml)",
                      "energy n/a on cpu: rapl: not readable"]

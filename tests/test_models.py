@@ -57,7 +57,7 @@ def test_named_models_train_at_the_tiny_size_inline(config_folder: Path) -> None
     record = accelbench.run(names, device="cpu", modes=["train"], steps=1, warmup=0, size="tiny",
                             isolation="none", save=False)
     assert [(c.workload, c.status, c.batch_size) for c in record.cases] == [(n, "ok", 2) for n in names]
-    assert all(c.extra["flops"]["per_sample"] > 0 for c in record.cases)  # counted for named models
+    assert all(c.flops.per_sample > 0 for c in record.cases)  # counted for named models
 
 
 def test_cli_runs_a_named_model_in_a_worker_process(cli, tmp_path: Path, config_folder: Path) -> None:

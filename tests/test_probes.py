@@ -250,20 +250,21 @@ def test_probe_record_shape_survives_a_file_round_trip(tmp_path: Path) -> None:
     record = probe_record(devices, devices.select("cpu"), [fine, broken], ["accelbench", "probe"],
                           {"device": "cpu"})
     loaded = load_record(save_record(record, tmp_path / "probe.json"))
-    assert loaded.kind == "probe"
-    (case,) = loaded.cases
-    assert (case.workload, case.mode, case.device, case.batch_size, case.status) == (
-        "features", "probe", "cpu", 1, "ok")
-    assert set(case.extra["probe"]) == {"fine", "broken"}
-    assert set(case.extra["probe"]["fine"]) == {"status", "detail", "ratio", "seconds"}
-    assert case.extra["probe"]["broken"]["status"] == "fails"
-    assert "ZeroDivisionError" in case.extra["probe"]["broken"]["detail"]
+    assert loaded.kind == "probe" and loaded.cases == []  # a probe is not a fake case
+    (probe,) = loaded.probes
+    assert probe.device == "cpu" and probe.device_name and probe.threads > 0
+    assert list(probe.cells) == ["fine", "broken"]
+    assert probe.cells["fine"].status == "works" and probe.cells["fine"].seconds > 0
+    assert probe.cells["broken"].status == "fails"
+    assert "ZeroDivisionError" in probe.cells["broken"].detail
+    assert loaded.probes == record.probes
 
 
 def test_probe_table_shows_every_status_and_unprobed_cells() -> None:
     def cell(status: str, detail: str) -> dict[str, object]:
         return {"status": status, "detail": detail, "ratio": None, "seconds": 0.1}
 
+    # A schema-1 record (devices as fake cases): the table reads it through the upgrade.
     data = {"schema_version": 1, "kind": "probe", "run_id": "r1", "created_at": "now",
             "accelbench_version": "0", "cases": [
                 {"workload": "features", "mode": "probe", "device": "cpu", "batch_size": 1,
@@ -286,9 +287,10 @@ def test_cli_probe_json_on_the_cpu(cli, accelbench_home: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     record = json.loads(proc.stdout)
     assert record["kind"] == "probe"
-    (case,) = record["cases"]
-    assert case["device"] == "cpu"
-    assert {name: cell["status"] for name, cell in case["extra"]["probe"].items()} == {
+    assert record["cases"] == []
+    (probe,) = record["probes"]
+    assert probe["device"] == "cpu"
+    assert {name: cell["status"] for name, cell in probe["cells"].items()} == {
         "float64": "works", "fft": "works"}
     saved = list((accelbench_home / "results").glob("*-probe-*.json"))
     assert len(saved) == 1 and json.loads(saved[0].read_text())["run_id"] == record["run_id"]

@@ -14,6 +14,7 @@ from accelbench.diagnosis import diagnose
 from accelbench.measure import profile as profile_module
 from accelbench.measure.profile import STEP_MARK, analyse_trace, profiler_activities
 from accelbench.options import RunOptions, StopRule
+from accelbench.results import Ceilings
 from accelbench.runner import plan, run_case
 
 PROFILES = Path(__file__).parent / "data" / "profiles"
@@ -46,19 +47,19 @@ def profiled_mnist() -> Any:
 def test_a_real_cpu_profile_has_figures_that_hang_together(profiled_mnist: Any) -> None:
     result = profiled_mnist
     assert result.ok, result.error
-    profile = result.extra["profile"]
-    assert profile["source"] == "cpu" and profile["steps"] == PROFILED_STEPS
-    assert 0 < profile["busy_fraction"] <= 1
+    profile = result.profile.figures
+    assert profile.source == "cpu" and profile.steps == PROFILED_STEPS
+    assert 0 < profile.busy_fraction <= 1
     # A training step runs forward, backward and Adadelta over 8 parameter tensors: dozens of ops.
-    assert profile["kernels_per_step"] > 30
-    assert 0 < profile["median_kernel_s"] < profile["step_s"]
-    names = [name for name, _ in profile["top_ops"]]
+    assert profile.kernels_per_step > 30
+    assert 0 < profile.median_kernel_s < profile.step_s
+    names = [name for name, _ in profile.top_ops]
     assert all(name.startswith("aten::") for name in names)
     assert any("conv" in name for name in names), names  # two conv layers dominate the step
-    assert sum(seconds for _, seconds in profile["top_ops"]) <= profile["step_s"]
-    assert profile["parameter_bytes"] == MNIST_PARAMETER_BYTES
-    assert profile["allocated_bytes_per_step"] > 0  # activations and gradients are allocated
-    assert profile["ceilings"] == CEILINGS
+    assert sum(seconds for _, seconds in profile.top_ops) <= profile.step_s
+    assert profile.parameter_bytes == MNIST_PARAMETER_BYTES
+    assert profile.allocated_bytes_per_step > 0  # activations and gradients are allocated
+    assert result.profile.ceilings == Ceilings(**CEILINGS)
 
 
 def test_a_profiled_mnist_case_gets_a_diagnosis_backed_by_its_figures(profiled_mnist: Any) -> None:
@@ -66,17 +67,17 @@ def test_a_profiled_mnist_case_gets_a_diagnosis_backed_by_its_figures(profiled_m
     assert diagnosis is not None
     assert diagnosis.word in ("launch-bound", "compute-bound", "memory-bound", "input-bound",
                               "kernel-bound")
-    profile = profiled_mnist.extra["profile"]
-    assert diagnosis.figures["busy_fraction"] == profile["busy_fraction"]
-    assert diagnosis.figures["kernels_per_step"] == profile["kernels_per_step"]
-    assert diagnosis.figures["flops_fraction"] == profiled_mnist.extra["flops"]["fraction_of_peak"]
-    assert f"{profile['busy_fraction'] * 100:.0f}%" in diagnosis.line
+    profile = profiled_mnist.profile.figures
+    assert diagnosis.figures["busy_fraction"] == profile.busy_fraction
+    assert diagnosis.figures["kernels_per_step"] == profile.kernels_per_step
+    assert diagnosis.figures["flops_fraction"] == profiled_mnist.flops.fraction_of_peak
+    assert f"{profile.busy_fraction * 100:.0f}%" in diagnosis.line
     # Bytes moved: 2 x allocated + 5 x parameters (training), per measured median step.
-    moved = 2 * profile["allocated_bytes_per_step"] + 5 * MNIST_PARAMETER_BYTES
+    moved = 2 * profile.allocated_bytes_per_step + 5 * MNIST_PARAMETER_BYTES
     step = profiled_mnist.summary().median
     assert diagnosis.figures["bandwidth_fraction"] == pytest.approx(moved / step / 2e10)
     assert f"{moved / step / 2e10 * 100:.0f}% of the bandwidth" in diagnosis.line
-    assert f"{profile['kernels_per_step']:.0f} ops/step" in diagnosis.line or \
+    assert f"{profile.kernels_per_step:.0f} ops/step" in diagnosis.line or \
         diagnosis.word in ("input-bound", "compute-bound", "memory-bound")
 
 

@@ -14,6 +14,7 @@ from accelbench.cli import main
 from accelbench.compare import LabelledRun, compare_runs
 from accelbench.render import figures
 from accelbench.render.html import el, render_report
+from accelbench.results import Ceilings, DeviceProbe, Parity, ProbeCell, Profile, ProfileFigures
 from accelbench.store.history import HistoryDB, TimelinePoint
 from accelbench.store.jsonfile import save_record
 
@@ -45,29 +46,31 @@ def _hostile_runs() -> list[LabelledRun]:
     hostile = cpu_and_cuda("hostile1", machine=HOSTILE_MACHINE)
     hostile.cases.append(case(workload="mnist", device="cuda:0", mode="eval", status="crashed",
                               step_times=[], error=HOSTILE_ERROR, batch_size=1000))
-    parity = case(workload="vae", device="cuda:0", extra={"parity": {
-        "steps": [1, 2, 3, 4], "candidate": [1.0, 0.8, None, None], "reference": [1.0, 0.7, 0.5, 0.4],
-        "verdict": "non-finite", "first_bad_step": 3, "bad_tensor": "<decoder.weight>"}})
+    parity = case(workload="vae", device="cuda:0", parity=Parity(
+        "non-finite", steps=[1, 2, 3, 4], candidate=[1.0, 0.8, None, None],
+        reference=[1.0, 0.7, 0.5, 0.4], first_bad_step=3, bad_tensor="<decoder.weight>"))
     failed = case(workload="vae", device="mps", status="unsupported", step_times=[],
-                  extra={"parity": {"verdict": "failed", "error": HOSTILE_ERROR}})
+                  parity=Parity("failed", error=HOSTILE_ERROR))
     hostile.cases += [parity, failed]
-    probe = record("probe1", [case(device="cuda:0", extra={"probe": {
-        "torch.compile": {"status": "fails", "detail": "RuntimeError: <b>Unsupported</b> device"},
-        "autocast": {"status": "works", "detail": ""}}})], machine="gpu-box", kind="probe")
+    probe = record("probe1", [], machine="gpu-box", kind="probe")
+    probe.probes = [DeviceProbe("cuda:0", cells={
+        "torch.compile": ProbeCell("fails", "RuntimeError: <b>Unsupported</b> device"),
+        "autocast": ProbeCell("works")})]
     other = cpu_and_cuda("other2", machine="alpha", cpu=0.12, cuda=0.03)
     # A second workload two orders of magnitude faster per sample, and a profiled case.
     other.cases += [case(workload="vae", batch_size=128, median=0.004, seed=4),
                     case(workload="vae", device="cuda:0", batch_size=128, median=0.0006, seed=5,
-                         extra={"profile": PROFILE})]
+                         profile=PROFILE)]
     return [LabelledRun(r.run_id, r) for r in (hostile, other, probe)]
 
 
 #: A launch-bound profile, as --profile stores it (figures of tests/data/profiles/cuda_launch_bound.json).
-PROFILE = {"steps": 4, "source": "device", "step_s": 4.29e-4, "busy_fraction": 0.2006,
-           "kernels_per_step": 20, "median_kernel_s": 4e-6,
-           "top_ops": [["gemv2T_kernel_val", 4e-5], ["at::native::vectorized_elementwise_kernel", 4e-5]],
-           "allocated_bytes_per_step": 2_113_536, "parameter_bytes": 1_000_000,
-           "ceilings": {"memory_bandwidth_bytes_per_s": 3.35e12, "launch_latency_s": 4e-6}}
+PROFILE = Profile(
+    ProfileFigures(steps=4, source="device", step_s=4.29e-4, busy_fraction=0.2006, kernels_per_step=20,
+                   median_kernel_s=4e-6,
+                   top_ops=[("gemv2T_kernel_val", 4e-5), ("at::native::vectorized_elementwise_kernel", 4e-5)],
+                   allocated_bytes_per_step=2_113_536, parameter_bytes=1_000_000),
+    Ceilings(memory_bandwidth_bytes_per_s=3.35e12, launch_latency_s=4e-6))
 
 
 @pytest.fixture(scope="module")
@@ -158,11 +161,12 @@ def test_history_plots_start_at_zero() -> None:
 
 
 def test_profiled_cases_get_a_diagnosis_section() -> None:
-    profile = {"steps": 5, "source": "cpu", "step_s": 0.1, "busy_fraction": 0.3,
-               "kernels_per_step": 231, "median_kernel_s": 2e-6,
-               "top_ops": [["aten::convolution_backward", 0.02]], "allocated_bytes_per_step": 1e6,
-               "parameter_bytes": 4_799_528, "ceilings": {"error": "no roofline"}}
-    runs = [LabelledRun("p", record("p", [case(extra={"profile": profile})]))]
+    profile = Profile(ProfileFigures(steps=5, source="cpu", step_s=0.1, busy_fraction=0.3,
+                                     kernels_per_step=231, median_kernel_s=2e-6,
+                                     top_ops=[("aten::convolution_backward", 0.02)],
+                                     allocated_bytes_per_step=1e6, parameter_bytes=4_799_528),
+                      Ceilings(error="no roofline"))
+    runs = [LabelledRun("p", record("p", [case(profile=profile)]))]
     report = render_report(runs, compare_runs(runs))
     assert _headings(report)[:2] == ["Results: machines, speedups and verdicts", "Why: bottleneck diagnosis"]
     text = "".join(_parse(report).text)
@@ -189,7 +193,9 @@ def test_optional_sections_absent_without_data() -> None:
 
 
 def test_malformed_parity_data_is_a_note_not_a_crash() -> None:
-    runs = [LabelledRun("m", record("m", [case(extra={"parity": {"steps": [1], "candidate": "x"}})]))]
+    # Types are checked when a file is loaded; curves of different lengths still are not drawn.
+    runs = [LabelledRun("m", record("m", [case(parity=Parity("pass", steps=[1], candidate=[1.0, 2.0],
+                                                               reference=[1.0]))]))]
     assert "parity data is malformed" in render_report(runs, compare_runs(runs))
 
 

@@ -27,8 +27,8 @@ def test_sensors_are_read_at_start_and_end_of_each_case() -> None:
     devices = DeviceSet([CpuAdapter(), SensorAdapter()])
     options = tiny(device="fake:1")
     record = run_plan(options, devices, plan(options, devices), ["test"])
-    sensors = record.cases[0].extra["sensors"]
-    assert sensors["start"]["gpu_temperature_c"] == 61 and sensors["end"]["gpu_temperature_c"] == 61
+    sensors = record.cases[0].sensors
+    assert sensors.start.gpu_temperature_c == 61 and sensors.end.gpu_temperature_c == 61
 
 
 def test_cooldown_waits_between_cases_not_before() -> None:
@@ -58,11 +58,11 @@ def test_achieved_flops_and_fraction_of_the_measured_peak() -> None:
     devices = DeviceSet.current()
     options = tiny(stop=StopRule("steps", 3))
     case = run_plan(options, devices, plan(options, devices), ["test"]).cases[0]
-    flops = case.extra["flops"]
-    assert flops["per_sample"] == flops_per_sample("mnist", "train", "tiny") > 0
-    assert flops["achieved_flops"] == flops["per_sample"] * case.throughput()
-    assert 0 < flops["fraction_of_peak"] == flops["achieved_flops"] / flops["peak_flops"]
-    assert flops["peak_dtype"] == "float32"
+    flops = case.flops
+    assert flops.per_sample == flops_per_sample("mnist", "train", "tiny") > 0
+    assert flops.achieved_flops == flops.per_sample * case.throughput()
+    assert 0 < flops.fraction_of_peak == flops.achieved_flops / flops.peak_flops
+    assert flops.peak_dtype == "float32"
 
 
 class MetaAdapter(FakeAsyncAdapter):
@@ -91,8 +91,10 @@ def test_compile_failure_naming_an_unsupported_device_is_unsupported() -> None:
 
 
 class SyncCountingSensors(FakeAsyncAdapter):
+    """Reports the synchronisations so far as its "clock": when each reading was taken."""
+
     def sensors(self, index: int) -> dict:
-        return {"syncs_so_far": self.syncs}
+        return {"gpu_sm_clock_mhz": self.syncs}
 
 
 def test_sensors_start_reading_is_taken_after_warm_up_not_at_idle() -> None:
@@ -100,6 +102,6 @@ def test_sensors_start_reading_is_taken_after_warm_up_not_at_idle() -> None:
     adapter = SyncCountingSensors()
     devices = DeviceSet([CpuAdapter(), adapter])
     options = tiny(device="fake:0", warmup_steps=2, stop=StopRule("steps", 3))
-    sensors = run_plan(options, devices, plan(options, devices), ["test"]).cases[0].extra["sensors"]
-    assert sensors["start"]["syncs_so_far"] >= 3  # after the warm-up's synchronisations
-    assert sensors["end"]["syncs_so_far"] >= sensors["start"]["syncs_so_far"] + 3
+    sensors = run_plan(options, devices, plan(options, devices), ["test"]).cases[0].sensors
+    assert sensors.start.gpu_sm_clock_mhz >= 3  # after the warm-up's synchronisations
+    assert sensors.end.gpu_sm_clock_mhz >= sensors.start.gpu_sm_clock_mhz + 3

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from accelbench.errors import UsageError
-from accelbench.results import CaseResult
+from accelbench.results import CaseResult, ScaleFigures
 from accelbench.scale.launcher import (
     LaunchOutcome,
     Rendezvous,
@@ -99,8 +99,8 @@ def test_scale_mnist_over_one_and_two_processes(cli, tmp_path: Path) -> None:
     record = json.loads(out.read_text())
     assert record["kind"] == "scale"
     cases = record["cases"]
-    assert [case["extra"]["scale"]["world_size"] for case in cases] == [1, 2]
-    one, two = (case["extra"]["scale"] for case in cases)
+    assert [case["scale"]["world_size"] for case in cases] == [1, 2]
+    one, two = (case["scale"] for case in cases)
     for case, scale in zip(cases, (one, two), strict=True):
         assert case["status"] == "ok" and case["mode"] == "train" and case["device"] == "cpu"
         assert case["batch_size"] == 8 and len(case["step_times"]) == 6
@@ -126,7 +126,7 @@ def test_fsdp_over_two_processes(cli, tmp_path: Path) -> None:
     case = json.loads(out.read_text())["cases"][0]
     # FSDP2 runs over gloo on the CPU in torch >= 2.6; where it cannot, that is the status.
     assert case["status"] in ("ok", "unsupported"), case["error"]
-    assert case["extra"]["scale"]["strategy"] == "fsdp"
+    assert case["scale"]["strategy"] == "fsdp"
     assert proc.returncode == (0 if case["status"] == "ok" else 1)
 
 
@@ -146,7 +146,7 @@ def test_a_failing_rank_is_reported_not_hung_on(cli, tmp_path: Path, faulty) -> 
     case = json.loads(out.read_text())["cases"][0]
     assert case["status"] == "failed"
     assert case["error"] == "rank 1: RuntimeError: planted failure in rank 1"
-    ranks = case["extra"]["scale"]["ranks"]
+    ranks = case["scale"]["ranks"]
     assert [rank["rank"] for rank in ranks] == [0, 1]
     assert ranks[1]["status"] == "failed" and "planted failure" in ranks[1]["error"]
     assert ranks[0]["status"] != "ok"  # stopped, or failed on its broken all-reduce
@@ -200,7 +200,7 @@ def test_multi_node_options_reach_torchrun_unchanged(tmp_path: Path) -> None:
 
 def _case(world: int) -> CaseResult:
     return CaseResult(workload="w", mode="train", device="cpu", batch_size=4,
-                      extra={"scale": {"world_size": world, "global_throughput": None}})
+                      scale=ScaleFigures(world_size=world))
 
 
 def _write(folder: Path, report: dict) -> None:
@@ -224,17 +224,19 @@ def test_first_failing_rank_is_the_cause_and_silent_ranks_are_explained(tmp_path
     case = _case(5)
     fill_case(case, ranks, outcome, timeout=60)
     assert (case.status, case.error) == ("oom", "rank 1: OutOfMemoryError: boom")
-    assert case.extra["torchrun_output_tail"] == summary
+    assert case.scale.output_tail == summary
+    assert [rank.status for rank in case.scale.ranks] == [r["status"] for r in ranks]
+    assert case.scale.ranks[2].host is None  # a rank that left no report
 
 
 def test_efficiency_against_the_smallest_world_size() -> None:
     cases = [_case(2), _case(4), _case(8)]
     for case, rate in zip(cases, (100.0, 180.0, None), strict=True):
-        case.extra["scale"]["global_throughput"] = rate
+        case.scale.global_throughput = rate
     fill_efficiency(cases)
-    assert cases[0].extra["scale"]["efficiency"] == pytest.approx(1.0)
-    assert cases[1].extra["scale"]["efficiency"] == pytest.approx(180.0 / 200.0)
-    assert cases[2].extra["scale"].get("efficiency") is None  # failed: no figure
+    assert cases[0].scale.efficiency == pytest.approx(1.0)
+    assert cases[1].scale.efficiency == pytest.approx(180.0 / 200.0)
+    assert cases[2].scale.efficiency is None  # failed: no figure
 
 
 def test_process_counts() -> None:
@@ -264,7 +266,7 @@ def test_a_crash_in_teardown_after_every_rank_reported_keeps_the_figures() -> No
     case = _case(2)
     fill_case(case, ranks, outcome, timeout=60)
     assert case.status == "ok" and case.step_times == [0.1, 0.1]
-    assert "after every rank had written its result" in case.extra["scale"]["teardown_warning"]
+    assert "after every rank had written its result" in case.scale.teardown_warning
     missing = _case(2)
     fill_case(missing, ranks[:1], outcome, timeout=60)
     assert missing.status == "crashed" and "torchrun exited with code 1" in missing.error

@@ -112,7 +112,7 @@ def test_out_of_memory_stops_larger_batches_on_that_device(monkeypatch: pytest.M
         (4, "ok"), (8, "ok"), (16, "oom"), (32, "oom")]
     assert "Tried to allocate" in record.cases[2].error
     assert record.cases[3].error == "not run: batch 16 already ran out of memory on cpu"
-    assert record.cases[3].extra["skipped"] and not record.cases[3].step_times
+    assert record.cases[3].skipped and not record.cases[3].step_times
 
 
 def test_cli_sweep_gives_table_saturation_and_a_report_section(cli, tmp_path: Path) -> None:

@@ -7,12 +7,13 @@ from rich.console import Console
 
 from accelbench.cli import main
 from accelbench.render.table import COLUMNS, ESSENTIAL_COLUMNS, WIDE_COLUMNS, diagnosis_lines, run_table
-from accelbench.results import RunRecord
+from accelbench.results import Ceilings, Profile, ProfileFigures, RunRecord
 
-PROFILE = {"steps": 5, "source": "device", "step_s": 4.3e-4, "busy_fraction": 0.2,
-           "kernels_per_step": 20, "median_kernel_s": 4e-6, "top_ops": [["gemv2T_kernel_val", 4e-5]],
-           "allocated_bytes_per_step": 2e6, "parameter_bytes": 1000,
-           "ceilings": {"launch_latency_s": 4e-6}}
+PROFILE = Profile(ProfileFigures(steps=5, source="device", step_s=4.3e-4, busy_fraction=0.2,
+                                 kernels_per_step=20, median_kernel_s=4e-6,
+                                 top_ops=[("gemv2T_kernel_val", 4e-5)], allocated_bytes_per_step=2e6,
+                                 parameter_bytes=1000),
+                  Ceilings(launch_latency_s=4e-6))
 
 
 def _widest_record() -> RunRecord:
@@ -23,7 +24,7 @@ def _widest_record() -> RunRecord:
              stop_reason="precision reached", target_ci_pct=2.0),
         case(workload="transformer-small", device="cuda:0", median=0.0031, batch_size=64,
              dataset_size=67349, precision="amp-bf16", compile_backend="inductor", channels_last=True,
-             data="synthetic-device", extra={"profile": PROFILE}),
+             data="synthetic-device", profile=PROFILE),
         case(workload="vae", mode="eval", device="cuda:0", median=0.000233, batch_size=128,
              step_times=noisy, input_wait_s=0.5, measured_time_s=1.0, memory_source="lower bound",
              peak_memory_bytes=3 * 2**30),
@@ -90,21 +91,23 @@ def test_run_wide_flag_prints_the_wide_table(capsys, tmp_path) -> None:
     assert "…" not in printed
 
 
-def test_a_malformed_profile_does_not_break_the_table() -> None:
-    broken = record("r2", [case(extra={"profile": {"steps": 2, "top_ops": [["x"]]}})])
-    assert "n/a" in _render(broken, 100)
-    assert diagnosis_lines(broken)[0].startswith("n/a mnist train cpu: the stored profile is malformed")
+def test_a_failed_profile_is_said_not_diagnosed() -> None:
+    # A malformed stored profile never gets this far: loading the file refuses it
+    # (test_diagnosis, test_results_schema).
+    failed = record("r2", [case(profile=Profile(error="RuntimeError: profiler busy"))])
+    assert diagnosis_lines(failed) == ["profile mnist train cpu: RuntimeError: profiler busy"]
+    assert "failed" in _render(failed, 200, wide=True)
 
 
 def test_a_lower_bound_recorded_by_the_runner_is_marked() -> None:
-    """The runner records the bound in extra["memory_is_lower_bound"] (MPS without a peak
-    counter), whatever the memory source's wording."""
+    """The runner records the bound in memory_is_lower_bound (MPS without a peak counter),
+    whatever the memory source's wording."""
     from accelbench.render.table import memory_cell
     from accelbench.results import CaseResult
 
     case = CaseResult(workload="w", mode="train", device="mps:0", batch_size=1,
                       peak_memory_bytes=2**30, memory_source="MPS allocator, sampled",
-                      extra={"memory_is_lower_bound": True})
+                      memory_is_lower_bound=True)
     assert memory_cell(case) == "≥ 1.0 GiB"
-    case.extra["memory_is_lower_bound"] = False
+    case.memory_is_lower_bound = False
     assert memory_cell(case) == "1.0 GiB"

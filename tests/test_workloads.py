@@ -51,7 +51,7 @@ def test_every_workload_runs_tiny_on_cpu(name: str, mode: str, cpu) -> None:
         pytest.skip(workload.unavailable_reason())
     batch = workload.batch_size(mode)
     result = run_case(Case(name, mode, cpu, batch), tiny_options(name, mode))
-    assert result.status == "ok", result.error + result.extra.get("traceback", "")
+    assert result.status == "ok", result.error + result.traceback
     assert len(result.step_times) == 2
     assert all(math.isfinite(t) and t > 0 for t in result.step_times)
     assert result.batch_size == batch

@@ -165,7 +165,7 @@ def bench(
     is a torch.optim class, instance or ``f(parameters)``; default SGD lr 0.01. Each case trains a
     fresh copy of the model. With ``isolation="process"`` each case runs in a worker process when
     the model, loss and optimiser can be pickled and imported there, otherwise inline; each case's
-    ``extra["isolation"]`` says which, and why. ``repeat=N`` measures each case in N worker
+    ``isolation`` says which, and why. ``repeat=N`` measures each case in N worker
     processes (as ``accelbench run --repeat``), so it needs a model that can go to one.
     """
     from accelbench.models import objects
@@ -196,7 +196,7 @@ def bench(
     def mark(record: RunRecord) -> None:
         record.options["bench_isolation"] = how
         for case in record.cases:
-            case.extra["isolation"] = how
+            case.isolation = how
 
     sharing = contextlib.nullcontext() if inline_reason else objects.shared_with_workers(label, spec)
     with sharing:

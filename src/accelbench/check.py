@@ -11,7 +11,7 @@ from accelbench.errors import UsageError
 from accelbench.options import RunOptions
 from accelbench.parity import REFERENCES, run_parity
 from accelbench.precision import backend_flags, get_precision, precision_settings, unsupported_reason
-from accelbench.results import CaseResult, RunRecord
+from accelbench.results import CaseResult, Parity, RunRecord
 from accelbench.runner import Case, new_record, plan, skeleton_result, status_of
 from accelbench.workloads.base import get_workload_class
 
@@ -53,10 +53,10 @@ def check_case(case: Case, options: CheckOptions, devices: DeviceSet) -> CaseRes
         case.device, get_precision(case.precision))
     if unavailable:
         result.status, result.error = "unsupported", unavailable
-        result.extra["parity"] = {"verdict": "failed", "error": unavailable}
+        result.parity = Parity("failed", error=unavailable)
         return result
     with precision_settings(get_precision(case.precision)):
-        result.extra["backend_flags"] = backend_flags()  # what the candidate ran under
+        result.backend_flags = backend_flags()  # what the candidate ran under
     try:
         case.device.make_current()
         parity = run_parity(workload_cls, run.size, case.device, case.precision, case.compile_backend,
@@ -66,9 +66,9 @@ def check_case(case: Case, options: CheckOptions, devices: DeviceSet) -> CaseRes
     except Exception as error:
         result.status = status_of(error)
         result.error = f"{type(error).__name__}: {error}".strip()
-        result.extra["traceback"] = traceback.format_exc(limit=8)
+        result.traceback = traceback.format_exc(limit=8)
         parity = {"verdict": "failed", "error": result.error}
-    result.extra["parity"] = parity
+    result.parity = Parity.from_dict(parity, "parity")
     return result
 
 

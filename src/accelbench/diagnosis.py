@@ -1,7 +1,7 @@
 """Why a case runs as fast as it does: one diagnosis word per profiled case, with its figures.
 
-A pure function of a stored result (``extra["profile"]`` from ``--profile``, ``extra["flops"]``
-from every run, the loop's input wait), so a report drawn from an old result file says the same
+A pure function of a stored result (``profile`` from ``--profile``, ``flops`` from every run,
+the loop's input wait), so a report drawn from an old result file says the same
 as the run did. The rules, first match wins:
 
 1. **input-bound**: waiting for batches took more than ``INPUT_BOUND_FRACTION`` of the measured
@@ -27,9 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelbench.measure.profile import ProfileFigures
 from accelbench.render.format import format_bytes_rate, format_rate, format_seconds
-from accelbench.results import INPUT_BOUND_FRACTION, CaseResult
+from accelbench.results import INPUT_BOUND_FRACTION, CaseResult, Ceilings, Flops, ProfileFigures
 
 IDLE_BUSY_FRACTION = 0.5
 NEAR_CEILING = 0.5
@@ -50,10 +49,6 @@ class Diagnosis:
         return "; ".join(f"{name} {format_seconds(seconds)}" for name, seconds in self.top_ops[:count])
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
 def bytes_moved_per_step(profile: ProfileFigures, mode: str) -> float | None:
     if profile.allocated_bytes_per_step is None:
         return None
@@ -61,21 +56,22 @@ def bytes_moved_per_step(profile: ProfileFigures, mode: str) -> float | None:
             + PARAMETER_PASSES.get(mode, 1) * profile.parameter_bytes)
 
 
-def _figures(case: CaseResult, profile: ProfileFigures, ceilings: dict[str, Any]) -> dict[str, Any]:
-    flops = case.extra.get("flops") or {}
-    step = case.summary().median if case.summary() else profile.step_s
+def _figures(case: CaseResult, profile: ProfileFigures, ceilings: Ceilings) -> dict[str, Any]:
+    flops = case.flops or Flops()
+    summary = case.summary()
+    step = summary.median if summary else profile.step_s
     moved = bytes_moved_per_step(profile, case.mode)
-    bandwidth = _number(ceilings.get("memory_bandwidth_bytes_per_s"))
+    bandwidth = ceilings.memory_bandwidth_bytes_per_s
     achieved_bw = moved / step if moved is not None and step > 0 else None
-    latency = _number(ceilings.get("launch_latency_s"))
+    latency = ceilings.launch_latency_s
     return {
         "input_fraction": case.input_fraction(),
         "busy_fraction": profile.busy_fraction,
         "kernels_per_step": profile.kernels_per_step,
         "median_kernel_s": profile.median_kernel_s,
-        "achieved_flops": _number(flops.get("achieved_flops")),
-        "peak_flops": _number(flops.get("peak_flops")),
-        "flops_fraction": _number(flops.get("fraction_of_peak")),
+        "achieved_flops": flops.achieved_flops,
+        "peak_flops": flops.peak_flops,
+        "flops_fraction": flops.fraction_of_peak,
         "bytes_per_step": moved,
         "achieved_bytes_per_s": achieved_bw,
         "bandwidth_bytes_per_s": bandwidth,
@@ -104,15 +100,11 @@ def _ceiling_text(f: dict[str, Any]) -> str:
 
 def diagnose(case: CaseResult) -> Diagnosis | None:
     """The diagnosis of a profiled case, or None when it was not profiled (or profiling failed)."""
-    stored = case.extra.get("profile")
-    if not case.ok or not isinstance(stored, dict) or "error" in stored and "steps" not in stored:
+    stored = case.profile
+    if not case.ok or stored is None or stored.figures is None:
         return None
-    ceilings = stored.get("ceilings") if isinstance(stored.get("ceilings"), dict) else {}
-    try:  # a result file edited by hand or cut short must not break the table or the report
-        profile = ProfileFigures.from_dict(stored)
-        f = _figures(case, profile, ceilings)
-    except (TypeError, ValueError, KeyError) as error:
-        return Diagnosis("n/a", f"the stored profile is malformed ({type(error).__name__}: {error})")
+    profile = stored.figures
+    f = _figures(case, profile, stored.ceilings or Ceilings())
     found = _rule(case, profile, f)
     return Diagnosis(found.word, found.line, f, profile.top_ops)
 

@@ -99,5 +99,5 @@ def run_case_isolated(case: Case, options: RunOptions, progress: Progress | None
             failed.error = f"the worker process exited with code {code}"
         if last:
             failed.error += f": {last}"
-        failed.extra["stderr_tail"] = list(tail)
+        failed.stderr_tail = list(tail)
         return failed

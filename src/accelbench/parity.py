@@ -32,11 +32,12 @@ from torch import nn
 from accelbench.devices import Device
 from accelbench.measure.loop import BatchStream
 from accelbench.precision import Precision, get_precision, precision_settings, prepare_model
+from accelbench.results import PARITY_VERDICTS
 from accelbench.steps import make_eval_step, make_train_step
 from accelbench.workloads.base import Batch, DataOptions, Noise, Workload
 
 REFERENCES = ("cpu-fp64", "cpu")
-VERDICTS = ("pass", "drift", "diverged", "non-finite", "failed")
+VERDICTS = PARITY_VERDICTS
 FP64 = Precision("fp64", param_dtype=torch.float64)
 
 

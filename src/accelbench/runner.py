@@ -28,7 +28,7 @@ from accelbench.precision import (
     prepare_model,
     unsupported_reason,
 )
-from accelbench.results import CaseResult, RunRecord
+from accelbench.results import CaseResult, Energy, Flops, RunRecord, Sensors
 from accelbench.steps import make_eval_step, make_train_step
 from accelbench.workloads.base import DataOptions, Workload, get_workload_class
 
@@ -138,16 +138,16 @@ def run_case(case: Case, options: RunOptions, progress: Progress | None = None) 
         return result
     try:
         with precision_settings(precision):
-            result.extra["backend_flags"] = backend_flags()  # fp32 = TF32 off, in the record
+            result.backend_flags = backend_flags()  # fp32 = TF32 off, in the record
             _measure(case, workload, options, result, progress)
     except Exception as error:
         result.status = status_of(error)
         result.error = f"{type(error).__name__}: {error}".strip()
         if isinstance(error, NonFiniteError):
-            result.extra["nonfinite_step"] = error.step
-        result.extra["traceback"] = traceback.format_exc(limit=8)
+            result.nonfinite_step = error.step
+        result.traceback = traceback.format_exc(limit=8)
     if result.ok:
-        result.extra["flops"] = achieved_flops(result, case.device, precision)
+        result.flops = Flops.from_dict(achieved_flops(result, case.device, precision), "flops")
     return result
 
 
@@ -210,7 +210,7 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
         from accelbench.measure.loop import BatchStream
         from accelbench.measure.profile import profile_case
 
-        result.extra["profile"] = profile_case(loop.step, BatchStream(batches).next, case.device, model)
+        result.profile = profile_case(loop.step, BatchStream(batches).next, case.device, model)
 
 
 def _record_trackers(result: CaseResult, memory: MemoryTracker, sensors: SensorTracker,
@@ -218,13 +218,13 @@ def _record_trackers(result: CaseResult, memory: MemoryTracker, sensors: SensorT
     """The one place the trackers' typed results reach the case's record."""
     peak = memory.result
     result.peak_memory_bytes, result.memory_source = peak.bytes, peak.source
-    result.extra["memory_is_lower_bound"] = peak.lower_bound
+    result.memory_is_lower_bound = peak.lower_bound
     # Read just before and right after the measured steps (after warm-up, not at idle).
-    result.extra["sensors"] = sensors.result.to_dict()
+    result.sensors = Sensors.from_dict(sensors.result.to_dict(), "sensors")
     reading = energy.result
     if reading is not None:
-        result.extra["energy"] = reading.figures(window_steps, result.steps_per_epoch,
-                                                 result.batch_size)
+        result.energy = Energy.from_dict(reading.figures(window_steps, result.steps_per_epoch,
+                                                         result.batch_size), "energy")
 
 
 def new_record(options: RunOptions, devices: DeviceSet, command: list[str]) -> RunRecord:
@@ -269,7 +269,7 @@ def run_with_auto_batch(case: Case, options: RunOptions, progress: Progress | No
         failed_batches.append(case.batch_size)
         case = replace(case, batch_size=max(1, case.batch_size // 2))
     if failed_batches:
-        result.extra["oom_batch_sizes"] = failed_batches
+        result.oom_batch_sizes = failed_batches
     return result
 
 

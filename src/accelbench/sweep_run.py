@@ -68,7 +68,7 @@ def _not_run(case: Case, options: RunOptions, failed_batch: int) -> CaseResult:
     result = skeleton_result(case, options)
     result.status = "oom"
     result.error = (f"not run: batch {failed_batch} already ran out of memory on {case.device.name}")
-    result.extra["skipped"] = True
+    result.skipped = True
     return result
 
 

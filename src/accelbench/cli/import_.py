@@ -27,5 +27,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
                 print(f"{path}: run {record.run_id} is already in the history; nothing to do")
                 continue
             db.add_record(record)
-            print(f"{path}: imported run {record.run_id} ({len(record.cases)} cases)")
+            what = (f"{len(record.probes)} probed devices" if record.kind == "probe"
+                    else f"{len(record.cases)} cases")
+            print(f"{path}: imported run {record.run_id} ({what})")
     return 0

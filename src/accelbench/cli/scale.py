@@ -107,7 +107,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
             status.print(f"scale: {nproc} process(es) per node ...")
         elif case.ok:
             status.print(f"scale: {nproc} process(es): "
-                         f"{format_rate(case.extra['scale']['global_throughput'])} samples/s")
+                         f"{format_rate(case.scale.global_throughput if case.scale else None)} samples/s")
         else:
             status.print(f"scale: {nproc} process(es): {case.status}")
 

@@ -11,8 +11,8 @@ Contract with the runner (through ``trackers.EnergyTracker``, which the timed lo
     ...                                      # the measured steps (the device synchronised after),
                                              # for at least meter.min_seconds where possible
     reading = meter.stop()                   # EnergyReading: joules or None, source, reason
-    result.extra["energy"] = reading.figures(window_steps, result.steps_per_epoch,
-                                             result.batch_size)
+    result.energy = Energy.from_dict(reading.figures(window_steps, result.steps_per_epoch,
+                                                     result.batch_size))
 
 ``figures`` gives ``{"source", "reason", "seconds", "method", "resolution", "estimated",
 "joules", "joules_per_step", "joules_per_epoch", "samples_per_joule"}``; the numbers are None when

@@ -30,46 +30,19 @@ import statistics
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from accelbench.devices import Device
+from accelbench.results.figures import Ceilings, Profile, ProfileFigures
 
 PROFILE_STEPS = 5
 STEP_MARK = "accelbench.step"
 #: Chrome-trace categories of work executing on the device (Kineto's names, CUDA and XPU alike).
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 TOP_OPS = 5
-
-
-@dataclass(frozen=True)
-class ProfileFigures:
-    steps: int
-    #: "device" (kernel activity recorded), "cpu" (the CPU is the device) or "host-only"
-    #: (an accelerator without profiler activity: only host-side op figures).
-    source: str
-    step_s: float
-    busy_fraction: float | None
-    kernels_per_step: float
-    median_kernel_s: float | None
-    #: (name, seconds per step) with the most device (CPU: self) time, largest first.
-    top_ops: list[tuple[str, float]] = field(default_factory=list)
-    allocated_bytes_per_step: float | None = None
-    parameter_bytes: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["top_ops"] = [[name, seconds] for name, seconds in self.top_ops]
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ProfileFigures:
-        known = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
-        known["top_ops"] = [(str(name), float(seconds)) for name, seconds in data.get("top_ops", [])]
-        return cls(**known)
 
 
 def _union_length(intervals: Iterable[tuple[float, float]]) -> float:
@@ -214,11 +187,11 @@ def roofline_ceilings(device: Device) -> dict[str, Any]:
 
 
 def profile_case(step: Callable[[Any], Any], next_batch: Callable[[], Any], device: Device,
-                 model: torch.nn.Module) -> dict[str, Any]:
-    """What the runner stores in ``extra["profile"]``: the figures, the ceilings, or the error."""
+                 model: torch.nn.Module) -> Profile:
+    """What the runner stores in the case's ``profile``: the figures, the ceilings, or the error."""
     parameter_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
     try:
-        figures = profile_steps(step, next_batch, device, parameter_bytes=parameter_bytes).to_dict()
+        figures = profile_steps(step, next_batch, device, parameter_bytes=parameter_bytes)
     except Exception as error:  # profiling is extra: the measured figures stand without it
-        return {"error": f"{type(error).__name__}: {error}"}
-    return {**figures, "ceilings": roofline_ceilings(device)}
+        return Profile(error=f"{type(error).__name__}: {error}")
+    return Profile(figures, Ceilings.from_dict(roofline_ceilings(device), "ceilings"))

@@ -32,7 +32,7 @@ from accelbench.probes import (
     first_statement,
     message_text,
 )
-from accelbench.results import CaseResult, RunRecord
+from accelbench.results import DeviceProbe, ProbeCell, RunRecord
 
 #: An accelerator is called slower only when it takes this much longer than the CPU, so that a
 #: tie within timing noise is not reported as a finding.
@@ -258,11 +258,10 @@ def _device_name(device: Device) -> str:
         return f"{device.name} ({type(error).__name__})"
 
 
-def probe_case(device: Device, cells: dict[str, Cell]) -> CaseResult:
-    return CaseResult(workload="features", mode="probe", device=device.name,
-                      device_name=_device_name(device), batch_size=1, status="ok",
-                      threads=torch.get_num_threads(), memory_source=device.memory_source,
-                      extra={"probe": {name: cell.to_dict() for name, cell in cells.items()}})
+def device_probe(device: Device, cells: dict[str, Cell]) -> DeviceProbe:
+    return DeviceProbe(device=device.name, device_name=_device_name(device),
+                       threads=torch.get_num_threads(),
+                       cells={name: ProbeCell(**cell.to_dict()) for name, cell in cells.items()})
 
 
 def probe_record(devices: DeviceSet, chosen: list[Device], features: list[Feature],
@@ -283,5 +282,5 @@ def probe_record(devices: DeviceSet, chosen: list[Device], features: list[Featur
         if on_cell is not None:
             for name, cell in cells.items():
                 on_cell(device, name, cell)
-        record.cases.append(probe_case(device, cells))
+        record.probes.append(device_probe(device, cells))
     return record

@@ -6,14 +6,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from accelbench.render.table import config_label
-from accelbench.results import RunRecord
+from accelbench.results import Parity, RunRecord
 
 _COLOURS = {"pass": "green", "drift": "yellow", "diverged": "red", "non-finite": "red",
             "failed": "red"}
 
 
-def _number(value: object) -> str:
-    return f"{value:.2e}" if isinstance(value, int | float) else ""
+def _number(value: float | None) -> str:
+    return "" if value is None else f"{value:.2e}"
 
 
 def check_table(record: RunRecord) -> Table:
@@ -24,15 +24,14 @@ def check_table(record: RunRecord) -> Table:
                    "max rel. loss diff", "output rel. diff", "tolerance pass/drift", "detail"):
         table.add_column(column)
     for case in record.cases:
-        parity = case.extra.get("parity", {})
-        verdict = parity.get("verdict", "failed")
-        tolerance = parity.get("tolerance", {})
+        parity = case.parity or Parity("failed")
+        tolerance = parity.tolerance
         table.add_row(
             escape(case.workload), case.device, config_label(case), str(case.batch_size),
-            f"[{_COLOURS.get(verdict, 'red')}]{verdict}[/]",
-            str(parity.get("first_bad_step") or ""),
-            _number(parity.get("max_rel_loss_diff")), _number(parity.get("output_rel_diff")),
-            f"{tolerance.get('pass', '')}/{tolerance.get('drift', '')}" if tolerance else "",
+            f"[{_COLOURS.get(parity.verdict, 'red')}]{parity.verdict}[/]",
+            str(parity.first_bad_step or ""),
+            _number(parity.max_rel_loss_diff), _number(parity.output_rel_diff),
+            f"{tolerance.passed:g}/{tolerance.drift:g}" if tolerance else "",
             escape(case.error.splitlines()[0][:80]) if case.error else "",
         )
     return table

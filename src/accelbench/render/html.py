@@ -26,7 +26,7 @@ from accelbench.render.compare_table import (
     pair_cells,
     reference_cells,
 )
-from accelbench.results import CaseResult
+from accelbench.results import Parity, ProbeCell
 from accelbench.store.history import TimelinePoint
 
 
@@ -135,58 +135,47 @@ def _comparison_section(comparisons: Sequence[WorkloadComparison]) -> list[Marku
     return parts
 
 
-def _numbers(values: Any) -> list[float] | None:
-    if not isinstance(values, list) or not values:
-        return None
-    out = []
-    for value in values:
-        if value is None:
-            out.append(math.nan)  # stored JSON turns NaN into null: draw it as a gap
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            out.append(float(value))
-        else:
-            return None
-    return out
+def _numbers(values: Sequence[float | None]) -> list[float]:
+    # Stored JSON turns NaN into null: draw it as a gap.
+    return [math.nan if value is None else float(value) for value in values]
 
 
-def _parity_verdict(parity: dict[str, Any]) -> str:
+def _parity_verdict(parity: Parity) -> str:
     """The check's own verdict line: verdict, first bad step, worst difference, error."""
-    parts = [f"verdict: {parity['verdict']}"] if "verdict" in parity else []
-    if parity.get("first_bad_step") is not None:
-        parts.append(f"first bad step {parity['first_bad_step']}")
-    if isinstance(parity.get("max_rel_loss_diff"), int | float):
-        parts.append(f"max relative loss difference {parity['max_rel_loss_diff']:.3g}")
-    for key in ("bad_tensor", "error"):
-        if parity.get(key):
-            parts.append(f"{key.replace('_', ' ')}: {parity[key]}")
-    return "; ".join(map(str, parts))
+    parts = [f"verdict: {parity.verdict}"]
+    if parity.first_bad_step is not None:
+        parts.append(f"first bad step {parity.first_bad_step}")
+    if parity.max_rel_loss_diff is not None:
+        parts.append(f"max relative loss difference {parity.max_rel_loss_diff:.3g}")
+    if parity.bad_tensor:
+        parts.append(f"bad tensor: {parity.bad_tensor}")
+    if parity.error:
+        parts.append(f"error: {parity.error}")
+    return "; ".join(parts)
 
 
 def _parity_section(runs: Sequence[LabelledRun]) -> list[Markup]:
     parts: list[Markup] = []
     for run in runs:
         for case in run.record.cases:
-            parity = case.extra.get("parity")
+            parity = case.parity
             if parity is None:
                 continue
             title = f"{run.label}: {case.workload} {case.mode} on {case.device} ({case.precision})"
-            if not isinstance(parity, dict):
-                parts.append(el("p", f"{title}: parity data is malformed", class_="note"))
-                continue
             verdict = _parity_verdict(parity)
-            series = [_numbers(parity.get(k)) for k in ("steps", "candidate", "reference")]
-            if all(s is None for s in series) and verdict:
+            steps, candidate, reference = (_numbers(s) for s in (parity.steps, parity.candidate,
+                                                                 parity.reference))
+            if not (steps or candidate or reference):
                 parts.append(el("p", el("strong", title), f": {verdict} (no loss curves)"))
                 continue
-            if any(s is None for s in series) or len({len(s) for s in series if s}) != 1:
+            if not steps or len({len(steps), len(candidate), len(reference)}) != 1:
                 parts.append(el("p", f"{title}: parity data is malformed and was not drawn", class_="note"))
                 continue
-            steps, candidate, reference = series
-            parts.append(image(figures.parity_figure(steps, candidate, reference, title),  # type: ignore[arg-type]
+            parts.append(image(figures.parity_figure(steps, candidate, reference, title),
                                f"Parity loss curves, {title}"))
-            diffs = [abs(c - r) for c, r in zip(candidate, reference, strict=True)]  # type: ignore[arg-type]
+            diffs = [abs(c - r) for c, r in zip(candidate, reference, strict=True)]
             worst = max((d for d in diffs if not math.isnan(d)), default=math.nan)
-            nan_steps = [s for s, c in zip(steps, candidate, strict=True) if not math.isfinite(c)]  # type: ignore[arg-type]
+            nan_steps = [s for s, c in zip(steps, candidate, strict=True) if not math.isfinite(c)]
             note = f"largest |candidate - reference|: {worst:.3g}"
             if nan_steps:
                 note += f"; candidate loss is NaN from step {nan_steps[0]:g}"
@@ -194,24 +183,10 @@ def _parity_section(runs: Sequence[LabelledRun]) -> list[Markup]:
     return parts
 
 
-def _probe_cells(case: CaseResult) -> dict[str, dict[str, str]]:
-    probe = case.extra.get("probe")
-    if not isinstance(probe, dict):
-        return {}
-    return {str(feature): {"status": str(value.get("status", "?")), "detail": str(value.get("detail", ""))}
-            if isinstance(value, dict) else {"status": str(value), "detail": ""}
-            for feature, value in probe.items()}
-
-
 def _feature_section(runs: Sequence[LabelledRun]) -> list[Markup]:
-    columns: list[tuple[str, dict[str, dict[str, str]]]] = []
-    for run in runs:
-        if run.record.kind != "probe":
-            continue
-        for case in run.record.cases:
-            cells = _probe_cells(case)
-            if cells:
-                columns.append((f"{run.machine or run.label} {case.device}", cells))
+    columns: list[tuple[str, dict[str, ProbeCell]]] = [
+        (f"{run.machine or run.label} {probe.device}", probe.cells)
+        for run in runs for probe in run.record.probes if probe.cells]
     if not columns:
         return []
     features = list(dict.fromkeys(f for _, cells in columns for f in cells))
@@ -224,10 +199,9 @@ def _feature_section(runs: Sequence[LabelledRun]) -> list[Markup]:
             if cell is None:
                 cells.append(el("td", "not probed"))
             else:
-                status = cell["status"]
-                css = status if status in ("works", "fails", "wrong", "slower") else None
-                cells.append(el("td", el("strong", status), el("br") if cell["detail"] else None,
-                                el("span", cell["detail"], class_="note"), class_=css, title=cell["detail"]))
+                cells.append(el("td", el("strong", cell.status), el("br") if cell.detail else None,
+                                el("span", cell.detail, class_="note"), class_=cell.status,
+                                title=cell.detail))
         body.append(el("tr", el("td", feature), *cells))
     return [el("table", el("caption", "Feature probes per device"), el("thead", head), el("tbody", *body))]
 

@@ -66,11 +66,10 @@ def diagnosis_rows(runs: Sequence[LabelledRun]) -> list[tuple[str, ...]]:
     rows = []
     for run in runs:
         for case in run.record.cases:
-            profile = case.extra.get("profile")
-            if not isinstance(profile, dict):
+            if case.profile is None:
                 continue
             diagnosis = diagnose(case)
             word, line, top = ((diagnosis.word, diagnosis.line, diagnosis.top_ops_text(3)) if diagnosis
-                               else ("not profiled", str(profile.get("error", "no figures")), ""))
+                               else ("not profiled", case.profile.error or "no figures", ""))
             rows.append((run.label, case.workload, case.mode, case.device, word, line, top))
     return rows

@@ -25,7 +25,7 @@ def record_html(record: RunRecord) -> str:
             format_seconds(summary.median if summary else None),
             f"{summary.rel_iqr:.1%}" if summary else "n/a",
             format_bytes(case.peak_memory_bytes) if case.peak_memory_bytes else "n/a",
-            str(case.extra.get("isolation", record.options.get("isolation", ""))),
+            case.isolation or str(record.options.get("isolation", "")),
         ))
     caption = f"accelbench {record.kind} {record.run_id} ({record.created_at})"
     page = str(table(COLUMNS, rows, caption=caption))

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.table import Table
 from rich.text import Text
 
-from accelbench.results import RunRecord
+from accelbench.results import ProbeCell, RunRecord
 
 STYLES = {"works": "green", "fails": "red", "wrong": "bold magenta", "slower": "yellow"}
 #: Room for the finding in a cell; an error message is the finding itself, so it gets more.
@@ -15,16 +13,15 @@ DETAIL_CHARS = {"fails": 120}
 DEFAULT_DETAIL_CHARS = 60
 
 
-def _cell_text(cell: Any) -> Text:
-    if not isinstance(cell, dict):
+def _cell_text(cell: ProbeCell | None) -> Text:
+    if cell is None:
         return Text("not probed", style="dim")
-    status = str(cell.get("status", "?"))
-    text = Text(status, style=STYLES.get(status, ""))
+    text = Text(cell.status, style=STYLES.get(cell.status, ""))
     # The first part of the detail is the finding (the error, the error size, the ratio); the
     # rest (notes, timings against a baseline) stays in the JSON.
-    finding = str(cell.get("detail", "")).split("; ")[0]
+    finding = cell.detail.split("; ")[0]
     if finding:
-        room = DETAIL_CHARS.get(status, DEFAULT_DETAIL_CHARS)
+        room = DETAIL_CHARS.get(cell.status, DEFAULT_DETAIL_CHARS)
         short = finding if len(finding) <= room else finding[:room - 1] + "…"
         text.append(f" {short}", style="dim")
     return text
@@ -32,7 +29,7 @@ def _cell_text(cell: Any) -> Text:
 
 def probe_table(record: RunRecord) -> Table:
     """Pure: the record's cells as a rich Table (features never probed on a device say so)."""
-    columns = [(case.device, case.extra.get("probe", {})) for case in record.cases]
+    columns = [(probe.device, probe.cells) for probe in record.probes]
     features = list(dict.fromkeys(name for _, cells in columns for name in cells))
     table = Table(title=f"accelbench probe {record.run_id}", title_justify="left",
                   caption="works | fails (the error) | wrong (error vs the float64 CPU reference "

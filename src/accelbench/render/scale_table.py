@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.table import Table
 
 from accelbench.render.format import format_rate
-from accelbench.results import CaseResult, RunRecord
+from accelbench.results import CaseResult, RunRecord, ScaleFigures
 
 COLUMNS = ("world size", "backend", "strategy", "global samples/s", "per-process samples/s",
            "efficiency", "comm fraction", "status")
@@ -18,11 +16,13 @@ def _percent(value: float | None) -> str:
 
 
 def scale_row(case: CaseResult) -> list[str]:
-    scale: dict[str, Any] = case.extra.get("scale", {})
-    world = str(scale.get("world_size", "?"))
-    if scale.get("nnodes", 1) > 1:
-        world += f" ({scale['nnodes']} nodes x {scale['nproc_per_node']})"
-    head = [world, str(scale.get("backend", "")), str(scale.get("strategy", ""))]
+    scale = case.scale
+    if scale is None:  # not a scaling case: nothing of a world size to show
+        return ["?", "", "", "", "", "", "", f"{case.status} (no scale figures)"]
+    world = str(scale.world_size)
+    if scale.nnodes > 1:
+        world += f" ({scale.nnodes} nodes x {scale.nproc_per_node})"
+    head = [world, scale.backend, scale.strategy]
     if not case.ok:
         first_line = case.error.splitlines()[0] if case.error else ""
         return [*head, "", "", "", "", f"[red]{case.status}[/red] {first_line[:90]}"]
@@ -30,17 +30,17 @@ def scale_row(case: CaseResult) -> list[str]:
     summary = case.summary()
     if summary is not None and summary.noisy:
         status = f"[yellow]ok, noisy ({summary.rel_iqr * 100:.0f}% IQR)[/yellow]"
-    return [*head, format_rate(scale.get("global_throughput")),
-            format_rate(scale.get("per_process_throughput")), _percent(scale.get("efficiency")),
-            _percent(scale.get("comm_fraction")), status]
+    return [*head, format_rate(scale.global_throughput), format_rate(scale.per_process_throughput),
+            _percent(scale.efficiency), _percent(scale.comm_fraction), status]
 
 
 def scale_table(record: RunRecord) -> Table:
     first = record.cases[0] if record.cases else None
     what = (f"{first.workload} train on {first.device}, batch {first.batch_size} per process"
             if first else "")
-    base = next((c.extra["scale"].get("efficiency_baseline_world_size") for c in record.cases
-                 if c.extra.get("scale", {}).get("efficiency_baseline_world_size")), None)
+    scales: list[ScaleFigures] = [c.scale for c in record.cases if c.scale is not None]
+    base = next((s.efficiency_baseline_world_size for s in scales
+                 if s.efficiency_baseline_world_size), None)
     note = f"; efficiency vs world size {base}" if base else ""
     table = Table(title=f"accelbench scale {record.run_id}  {what}{note}", title_justify="left")
     for column in COLUMNS:

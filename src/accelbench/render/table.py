@@ -84,19 +84,18 @@ def spread_cell(case: CaseResult) -> str:
 
 
 def flops_text(case: CaseResult) -> str:
-    flops = case.extra.get("flops", {})
-    achieved, fraction = flops.get("achieved_flops"), flops.get("fraction_of_peak")
-    if not isinstance(achieved, int | float):
+    if case.flops is None or case.flops.achieved_flops is None:
         return "n/a"
-    text = format_rate(achieved / 1e9)
-    return f"{text} ({fraction * 100:.0f}%)" if isinstance(fraction, int | float) else text
+    text = format_rate(case.flops.achieved_flops / 1e9)
+    fraction = case.flops.fraction_of_peak
+    return f"{text} ({fraction * 100:.0f}%)" if fraction is not None else text
 
 
 def memory_cell(case: CaseResult) -> str:
     """Peak memory; "≥" where the device's figure can be below the true peak (sampled on MPS)."""
     if case.peak_memory_bytes is None:
         return "n/a"
-    lower = bool(case.extra.get("memory_is_lower_bound")) or "lower bound" in case.memory_source
+    lower = case.memory_is_lower_bound or "lower bound" in case.memory_source
     return ("≥ " if lower else "") + format_bytes(case.peak_memory_bytes)
 
 
@@ -117,14 +116,14 @@ def stop_cell(case: CaseResult) -> str:
 
 
 def profile_cell(case: CaseResult) -> str:
-    profile = case.extra.get("profile")
-    if not isinstance(profile, dict):
+    if case.profile is None:
         return ""
-    if "error" in profile and "steps" not in profile:
+    figures = case.profile.figures
+    if figures is None:
         return "failed"
-    busy = profile.get("busy_fraction")
-    busy_text = f"{busy * 100:.0f}% busy" if isinstance(busy, int | float) else "busy n/a"
-    return f"{busy_text}, {profile.get('kernels_per_step', 0):.0f}/step"
+    busy = figures.busy_fraction
+    busy_text = f"{busy * 100:.0f}% busy" if busy is not None else "busy n/a"
+    return f"{busy_text}, {figures.kernels_per_step:.0f}/step"
 
 
 Cell = Callable[[CaseResult], str]
@@ -204,13 +203,12 @@ def diagnosis_lines(record: RunRecord) -> list[str]:
     """One line per profiled case: the diagnosis with its figures and the top op (plain text)."""
     lines = []
     for case in record.cases:
-        profile = case.extra.get("profile")
-        if not isinstance(profile, dict):
+        if case.profile is None:
             continue
         name = f"{case.workload} {case.mode} {case.device}"
         diagnosis = diagnose(case)
         if diagnosis is None:
-            lines.append(f"profile {name}: {profile.get('error', 'no figures')}")
+            lines.append(f"profile {name}: {case.profile.error or 'no figures'}")
             continue
         top = diagnosis.top_ops_text(1)
         top_text = f"; top: {top}/step" if top else ""
@@ -222,18 +220,18 @@ def energy_lines(record: RunRecord) -> list[str]:
     """One line per case with energy figures, or one line saying why there are none."""
     lines, reasons = [], set()
     for case in record.cases:
-        energy = case.extra.get("energy")
-        if not energy:
+        energy = case.energy
+        if energy is None:
             continue
-        if isinstance(energy.get("joules"), int | float):
-            per_epoch = energy.get("joules_per_epoch")
+        if energy.joules is not None:
+            per_epoch = energy.joules_per_epoch
             lines.append(f"energy {case.workload} {case.mode} {case.device}: "
-                         f"{energy['joules_per_step']:.3g} J/step, "
-                         f"{per_epoch:.3g} J/epoch, {energy['samples_per_joule']:.3g} samples/J "
-                         f"({energy['source']})" if per_epoch else
+                         f"{energy.joules_per_step:.3g} J/step, "
+                         f"{per_epoch:.3g} J/epoch, {energy.samples_per_joule:.3g} samples/J "
+                         f"({energy.source})" if per_epoch else
                          f"energy {case.workload} {case.mode} {case.device}: "
-                         f"{energy['joules_per_step']:.3g} J/step ({energy['source']})")
-        elif energy.get("reason"):
-            reasons.add(f"{case.device}: {energy['reason']}")
+                         f"{energy.joules_per_step:.3g} J/step ({energy.source})")
+        elif energy.reason:
+            reasons.add(f"{case.device}: {energy.reason}")
     lines.extend(f"energy n/a on {reason}" for reason in sorted(reasons))
     return lines

@@ -37,7 +37,7 @@ import accelbench
 from accelbench.devices import Device, DeviceSet
 from accelbench.errors import UsageError
 from accelbench.options import DEFAULT_WARMUP_STEPS, RunOptions, StopRule
-from accelbench.results import CaseResult, RunRecord
+from accelbench.results import CaseResult, RunRecord, ScaleFigures, ScaleRank
 from accelbench.runner import Case, new_record, skeleton_result
 from accelbench.scale import DEFAULT_TIMEOUT_S
 from accelbench.scale.backends import (
@@ -195,12 +195,9 @@ def run_world_size(options: ScaleOptions, run_options: RunOptions, device: Devic
     # Each rank's share of an epoch, as a DistributedSampler splits it.
     result.dataset_size = -(-workload.samples_per_epoch("train") // world)
     result.steps_per_epoch = -(-result.dataset_size // batch)
-    scale: dict[str, Any] = {
-        "world_size": world, "nproc_per_node": nproc, "nnodes": options.rendezvous.nnodes,
-        "backend": backend, "strategy": options.strategy, "global_throughput": None,
-        "per_process_throughput": None, "efficiency": None, "comm_fraction": None, "ranks": [],
-    }
-    result.extra["scale"] = scale
+    result.scale = ScaleFigures(world_size=world, nproc_per_node=nproc,
+                                nnodes=options.rendezvous.nnodes, backend=backend,
+                                strategy=options.strategy)
     unavailable = workload.unavailable_reason()
     unsupported = fsdp_unavailable_reason() if options.fsdp else None
     if unavailable or unsupported:
@@ -324,13 +321,26 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
+#: What a rank's report keeps in the result (the rest, a traceback say, stays in the rank's file).
+RANK_FIELDS = ("rank", "node_rank", "host", "device", "status", "error", "step_times",
+               "nosync_step_times")
+
+
+def _scale_of(result: CaseResult) -> ScaleFigures:
+    if result.scale is None:
+        raise ValueError("a scaling case without its ScaleFigures (set by run_world_size)")
+    return result.scale
+
+
 def fill_case(result: CaseResult, ranks: list[dict[str, Any]], outcome: LaunchOutcome,
               timeout: float) -> None:
     """The case's status and figures from its ranks and from how torchrun ended."""
-    scale = result.extra["scale"]
-    scale["ranks"] = [{key: rank.get(key) for key in ("rank", "node_rank", "host", "device",
-                                                      "status", "error", "step_times",
-                                                      "nosync_step_times")} for rank in ranks]
+    scale = _scale_of(result)
+    # A rank that left no report has no host or node rank: those stay None.
+    scale.ranks = [ScaleRank.from_dict({key: value for key, value in rank.items()
+                                        if key in RANK_FIELDS and value is not None},
+                                       f"ranks[{index}]")
+                   for index, rank in enumerate(ranks)]
     failed = [rank for rank in ranks if rank["status"] != "ok"]
     # The root cause is the first rank to fail: the others then fail on their broken
     # collectives ("connection closed by peer") or are stopped by torchrun.
@@ -338,22 +348,22 @@ def fill_case(result: CaseResult, ranks: list[dict[str, Any]], outcome: LaunchOu
                 default=None)
     if outcome.returncode is None:
         result.status = "timeout"
-        result.error = (f"world size {scale['world_size']} did not finish within --timeout "
+        result.error = (f"world size {scale.world_size} did not finish within --timeout "
                         f"{timeout:g} s; torchrun and its processes were killed")
     elif cause is not None:
         result.status, result.error = cause["status"], f"rank {cause['rank']}: {cause['error']}"
-    elif not ranks or (outcome.returncode != 0 and len(ranks) < scale["world_size"]):
+    elif not ranks or (outcome.returncode != 0 and len(ranks) < scale.world_size):
         last = next((line for line in reversed(outcome.output_tail) if line.strip()), "")
         result.status = "crashed"
         result.error = f"torchrun exited with code {outcome.returncode}" + (f": {last}" if last else "")
     elif outcome.returncode != 0:
         # Every rank finished and wrote its figures; a process then died while tearing down
         # (seen with gloo: SIGABRT in destroy_process_group). The figures stand; say so.
-        scale["teardown_warning"] = (f"torchrun exited with code {outcome.returncode} after every "
-                                     "rank had written its result")
-        result.extra["torchrun_output_tail"] = outcome.output_tail[-40:]
+        scale.teardown_warning = (f"torchrun exited with code {outcome.returncode} after every "
+                                  "rank had written its result")
+        scale.output_tail = outcome.output_tail[-40:]
     if result.status != "ok":
-        result.extra["torchrun_output_tail"] = outcome.output_tail[-40:]
+        scale.output_tail = outcome.output_tail[-40:]
         return
     _fill_figures(result, ranks)
 
@@ -363,8 +373,8 @@ def _slowest(per_rank: list[list[float]]) -> list[float]:
 
 
 def _fill_figures(result: CaseResult, ranks: list[dict[str, Any]]) -> None:
-    scale = result.extra["scale"]
-    scale["world_size"] = int(ranks[0].get("world_size", scale["world_size"]))
+    scale = _scale_of(result)
+    scale.world_size = int(ranks[0].get("world_size", scale.world_size))
     result.step_times = _slowest([rank["step_times"] for rank in ranks])
     nosync = _slowest([rank["nosync_step_times"] for rank in ranks])
     result.measured_steps = int(ranks[0]["measured_steps"])
@@ -377,22 +387,21 @@ def _fill_figures(result: CaseResult, ranks: list[dict[str, Any]]) -> None:
     per_process = result.throughput()
     if per_process is None:
         return
-    scale["per_process_throughput"] = per_process
-    scale["global_throughput"] = per_process * scale["world_size"]
+    scale.per_process_throughput = per_process
+    scale.global_throughput = per_process * scale.world_size
     if nosync:
-        scale["comm_fraction"] = 1.0 - statistics.median(nosync) / statistics.median(result.step_times)
+        scale.comm_fraction = 1.0 - statistics.median(nosync) / statistics.median(result.step_times)
 
 
 def fill_efficiency(cases: list[CaseResult]) -> None:
     """Scaling efficiency of every measured case against the smallest measured world size."""
-    measured = [case for case in cases if case.extra["scale"]["global_throughput"]]
+    measured = [(case.scale, case.scale.global_throughput) for case in cases
+                if case.scale is not None and case.scale.global_throughput]
     if not measured:
         return
-    base = min(measured, key=lambda case: case.extra["scale"]["world_size"]).extra["scale"]
-    for case in measured:
-        scale = case.extra["scale"]
-        ideal = base["global_throughput"] * scale["world_size"] / base["world_size"]
-        scale["efficiency"] = scale["global_throughput"] / ideal if ideal > 0 else None
-        scale["efficiency_baseline_world_size"] = base["world_size"]
-        if scale["efficiency"] is not None and not math.isfinite(scale["efficiency"]):
-            scale["efficiency"] = None
+    base, base_rate = min(measured, key=lambda pair: pair[0].world_size)
+    for scale, rate in measured:
+        ideal = base_rate * scale.world_size / base.world_size
+        efficiency = rate / ideal if ideal > 0 else None
+        scale.efficiency = efficiency if efficiency is not None and math.isfinite(efficiency) else None
+        scale.efficiency_baseline_world_size = base.world_size

@@ -24,14 +24,15 @@ def check_quick_suite_parity(device: Device, devices: DeviceSet, steps: int = ST
     record = run_check(options, _Only(devices, device), ["accelbench", "selftest"])
     results = []
     for case in record.cases:
-        parity = case.extra.get("parity", {})
-        detail = f"{parity.get('verdict', case.status)} over {steps} steps"
-        if "max_rel_loss_diff" in parity:
-            detail += f", max relative loss difference {parity['max_rel_loss_diff']:.2e}"
+        parity = case.parity
+        detail = f"{parity.verdict if parity else case.status} over {steps} steps"
+        if parity is not None and parity.max_rel_loss_diff is not None:
+            detail += f", max relative loss difference {parity.max_rel_loss_diff:.2e}"
         if case.error:
             detail += f": {case.error}"
         results.append(CheckResult(GROUP, f"{case.workload} passes check (tiny)", device.name,
-                                   verdict(case.ok), detail, {"parity": parity}))
+                                   verdict(case.ok), detail,
+                                   {"parity": parity.to_dict() if parity else {}}))
     return results
 
 

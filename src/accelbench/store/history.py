@@ -2,9 +2,14 @@
 
 Layout: ``runs`` holds one row per run (with the environment and options as JSON) and ``cases`` one
 row per case with the columns a query filters or sorts on, plus the case's full JSON so that a run
-exports back losslessly. ``schema_version`` holds the layout version; ``_MIGRATIONS[v]`` turns a
-version-v database into version v+1, each in its own transaction, so an old file is upgraded in
-place when opened and a file from a newer accelbench is refused rather than misread.
+exports back losslessly; ``probes`` holds a probe run's findings, one row per device.
+``schema_version`` holds the layout version; ``_MIGRATIONS[v]`` turns a version-v database into
+version v+1, each in its own transaction, so an old file is upgraded in place when opened and a
+file from a newer accelbench is refused rather than misread.
+
+The stored JSON keeps the result schema it was written with (``runs.record_schema``): reading a
+run upgrades it through the same steps as a result file (results/schema.py), so a database
+written by an older accelbench reads as current records without rewriting every row.
 
 WAL mode lets a reader (``accelbench history``) run while ``accelbench run`` writes.
 Every sqlite3 error that a user can cause (a corrupt file, a locked file, a folder instead of a
@@ -15,17 +20,23 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from accelbench.compare.key import KEY_FIELDS, comparability_key, config_label, key_json
+from accelbench.compare.key import config_label
 from accelbench.errors import UsageError
 from accelbench.results import SCHEMA_VERSION, RunRecord
-from accelbench.store.jsonfile import clean_for_json
+from accelbench.store.history_layout import (
+    _MIGRATIONS,
+    DB_VERSION,
+    _insert_probes,
+    _json,
+    _key_columns,
+)
 from accelbench.store.paths import data_home
 
 HISTORY_FILE = "history.sqlite"
@@ -37,84 +48,6 @@ def default_db_path() -> Path:
     return data_home() / HISTORY_FILE
 
 
-def _run_script(conn: sqlite3.Connection, script: str) -> None:
-    # Not executescript(): it commits first, which would break the migration's transaction.
-    for statement in script.split(";"):
-        if statement.strip():
-            conn.execute(statement)
-
-
-def _migrate_0_to_1(conn: sqlite3.Connection) -> None:
-    _run_script(conn, """
-        CREATE TABLE runs (
-            run_id TEXT PRIMARY KEY,
-            created_at TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            hostname TEXT NOT NULL,
-            accelbench_version TEXT NOT NULL,
-            record_schema INTEGER NOT NULL,
-            command_json TEXT NOT NULL,
-            environment_json TEXT NOT NULL,
-            options_json TEXT NOT NULL
-        );
-        CREATE TABLE cases (
-            run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
-            position INTEGER NOT NULL,
-            workload TEXT NOT NULL,
-            workload_version INTEGER NOT NULL,
-            mode TEXT NOT NULL,
-            device TEXT NOT NULL,
-            device_name TEXT NOT NULL,
-            precision TEXT NOT NULL,
-            batch_size INTEGER NOT NULL,
-            data TEXT NOT NULL,
-            status TEXT NOT NULL,
-            error TEXT NOT NULL,
-            throughput REAL,
-            median_step_s REAL,
-            case_json TEXT NOT NULL,
-            PRIMARY KEY (run_id, position)
-        );
-    """)
-
-
-def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
-    # Version 2: the workload size is part of comparability, so it gets a column (filled from the
-    # stored JSON of existing rows), and timelines query by workload/mode/device often enough to
-    # deserve an index.
-    conn.execute("ALTER TABLE cases ADD COLUMN size TEXT NOT NULL DEFAULT 'published'")
-    rows = conn.execute("SELECT run_id, position, case_json FROM cases").fetchall()
-    for run_id, position, case_json in rows:
-        size = json.loads(case_json).get("size", "published")
-        conn.execute("UPDATE cases SET size = ? WHERE run_id = ? AND position = ?",
-                     (str(size), run_id, position))
-    conn.execute("CREATE INDEX cases_by_workload ON cases (workload, mode, device)")
-
-
-def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
-    # Version 3: the one comparability key (compare/key.py) as columns, so that a timeline never
-    # draws fp32 and bf16, or eager and compiled, as one line. Filled from each row's stored JSON
-    # with the same key function the comparisons use.
-    conn.execute("ALTER TABLE cases ADD COLUMN compile_backend TEXT NOT NULL DEFAULT ''")
-    conn.execute("ALTER TABLE cases ADD COLUMN channels_last INTEGER NOT NULL DEFAULT 0")
-    conn.execute("ALTER TABLE cases ADD COLUMN config_key TEXT NOT NULL DEFAULT ''")
-    rows = conn.execute("SELECT run_id, position, case_json FROM cases").fetchall()
-    for run_id, position, case_json in rows:
-        stored = json.loads(case_json)
-        conn.execute("UPDATE cases SET compile_backend = ?, channels_last = ?, config_key = ? "
-                     "WHERE run_id = ? AND position = ?",
-                     (*_key_columns(stored), run_id, position))
-
-
-def _key_columns(case: Any) -> tuple[str, int, str]:
-    """compile_backend, channels_last and config_key of a CaseResult or stored dict."""
-    values = dict(zip(KEY_FIELDS, comparability_key(case), strict=True))
-    return str(values["compile_backend"]), int(bool(values["channels_last"])), key_json(case)
-
-
-_MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
-    0: _migrate_0_to_1, 1: _migrate_1_to_2, 2: _migrate_2_to_3}
-DB_VERSION = len(_MIGRATIONS)
 
 
 @dataclass(frozen=True)
@@ -276,6 +209,7 @@ class HistoryDB:
                      case.status, case.error, case.throughput(),
                      summary.median if summary else None, _json(case.to_dict()), case.size,
                      *_key_columns(case)))
+            _insert_probes(conn, record.run_id, [probe.to_dict() for probe in record.probes])
         return record.run_id
 
     # --- reading --------------------------------------------------------------------------------
@@ -302,9 +236,12 @@ class HistoryDB:
                 "environment_json, options_json FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             cases = [json.loads(text) for (text,) in self._conn.execute(
                 "SELECT case_json FROM cases WHERE run_id = ? ORDER BY position", (run_id,))]
+            probes = [json.loads(text) for (text,) in self._conn.execute(
+                "SELECT probe_json FROM probes WHERE run_id = ? ORDER BY position", (run_id,))]
         data = {"schema_version": row[4], "run_id": row[0], "created_at": row[1], "kind": row[2],
                 "accelbench_version": row[3], "command": json.loads(row[5]),
-                "environment": json.loads(row[6]), "options": json.loads(row[7]), "cases": cases}
+                "environment": json.loads(row[6]), "options": json.loads(row[7]), "cases": cases,
+                "probes": probes}
         try:
             return RunRecord.from_dict(data)
         except UsageError as error:
@@ -320,8 +257,9 @@ class HistoryDB:
             where.append("r.run_id IN (SELECT run_id FROM cases WHERE workload = ?)")
             params.append(workload)
         if device:
-            where.append("r.run_id IN (SELECT run_id FROM cases WHERE device = ? OR device LIKE ?)")
-            params += [device, device + ":%"]
+            where.append("(r.run_id IN (SELECT run_id FROM cases WHERE device = ? OR device LIKE ?) "
+                         "OR r.run_id IN (SELECT run_id FROM probes WHERE device = ? OR device LIKE ?))")
+            params += [device, device + ":%"] * 2
         if machine:
             where.append("lower(r.hostname) LIKE ?")
             params.append(f"%{machine.lower()}%")
@@ -334,10 +272,18 @@ class HistoryDB:
                 f"WHERE {' AND '.join(where)}", params).fetchall()
             cases = self._conn.execute(
                 "SELECT run_id, workload, device, status FROM cases ORDER BY run_id, position").fetchall()
+            probes = self._conn.execute(
+                "SELECT run_id, device, probe_json FROM probes ORDER BY run_id, position").fetchall()
         start = (since if isinstance(since, datetime) else parse_time(since)) if since else None
-        per_run: dict[str, list[tuple[str, str, str]]] = {}
-        for run_id, *rest in cases:
-            per_run.setdefault(run_id, []).append(tuple(rest))  # type: ignore[arg-type]
+        # Per run: (workload or None, device, status) for every case, and for every probed cell
+        # (a probe's statuses are its cells': works, fails, wrong, slower).
+        per_run: dict[str, list[tuple[str | None, str, str]]] = {}
+        for run_id, workload_name, device_name, status in cases:
+            per_run.setdefault(run_id, []).append((workload_name, device_name, status))
+        for run_id, device_name, probe_json in probes:
+            cells = json.loads(probe_json).get("cells", {})
+            per_run.setdefault(run_id, []).extend(
+                (None, device_name, str(cell.get("status", "?"))) for cell in cells.values())
         rows = []
         for run_id, created_at, run_kind, hostname, version in runs:
             if start is not None and _sort_time(created_at) < start:
@@ -347,8 +293,8 @@ class HistoryDB:
             for _, _, status in mine:
                 statuses[status] = statuses.get(status, 0) + 1
             rows.append(RunSummaryRow(run_id, created_at, run_kind, hostname, version,
-                                      _unique(c[0] for c in mine), _unique(c[1] for c in mine),
-                                      statuses))
+                                      _unique(c[0] for c in mine if c[0] is not None),
+                                      _unique(c[1] for c in mine), statuses))
         rows.sort(key=lambda r: (_sort_time(r.created_at), r.run_id))
         return rows[-limit:] if limit else rows
 
@@ -377,11 +323,6 @@ class HistoryDB:
 def record_hostname(record: RunRecord) -> str:
     machine = record.environment.get("machine", {})
     return str(machine.get("hostname", "")) if isinstance(machine, dict) else ""
-
-
-def _json(value: Any) -> str:
-    # Same NaN policy as the JSON files: a NaN would make the stored JSON unreadable.
-    return json.dumps(clean_for_json(value), allow_nan=False, sort_keys=False)
 
 
 def _unique(values: Iterator[str] | Any) -> tuple[str, ...]:

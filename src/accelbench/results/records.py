@@ -1,13 +1,16 @@
-"""Result records: what a run measured, as plain dataclasses with a versioned dict form.
+"""CaseResult (one case: raw samples, typed figures) and RunRecord (one invocation).
 
-SCHEMA_VERSION history (each older version gets an upgrade step in ``_UPGRADES``):
-  1: first version (accelbench 0.1).
+Derived statistics (the summary, the median's precision, drift) are computed from the raw samples
+once and kept until the samples change: the runner and the repeat merge assign ``step_times``
+after construction, and the timed loop appends to it, so the cache is keyed by the samples
+themselves rather than cleared by hand.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from accelbench.errors import UsageError
 from accelbench.measure.stats import (
@@ -18,18 +21,39 @@ from accelbench.measure.stats import (
     relative_median_ci_half_width,
     summarize,
 )
+from accelbench.results.figures import Energy, Flops, Parity, Profile, ScaleFigures, Sensors
+from accelbench.results.probe import DeviceProbe
+from accelbench.results.schema import SCHEMA_VERSION, upgrade
+from accelbench.results.validate import build, dump, field_path
 
-SCHEMA_VERSION = 1
 #: A case is input-bound when waiting for batches takes more than this share of its step time:
 #: the loader, not the device, then limits throughput.
 INPUT_BOUND_FRACTION = 0.2
 STATUSES = ("ok", "failed", "oom", "nan", "unsupported", "unavailable", "crashed", "timeout",
             "interrupted")
 
+T = TypeVar("T")
+
+
+class _SampleCache:
+    """Figures derived from one list of samples, valid while the samples are the same values."""
+
+    def __init__(self) -> None:
+        self.key: tuple[float, ...] | None = None
+        self.values: dict[str, Any] = {}
+
+    def get(self, samples: Sequence[float], name: str, compute: Callable[[Sequence[float]], T]) -> T:
+        key = tuple(samples)  # cheap next to the statistics: a C-level copy and compare
+        if key != self.key:
+            self.key, self.values = key, {}
+        if name not in self.values:
+            self.values[name] = compute(samples)
+        return self.values[name]  # type: ignore[no-any-return]
+
 
 @dataclass
 class CaseResult:
-    """One workload x device x mode x precision, with raw samples and derived figures."""
+    """One workload x device x mode x precision, with raw samples, typed figures and derived ones."""
 
     workload: str
     mode: str
@@ -70,18 +94,46 @@ class CaseResult:
     stop_reason: str = ""
     peak_memory_bytes: int | None = None
     memory_source: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: True where the device's peak can be below the true one (MPS sampled): shown as "≥".
+    memory_is_lower_bound: bool = False
     #: With --repeat N: one dict per worker process (its samples and figures, see repeat.py);
     #: the fields above are then the pooled view. Empty for a single process.
     repeats: list[dict[str, Any]] = field(default_factory=list)
+    # --- typed figures (results/figures.py); None where the case has none -----------------------
+    parity: Parity | None = None
+    energy: Energy | None = None
+    flops: Flops | None = None
+    sensors: Sensors | None = None
+    scale: ScaleFigures | None = None
+    profile: Profile | None = None
+    #: The global numeric switches in force (TF32, cuDNN benchmark, determinism: precision.py).
+    backend_flags: dict[str, str | bool] = field(default_factory=dict)
+    # --- how the case ran or failed ---------------------------------------------------------------
+    #: --auto-batch: the batch sizes that ran out of memory before this one fitted.
+    oom_batch_sizes: list[int] = field(default_factory=list)
+    #: Status "nan": the step whose loss was not finite.
+    nonfinite_step: int | None = None
+    traceback: str = ""
+    #: A crashed worker process's last stderr lines.
+    stderr_tail: list[str] = field(default_factory=list)
+    #: accelbench.bench(): "process", or "inline: " and why the model could not go to a worker.
+    isolation: str = ""
+    #: A sweep's batch size not run because a smaller one already ran out of memory.
+    skipped: bool = False
 
-    # --- derived figures (computed on demand from the raw samples) ------------------------------
+    # --- derived figures (computed once per set of samples) ---------------------------------------
+    def _cache(self, name: str) -> _SampleCache:
+        caches = self.__dict__.setdefault("_derived", {})
+        return caches.setdefault(name, _SampleCache())  # type: ignore[no-any-return]
+
     @property
     def ok(self) -> bool:
         return self.status == "ok"
 
     def summary(self) -> Summary | None:
-        return summarize(self.step_times) if self.step_times else None
+        if not self.step_times:
+            return None
+        return self._cache("step_times").get(self.step_times, "summary", summarize)
 
     def throughput(self) -> float | None:
         """Samples per second at the median step time (the typical steady-state rate)."""
@@ -109,7 +161,7 @@ class CaseResult:
         the mean's confidence interval, plus the timed per-epoch work after the steps if any.
         """
         if self.epoch_times:
-            s = summarize(self.epoch_times)
+            s = self._cache("epoch_times").get(self.epoch_times, "summary", summarize)
             return s.mean, s.min, s.max, "measured"
         summary = self.summary()
         if summary is None or not self.dataset_size:
@@ -127,7 +179,14 @@ class CaseResult:
 
     def precision_reached(self) -> float | None:
         """The median step time's 95% CI half-width as a fraction of the median (the larger side)."""
-        return relative_median_ci_half_width(self.step_times) if self.step_times else None
+        if not self.step_times:
+            return None
+        return self._cache("step_times").get(self.step_times, "precision",
+                                             relative_median_ci_half_width)
+
+    def drift(self) -> dict[str, Any] | None:
+        """Whether the last quarter of the samples is significantly slower (measure/stats.drift)."""
+        return self._cache("step_times").get(self.step_times, "drift", drift)
 
     def input_fraction(self) -> float | None:
         return self.input_wait_s / self.measured_time_s if self.measured_time_s > 0 else None
@@ -137,7 +196,7 @@ class CaseResult:
         return fraction is not None and fraction > INPUT_BOUND_FRACTION
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = dump(self)
         summary = self.summary()
         epoch = self.epoch_time()
         data["derived"] = {
@@ -150,75 +209,35 @@ class CaseResult:
             "input_fraction": self.input_fraction(),
             "input_bound": self.input_bound(),
             "median_ci_rel_half_width": self.precision_reached(),
-            "drift": drift(self.step_times),
+            "drift": self.drift(),
         }
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CaseResult:
-        _require_mapping(data, "case")
-        known = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
-        for required in ("workload", "mode", "device", "batch_size"):
-            if required not in known:
-                raise UsageError(f"result case is missing the field {required!r}")
-        case = cls(**known)
-        _check_types(case)
+    def from_dict(cls, data: Any, where: str = "") -> CaseResult:
+        """A current-schema case dict (``derived`` is recomputed, not read)."""
+        case = build(cls, data, where)
+        _check_values(case, where)
         return case
 
 
-_NUMBER = (int, float)
-_OPTIONAL_NUMBER = (int, float, type(None))
-_FIELD_TYPES: dict[str, tuple[type, ...]] = {
-    "workload": (str,), "mode": (str,), "device": (str,), "device_name": (str,),
-    "precision": (str,), "compile_backend": (str,), "channels_last": (bool,), "data": (str,),
-    "size": (str,), "status": (str,), "error": (str,),
-    "stop_rule": (str,), "memory_source": (str,),
-    "batch_size": (int,), "workload_version": (int,), "steps_per_sample": (int,), "threads": (int,),
-    "dataset_size": (int,), "steps_per_epoch": (int,), "warmup_steps": (int,),
-    "measured_steps": (int,), "peak_memory_bytes": (int, type(None)),
-    "input_wait_method": (str,), "input_fetch_s": _NUMBER, "target_ci_pct": _OPTIONAL_NUMBER,
-    "stop_reason": (str,),
-    "time_to_first_step_s": _OPTIONAL_NUMBER, "warmup_time_s": _OPTIONAL_NUMBER,
-    "epoch_end_s": _OPTIONAL_NUMBER, "input_wait_s": _NUMBER, "measured_time_s": _NUMBER,
-    "step_times": (list,), "epoch_times": (list,), "extra": (dict,), "metrics": (dict,),
-    "repeats": (list,),
-}
-
-
-def _check_types(case: CaseResult) -> None:
-    missing = set(CaseResult.__dataclass_fields__) - set(_FIELD_TYPES)
-    assert not missing, f"result fields without a declared type: {missing}"
-    for name, types in _FIELD_TYPES.items():
-        value = getattr(case, name)
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-            raise UsageError(
-                f"result field {name!r} has the wrong type: {type(value).__name__} "
-                f"(expected {' or '.join(t.__name__ for t in types)})"
-            )
+def _check_values(case: CaseResult, where: str) -> None:
+    """What the annotations cannot say."""
     for name in ("step_times", "epoch_times"):
-        values = getattr(case, name)
-        if not all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
-                   for v in values):
-            raise UsageError(f"result field {name!r} must hold non-negative numbers")
+        if any(v < 0 for v in getattr(case, name)):
+            raise UsageError(f"result field {field_path(where, name)!r} must hold non-negative numbers")
     if case.status not in STATUSES:
         raise UsageError(f"result status {case.status!r} is unknown; allowed: {', '.join(STATUSES)}")
     if case.batch_size <= 0:
         raise UsageError(f"result batch_size must be positive, got {case.batch_size}")
     if case.steps_per_sample <= 0:
         raise UsageError(f"result steps_per_sample must be positive, got {case.steps_per_sample}")
-    if not all(isinstance(v, int | float) and not isinstance(v, bool)
-               for v in case.metrics.values()):
-        raise UsageError("result field 'metrics' must map names to numbers")
-
-
-def _require_mapping(data: Any, what: str) -> None:
-    if not isinstance(data, dict):
-        raise UsageError(f"result {what} must be a JSON object, got {type(data).__name__}")
 
 
 @dataclass
 class RunRecord:
-    """One invocation: when, where, with which options, and every case."""
+    """One invocation: when, where, with which options, and every case (or, for a probe run,
+    every device's probe)."""
 
     run_id: str
     created_at: str
@@ -227,7 +246,10 @@ class RunRecord:
     options: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
     cases: list[CaseResult] = field(default_factory=list)
+    #: "run", "check", "probe", "scale" or "sweep".
     kind: str = "run"
+    #: A probe run's findings, one entry per device; empty for every other kind.
+    probes: list[DeviceProbe] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -240,44 +262,18 @@ class RunRecord:
             "options": self.options,
             "environment": self.environment,
             "cases": [case.to_dict() for case in self.cases],
+            "probes": [probe.to_dict() for probe in self.probes],
         }
 
     @classmethod
     def from_dict(cls, data: Any) -> RunRecord:
-        _require_mapping(data, "file")
-        version = data.get("schema_version")
-        if not isinstance(version, int) or isinstance(version, bool):
-            raise UsageError("result file has no integer 'schema_version'; is it an accelbench "
-                             "result?")
-        if version > SCHEMA_VERSION:
-            raise UsageError(
-                f"result file has schema version {version}, newer than this accelbench reads "
-                f"(<= {SCHEMA_VERSION}); upgrade accelbench"
-            )
-        if version < 1:
-            raise UsageError(f"result file has invalid schema version {version}")
-        for step in range(version, SCHEMA_VERSION):
-            data = _UPGRADES[step](data)
+        """A record of any version this accelbench reads, upgraded to the current one."""
+        if not isinstance(data, dict):
+            raise UsageError(f"result file must be a JSON object, got {type(data).__name__}")
+        data = upgrade(data)
         cases = data.get("cases", [])
         if not isinstance(cases, list):
             raise UsageError("result field 'cases' must be a list")
-        for name in ("run_id", "created_at", "accelbench_version"):
-            if not isinstance(data.get(name), str):
-                raise UsageError(f"result field {name!r} is missing or not a string")
-        for name in ("environment", "options"):
-            if not isinstance(data.get(name, {}), dict):
-                raise UsageError(f"result field {name!r} must be an object")
-        return cls(
-            run_id=data["run_id"],
-            created_at=data["created_at"],
-            accelbench_version=data["accelbench_version"],
-            command=list(data.get("command", [])),
-            options=dict(data.get("options", {})),
-            environment=dict(data.get("environment", {})),
-            cases=[CaseResult.from_dict(case) for case in cases],
-            kind=str(data.get("kind", "run")),
-        )
-
-
-#: _UPGRADES[v] turns a version-v dict into a version-(v+1) dict.
-_UPGRADES: dict[int, Any] = {}
+        record = build(cls, {**data, "cases": []})
+        record.cases = [CaseResult.from_dict(case, f"cases[{i}]") for i, case in enumerate(cases)]
+        return record

@@ -1,0 +1,178 @@
+"""The typed figures a case carries beside its timing: parity, energy, FLOP/s, sensors, scaling,
+profile. Each is a small dataclass whose dict form is its section of the result file.
+
+Numbers that could not be obtained are ``None`` (``null`` in the file), with the reason in the
+record's ``reason`` or ``error``; a record is never a bag of optional keys. NaN is written as
+``null`` (JSON has no NaN), which is why loss curves are ``list[float | None]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from accelbench.results.validate import Record, check_choice
+
+PARITY_VERDICTS = ("pass", "drift", "diverged", "non-finite", "failed")
+
+
+@dataclass(frozen=True)
+class ParityTolerance(Record):
+    """Relative tolerances of a candidate precision (see parity.TOLERANCES)."""
+
+    JSON_NAMES: ClassVar[dict[str, str]] = {"passed": "pass"}
+    passed: float
+    drift: float
+
+
+@dataclass(frozen=True)
+class Parity(Record):
+    """``accelbench check``'s verdict for one case, with both loss curves (see parity.py)."""
+
+    verdict: str
+    steps: list[int] = field(default_factory=list)
+    candidate: list[float | None] = field(default_factory=list)
+    reference: list[float | None] = field(default_factory=list)
+    #: "cpu-fp64" or "cpu": what the candidate was held against.
+    reference_kind: str = ""
+    #: Steps whose update the candidate's gradient scaler skipped (replayed as skipped on the
+    #: reference).
+    skipped_steps: list[int] = field(default_factory=list)
+    tolerance: ParityTolerance | None = None
+    first_bad_step: int | None = None
+    max_rel_loss_diff: float | None = None
+    output_rel_diff: float | None = None
+    param_rel_diff: float | None = None
+    #: With "non-finite": the first parameter or gradient that held NaN/Inf ("loss" if none).
+    bad_tensor: str = ""
+    #: With "failed": why the candidate did not run.
+    error: str = ""
+
+    def __post_init__(self) -> None:
+        check_choice(self.verdict, PARITY_VERDICTS, "parity verdict")
+
+
+@dataclass(frozen=True)
+class Energy(Record):
+    """Energy of the measured steps (see measure/energy.py for what each source measures)."""
+
+    source: str = ""
+    #: Why there is no figure (not installed, not permitted, no sensor, window too short).
+    reason: str = ""
+    seconds: float = 0.0
+    method: str = ""
+    resolution: str = ""
+    estimated: bool = False
+    joules: float | None = None
+    joules_per_step: float | None = None
+    joules_per_epoch: float | None = None
+    samples_per_joule: float | None = None
+
+
+@dataclass(frozen=True)
+class Flops(Record):
+    """Achieved FLOP/s and the matrix-product peak it is held against (runner.achieved_flops)."""
+
+    peak_dtype: str = ""
+    peak_precision: str = ""
+    per_sample: float | None = None
+    achieved_flops: float | None = None
+    peak_flops: float | None = None
+    peak_settings: str = ""
+    peak_measured_at: str = ""
+    peak_matrix_side: int | None = None
+    peak_products_per_sync: int | None = None
+    fraction_of_peak: float | None = None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class SensorReading(Record):
+    """One reading of the clocks and temperatures (measure/sensors.py); None: not readable here."""
+
+    cpu_mhz: float | None = None
+    cpu_max_temperature_c: float | None = None
+    gpu_temperature_c: float | None = None
+    gpu_sm_clock_mhz: float | None = None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Sensors(Record):
+    """Read just before and right after the measured steps (after warm-up, not at idle)."""
+
+    start: SensorReading | None = None
+    end: SensorReading | None = None
+
+
+@dataclass
+class ScaleRank(Record):
+    """One torchrun rank's outcome and samples (None where the rank left no report)."""
+
+    rank: int
+    node_rank: int | None = None
+    host: str | None = None
+    device: str | None = None
+    status: str = "ok"
+    error: str = ""
+    step_times: list[float] = field(default_factory=list)
+    nosync_step_times: list[float] = field(default_factory=list)
+
+
+@dataclass
+class ScaleFigures(Record):
+    """One world size of ``accelbench scale`` (filled in place by scale/launcher.py)."""
+
+    world_size: int
+    nproc_per_node: int = 1
+    nnodes: int = 1
+    backend: str = ""
+    strategy: str = ""
+    global_throughput: float | None = None
+    per_process_throughput: float | None = None
+    efficiency: float | None = None
+    efficiency_baseline_world_size: int | None = None
+    #: Share of the step spent communicating (1 - no-sync median / synced median).
+    comm_fraction: float | None = None
+    ranks: list[ScaleRank] = field(default_factory=list)
+    #: Every rank finished but torchrun then exited non-zero (a teardown crash): figures stand.
+    teardown_warning: str = ""
+    #: torchrun's last output lines, kept when the world size failed or warned.
+    output_tail: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ProfileFigures(Record):
+    """Per-step figures of the ``--profile`` steps (see measure/profile.py for how)."""
+
+    steps: int
+    #: "device" (kernel activity recorded), "cpu" (the CPU is the device) or "host-only"
+    #: (an accelerator without profiler activity: only host-side op figures).
+    source: str
+    step_s: float
+    busy_fraction: float | None
+    kernels_per_step: float
+    median_kernel_s: float | None
+    #: (name, seconds per step) with the most device (CPU: self) time, largest first.
+    top_ops: list[tuple[str, float]] = field(default_factory=list)
+    allocated_bytes_per_step: float | None = None
+    parameter_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class Ceilings(Record):
+    """The device's roofline ceilings used by the diagnosis, or why they are missing."""
+
+    memory_bandwidth_bytes_per_s: float | None = None
+    launch_latency_s: float | None = None
+    matmul_flops: dict[str, float | None] = field(default_factory=dict)
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Profile(Record):
+    """``--profile``: the figures and the ceilings, or the error that stopped profiling."""
+
+    figures: ProfileFigures | None = None
+    ceilings: Ceilings | None = None
+    error: str = ""

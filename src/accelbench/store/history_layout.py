@@ -1,0 +1,133 @@
+"""The history database's layout: its versions and the migrations between them.
+
+``_MIGRATIONS[v]`` turns a version-v database into version v+1 inside the caller's transaction
+(see HistoryDB._check_and_migrate). A released migration is never edited: a database written by any
+older accelbench must reach today's layout through the same steps.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from accelbench.compare.key import KEY_FIELDS, comparability_key, key_json
+from accelbench.results.schema import upgrade
+from accelbench.store.jsonfile import clean_for_json
+
+
+def _run_script(conn: sqlite3.Connection, script: str) -> None:
+    # Not executescript(): it commits first, which would break the migration's transaction.
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def _migrate_0_to_1(conn: sqlite3.Connection) -> None:
+    _run_script(conn, """
+        CREATE TABLE runs (
+            run_id TEXT PRIMARY KEY,
+            created_at TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            hostname TEXT NOT NULL,
+            accelbench_version TEXT NOT NULL,
+            record_schema INTEGER NOT NULL,
+            command_json TEXT NOT NULL,
+            environment_json TEXT NOT NULL,
+            options_json TEXT NOT NULL
+        );
+        CREATE TABLE cases (
+            run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            workload TEXT NOT NULL,
+            workload_version INTEGER NOT NULL,
+            mode TEXT NOT NULL,
+            device TEXT NOT NULL,
+            device_name TEXT NOT NULL,
+            precision TEXT NOT NULL,
+            batch_size INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            status TEXT NOT NULL,
+            error TEXT NOT NULL,
+            throughput REAL,
+            median_step_s REAL,
+            case_json TEXT NOT NULL,
+            PRIMARY KEY (run_id, position)
+        );
+    """)
+
+
+def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
+    # Version 2: the workload size is part of comparability, so it gets a column (filled from the
+    # stored JSON of existing rows), and timelines query by workload/mode/device often enough to
+    # deserve an index.
+    conn.execute("ALTER TABLE cases ADD COLUMN size TEXT NOT NULL DEFAULT 'published'")
+    rows = conn.execute("SELECT run_id, position, case_json FROM cases").fetchall()
+    for run_id, position, case_json in rows:
+        size = json.loads(case_json).get("size", "published")
+        conn.execute("UPDATE cases SET size = ? WHERE run_id = ? AND position = ?",
+                     (str(size), run_id, position))
+    conn.execute("CREATE INDEX cases_by_workload ON cases (workload, mode, device)")
+
+
+def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
+    # Version 3: the one comparability key (compare/key.py) as columns, so that a timeline never
+    # draws fp32 and bf16, or eager and compiled, as one line. Filled from each row's stored JSON
+    # with the same key function the comparisons use.
+    conn.execute("ALTER TABLE cases ADD COLUMN compile_backend TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE cases ADD COLUMN channels_last INTEGER NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE cases ADD COLUMN config_key TEXT NOT NULL DEFAULT ''")
+    rows = conn.execute("SELECT run_id, position, case_json FROM cases").fetchall()
+    for run_id, position, case_json in rows:
+        stored = json.loads(case_json)
+        conn.execute("UPDATE cases SET compile_backend = ?, channels_last = ?, config_key = ? "
+                     "WHERE run_id = ? AND position = ?",
+                     (*_key_columns(stored), run_id, position))
+
+
+def _key_columns(case: Any) -> tuple[str, int, str]:
+    """compile_backend, channels_last and config_key of a CaseResult or stored dict."""
+    values = dict(zip(KEY_FIELDS, comparability_key(case), strict=True))
+    return str(values["compile_backend"]), int(bool(values["channels_last"])), key_json(case)
+
+
+def _migrate_3_to_4(conn: sqlite3.Connection) -> None:
+    # Version 4 (result schema 2): a probe run is no longer fake cases (workload "features") but
+    # per-device probes, in a table of their own. Old probe runs move there through the result
+    # upgrade to schema 2 (and are marked so); every other run keeps its stored JSON.
+    _run_script(conn, """
+        CREATE TABLE probes (
+            run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            device TEXT NOT NULL,
+            device_name TEXT NOT NULL,
+            probe_json TEXT NOT NULL,
+            PRIMARY KEY (run_id, position)
+        )
+    """)
+    old = conn.execute("SELECT run_id, record_schema FROM runs WHERE kind = 'probe' AND record_schema < 2")
+    for run_id, record_schema in old.fetchall():
+        cases = [json.loads(text) for (text,) in conn.execute(
+            "SELECT case_json FROM cases WHERE run_id = ? ORDER BY position", (run_id,))]
+        data = upgrade({"schema_version": record_schema, "kind": "probe", "cases": cases}, target=2)
+        _insert_probes(conn, run_id, data["probes"])
+        conn.execute("DELETE FROM cases WHERE run_id = ?", (run_id,))
+        conn.execute("UPDATE runs SET record_schema = 2 WHERE run_id = ?", (run_id,))
+
+
+def _insert_probes(conn: sqlite3.Connection, run_id: str, probes: list[dict[str, Any]]) -> None:
+    for position, probe in enumerate(probes):
+        conn.execute("INSERT INTO probes VALUES (?, ?, ?, ?, ?)",
+                     (run_id, position, str(probe.get("device", "")), str(probe.get("device_name", "")),
+                      _json(probe)))
+
+
+_MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    0: _migrate_0_to_1, 1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4}
+DB_VERSION = len(_MIGRATIONS)
+
+
+def _json(value: Any) -> str:
+    # Same NaN policy as the JSON files: a NaN would make the stored JSON unreadable.
+    return json.dumps(clean_for_json(value), allow_nan=False, sort_keys=False)
