@@ -194,7 +194,8 @@ def test_the_runner_measures_through_the_trackers_and_resets_memory_once_at_the_
     assert adapter.resets == [0]  # once, before any work (no synchronisation yet)
     assert len(reads) == 1 and reads[0] >= 2 + 3  # once, after warm-up and the measured steps
     assert result.peak_memory_bytes == 777 and result.memory_source == "fake allocator"
-    assert result.extra["memory_is_lower_bound"] is False
-    assert set(result.extra["sensors"]) == {"start", "end"}
-    assert result.extra["energy"]["joules"] is None  # the fake device names no energy source
-    assert "no known energy sensor" in result.extra["energy"]["reason"]
+    assert result.memory_is_lower_bound is False
+    assert result.sensors is not None and result.sensors.start is not None
+    assert result.sensors.end is not None
+    assert result.energy is not None and result.energy.joules is None  # no energy source named
+    assert "no known energy sensor" in result.energy.reason
