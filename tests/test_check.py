@@ -106,7 +106,7 @@ def check(workload: str, precision: str, steps: int = 10, compile_backend: str =
           reference: str = "cpu-fp64"):
     run = RunOptions(workloads=(workload,), device="cpu", modes=("train",),
                      stop=StopRule("steps", steps), size="tiny", precisions=(precision,),
-                     compile_backends=(compile_backend,))
+                     compile_backends=(compile_backend,), isolation="none")
     record = run_check(CheckOptions(run=run, reference=reference, steps=steps),
                        DeviceSet.current(), ["test"])
     assert len(record.cases) == 1 and record.kind == "check"

@@ -76,3 +76,11 @@ class Slow(_Base):
 
     def fault(self, batch_size: int) -> None:
         time.sleep(0.2)
+
+
+@accelbench.register
+class Sleepy(_Base):
+    name = "fault-sleepy"
+
+    def fault(self, batch_size: int) -> None:
+        time.sleep(2.0)

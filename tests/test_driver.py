@@ -1,0 +1,108 @@
+"""The one driver: check and probe cases run in worker processes (a crash costs only that case),
+Ctrl-C keeps the finished cases, and every child process runs under the one supervisor."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from test_faults import FAULTY, cases_by_workload
+
+from accelbench.engine.supervise import supervise
+from accelbench.scale.launcher import launch
+
+FEATURES = Path(__file__).resolve().parent / "data" / "faulty_features.py"
+CHECK = ["check", "--workload-file", str(FAULTY), "--device", "cpu", "--size", "tiny"]
+
+
+def test_a_segfault_in_one_check_case_leaves_the_others_finished(cli, tmp_path: Path) -> None:
+    out = tmp_path / "check.json"
+    proc = cli(*CHECK, "fault-segv", "mnist", "--steps", "2", "-o", str(out))
+    assert proc.returncode == 1, proc.stderr
+    cases = cases_by_workload(out)
+    assert cases["fault-segv"]["status"] == "crashed"
+    assert "SIGSEGV" in cases["fault-segv"]["error"]
+    assert cases["mnist"]["status"] == "ok"
+    assert cases["mnist"]["extra"]["parity"]["verdict"] == "pass"
+
+
+def test_a_segfault_in_one_probe_costs_only_its_cell(cli, tmp_path: Path) -> None:
+    out = tmp_path / "probe.json"
+    proc = cli("probe", "--device", "cpu", "--feature-file", str(FEATURES), "--feature", "float64",
+               "--feature", "fault_segv", "--feature", "after_crash", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    (case,) = json.loads(out.read_text())["cases"]
+    cells = case["extra"]["probe"]
+    assert list(cells) == ["float64", "fault_segv", "after_crash"]
+    assert cells["fault_segv"]["status"] == "crashed" and "SIGSEGV" in cells["fault_segv"]["detail"]
+    assert cells["float64"]["status"] == "works"
+    assert cells["after_crash"]["status"] == "works"  # a fresh worker went on after the crash
+
+
+def test_ctrl_c_during_check_keeps_the_finished_cases(tmp_path: Path, accelbench_home: Path) -> None:
+    out = tmp_path / "check.json"
+    env = {**os.environ, "ACCELBENCH_HOME": str(accelbench_home)}
+    # fault-sleepy sleeps 2 s a step: it is still running long after mnist is saved.
+    process = subprocess.Popen([sys.executable, "-m", "accelbench", *CHECK, "mnist", "fault-sleepy",
+                                "--steps", "5", "-o", str(out)],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    results = accelbench_home / "results"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # until the first case is saved: fault-slow is running
+        files = list(results.glob("*-check-*.json")) if results.exists() else []
+        if files and len(json.loads(files[0].read_text())["cases"]) == 1:
+            break
+        time.sleep(0.2)
+    else:
+        process.kill()
+        pytest.fail("the first check case was never saved")
+    assert cases_by_workload(out)["mnist"]["status"] == "ok"  # -o is kept current too
+    time.sleep(1)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    for path in (out, files[0]):
+        cases = cases_by_workload(path)
+        assert cases["mnist"]["status"] == "ok"
+        assert cases["fault-sleepy"]["status"] == "interrupted"
+        assert "SIGINT" in cases["fault-sleepy"]["error"]
+
+
+# A child that, like torchrun, starts a process in a session of its own, then hangs.
+_HANGS_WITH_A_GRANDCHILD = """
+import subprocess, sys, time
+grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                              start_new_session=True)
+print(grandchild.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_scale_launch_kills_a_timed_out_group_and_says_so(tmp_path: Path) -> None:
+    start = time.monotonic()
+    outcome = launch([sys.executable, "-c", _HANGS_WITH_A_GRANDCHILD], dict(os.environ), timeout=3,
+                     echo=False)
+    assert time.monotonic() - start < 30
+    assert outcome.timed_out and outcome.returncode is None
+    assert outcome.death() == "was killed at the timeout"
+    grandchild = int(outcome.output_tail[0])
+    assert not psutil.pid_exists(grandchild) or psutil.Process(grandchild).status() == "zombie"
+
+
+def test_the_supervisor_names_the_signal_and_keeps_the_stderr_tail() -> None:
+    progress: list[str] = []
+    outcome = supervise([sys.executable, "-c", "import os, sys; print('@@step 1', flush=True); "
+                         "sys.stderr.write('about to abort\\n'); sys.stderr.flush(); os.abort()"],
+                        timeout=30, on_line=lambda line: progress.append(line.strip()) or True)
+    assert outcome.returncode == -signal.SIGABRT
+    assert outcome.death() == "died from SIGABRT"
+    assert outcome.last_line() == "about to abort"
+    assert progress == ["@@step 1"]
