@@ -49,8 +49,8 @@ def test_a_segfault_in_one_probe_costs_only_its_cell(cli, tmp_path: Path) -> Non
 def test_ctrl_c_during_check_keeps_the_finished_cases(tmp_path: Path, accelbench_home: Path) -> None:
     out = tmp_path / "check.json"
     env = {**os.environ, "ACCELBENCH_HOME": str(accelbench_home)}
-    # fault-sleepy sleeps 2 s a step: it is still running long after mnist is saved.
-    process = subprocess.Popen([sys.executable, "-m", "accelbench", *CHECK, "mnist", "fault-sleepy",
+    # fault-slow sleeps 2 s a step: it is still running long after mnist is saved.
+    process = subprocess.Popen([sys.executable, "-m", "accelbench", *CHECK, "mnist", "fault-slow",
                                 "--steps", "5", "-o", str(out)],
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     results = accelbench_home / "results"
@@ -72,8 +72,8 @@ def test_ctrl_c_during_check_keeps_the_finished_cases(tmp_path: Path, accelbench
     for path in (out, files[0]):
         cases = cases_by_workload(path)
         assert cases["mnist"]["status"] == "ok"
-        assert cases["fault-sleepy"]["status"] == "interrupted"
-        assert "SIGINT" in cases["fault-sleepy"]["error"]
+        assert cases["fault-slow"]["status"] == "interrupted"
+        assert "SIGINT" in cases["fault-slow"]["error"]
 
 
 # A child that, like torchrun, starts a process in a session of its own, then hangs.

@@ -64,11 +64,11 @@ def test_signal_during_a_suite_saves_finished_cases(tmp_path: Path, accelbench_h
     out = tmp_path / "r.json"
     env = {**os.environ, "ACCELBENCH_HOME": str(accelbench_home)}
     process = subprocess.Popen(
-        [sys.executable, "-m", "accelbench", "run", "mnist", "fault-slow", *TINY, "--steps", "500",
+        [sys.executable, "-m", "accelbench", "run", "mnist", "fault-slow", *TINY, "--steps", "20",
          "-o", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     results = accelbench_home / "results"
     deadline = time.monotonic() + 120
-    # Wait until the first case (mnist) is saved, i.e. the slow case is running.
+    # Wait until the first case (mnist) is saved, i.e. the slow case (2 s a step) is running.
     while time.monotonic() < deadline:
         files = list(results.glob("*.json")) if results.exists() else []
         if files and len(json.loads(files[0].read_text())["cases"]) == 1:

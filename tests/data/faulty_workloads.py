@@ -75,12 +75,4 @@ class Slow(_Base):
     name = "fault-slow"
 
     def fault(self, batch_size: int) -> None:
-        time.sleep(0.2)
-
-
-@accelbench.register
-class Sleepy(_Base):
-    name = "fault-sleepy"
-
-    def fault(self, batch_size: int) -> None:
-        time.sleep(2.0)
+        time.sleep(2.0)  # long enough to signal the command while this case runs

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -50,15 +49,6 @@ positive_int = _bounded(int, "a whole number", allow_zero=False, most=10**9)
 non_negative_int = _bounded(int, "a whole number", allow_zero=True, most=10**9)
 positive_float = _bounded(float, "a number", allow_zero=False, most=1e7)
 non_negative_float = _bounded(float, "a number", allow_zero=True, most=1e7)
-
-
-@contextlib.contextmanager
-def terminate_as_exception() -> Iterator[None]:
-    """SIGTERM as the Terminated exception (the driver's; kept here for the commands' imports)."""
-    from accelbench.engine.driver import terminate_as_exception as driver_terminate
-
-    with driver_terminate():
-        yield
 
 
 def comma_list(text: str) -> tuple[str, ...]:

@@ -190,7 +190,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
 
     def drive(on_case: Callable[[RunRecord], None]) -> RunRecord:
         with progress_display([case.label for case in cases], quiet=args.quiet) as progress:
-            case_progress = None if progress is None else _by_case(cases, progress)
+            case_progress = None if progress is None else by_case(cases, progress)
             return run_plan(options, devices, cases, ["accelbench", *argv], progress=case_progress,
                             on_case=on_case)
 
@@ -198,7 +198,8 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         record, saved, args.output, args.wide))
 
 
-def _by_case(cases: list[Case], progress: ItemProgress) -> CaseProgress:
+def by_case(cases: list[Case], progress: ItemProgress) -> CaseProgress:
+    """The display's progress (by position in ``cases``) as the runner's (by case)."""
     index = {case: i for i, case in enumerate(cases)}
 
     def update(case: Case, phase: str, done: float, total: float | None) -> None:
