@@ -3,6 +3,7 @@ Ctrl-C keeps the finished cases, and every child process runs under the one supe
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -13,9 +14,14 @@ from pathlib import Path
 
 import psutil
 import pytest
+from rich.console import Console
 from test_faults import FAULTY, cases_by_workload
 
+from accelbench.engine.driver import Interrupted, drive
+from accelbench.engine.launch import CaseWork, Progress
+from accelbench.engine.progress import progress_display
 from accelbench.engine.supervise import supervise
+from accelbench.results import CaseResult, RunRecord
 from accelbench.scale.launcher import launch
 
 FEATURES = Path(__file__).resolve().parent / "data" / "faulty_features.py"
@@ -106,3 +112,48 @@ def test_the_supervisor_names_the_signal_and_keeps_the_stderr_tail() -> None:
     assert outcome.death() == "died from SIGABRT"
     assert outcome.last_line() == "about to abort"
     assert progress == ["@@step 1"]
+
+
+class _Counting(CaseWork[int]):
+    """Inline work on numbers: a case is its number; 2 is where Ctrl-C arrives."""
+
+    kind = "test"
+
+    def label(self, item: int) -> str:
+        return f"case {item}"
+
+    def skeleton(self, item: int) -> CaseResult:
+        return CaseResult(workload=f"w{item}", mode="train", device="cpu", batch_size=1)
+
+    def inline(self, item: int, progress: Progress | None) -> CaseResult:
+        if progress is not None:
+            progress("measure", 1, 2)
+        if item == 2:
+            raise KeyboardInterrupt
+        return self.skeleton(item)
+
+
+def test_the_driver_saves_each_case_and_marks_the_interrupted_one() -> None:
+    saved: list[list[str]] = []
+    phases: list[tuple[int, str]] = []
+    record = RunRecord("r", "2025-01-01", "0")
+    with pytest.raises(Interrupted) as stopped:
+        drive(_Counting(), [1, 2, 3], record, on_case=lambda r: saved.append(
+            [f"{c.workload}:{c.status}" for c in r.cases]),
+            progress=lambda index, phase, done, total: phases.append((index, phase)))
+    assert (stopped.value.signal_name, stopped.value.exit_code) == ("SIGINT", 130)
+    assert saved == [["w1:ok"]]  # saved the moment case 1 ended; case 3 never started
+    assert [(c.workload, c.status) for c in stopped.value.record.cases] == [
+        ("w1", "ok"), ("w2", "interrupted")]
+    assert phases == [(0, "running"), (0, "measure"), (0, "ok"), (1, "running"), (1, "measure")]
+
+
+def test_the_display_shows_each_case_with_its_phase() -> None:
+    console = Console(file=io.StringIO(), force_terminal=True, width=100)
+    with progress_display(["case one", "case two"], console=console) as update:
+        assert update is not None
+        update(1, "crashed", 1.0, 1.0)
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "case one" in text and "queued" in text and "crashed" in text
+    with progress_display(["case one"], console=console, quiet=True) as update:
+        assert update is None

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.devices import DeviceSet
-from accelbench.engine.driver import ItemProgress, drive
+from accelbench.engine.driver import drive
 from accelbench.engine.launch import CaseWork, Progress, Report
+from accelbench.engine.progress import ItemProgress
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
 from accelbench.parity import REFERENCES, run_parity
@@ -132,11 +133,10 @@ def check_record(options: CheckOptions, devices: DeviceSet, command: list[str]) 
 
 def run_check(options: CheckOptions, devices: DeviceSet, command: list[str],
               progress: ItemProgress | None = None,
-              on_case: Callable[[RunRecord], None] | None = None,
-              cases: list[Case] | None = None) -> RunRecord:
-    """Check every case of the plan (``cases``, by default the options' plan) through the
-    driver: each in a worker process unless ``options.run.isolation`` is "none". SIGINT and
-    SIGTERM raise ``Interrupted`` carrying the finished cases."""
-    cases = plan(options.run, devices) if cases is None else cases
-    return drive(CheckWork(options, devices), cases, check_record(options, devices, command),
-                 progress=progress, on_case=on_case)
+              on_case: Callable[[RunRecord], None] | None = None, live: bool = False) -> RunRecord:
+    """Check every case of the plan through the driver: each in a worker process unless
+    ``options.run.isolation`` is "none". SIGINT and SIGTERM raise ``Interrupted`` carrying the
+    finished cases; ``live`` shows the progress display."""
+    return drive(CheckWork(options, devices), plan(options.run, devices),
+                 check_record(options, devices, command), progress=progress, on_case=on_case,
+                 live=live)

@@ -310,12 +310,13 @@ def run_from_spec(spec: dict[str, Any], report: Report) -> CaseResult:
 
 def run_plan(options: RunOptions, devices: DeviceSet, cases: list[Case], command: list[str],
              progress: CaseProgress | None = None,
-             on_case: Callable[[RunRecord], None] | None = None) -> RunRecord:
+             on_case: Callable[[RunRecord], None] | None = None, live: bool = False) -> RunRecord:
     """Run every case (``options.repeat`` times, in interleaved rounds) through the driver; the
     record is complete even when cases fail.
 
     ``on_case`` is called with the record after each case process (to save it as it grows).
-    SIGINT and SIGTERM raise Interrupted carrying the record (see ``engine.driver.drive``).
+    SIGINT and SIGTERM raise Interrupted carrying the record; ``live`` shows the progress
+    display (see ``engine.driver.drive``).
     """
     if options.threads:
         torch.set_num_threads(options.threads)
@@ -325,4 +326,4 @@ def run_plan(options: RunOptions, devices: DeviceSet, cases: list[Case], command
         def case_progress(index: int, phase: str, done: float, total: float | None) -> None:
             progress(cases[index], phase, done, total)
     return drive(RunWork(options), cases, record, progress=case_progress, on_case=on_case,
-                 repeat=options.repeat, cooldown=options.cooldown)
+                 repeat=options.repeat, cooldown=options.cooldown, live=live)

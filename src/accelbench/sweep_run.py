@@ -29,7 +29,7 @@ def _key(case: Case | CaseResult) -> tuple[object, ...]:
 
 def run_sweep(options: RunOptions, devices: DeviceSet, batch_sizes: Sequence[int], command: list[str],
               progress: CaseProgress | None = None,
-              on_case: Callable[[RunRecord], None] | None = None) -> RunRecord:
+              on_case: Callable[[RunRecord], None] | None = None, live: bool = False) -> RunRecord:
     """One record (kind "sweep") holding every batch size's cases, smallest batch first;
     ``on_case`` gets the whole sweep so far after every case."""
     base_cases = plan(options, devices)
@@ -49,7 +49,7 @@ def run_sweep(options: RunOptions, devices: DeviceSet, batch_sizes: Sequence[int
                         else replace(done, cases=[*done.cases, *part.cases]))
 
         try:
-            part = run_plan(options, devices, runnable, command, progress, on_case=keep)
+            part = run_plan(options, devices, runnable, command, progress, on_case=keep, live=live)
         except Interrupted as stop:
             raise Interrupted(_merge(record, stop.record), stop.signal_name, stop.exit_code) from None
         record = _merge(record, part)

@@ -16,12 +16,10 @@ from accelbench.cli.common import add_isolation_arguments, add_saving_arguments,
 from accelbench.cli.driven import run_driven
 from accelbench.cli.run import add_config_arguments, config_fields, selected_workloads
 from accelbench.devices import DEVICE_HELP, DeviceSet
-from accelbench.engine.progress import progress_display
 from accelbench.options import RunOptions, StopRule
 from accelbench.parity import REFERENCES
 from accelbench.render.check_table import check_table
 from accelbench.results import RunRecord
-from accelbench.runner import plan
 from accelbench.store.jsonfile import check_writable
 
 
@@ -60,12 +58,9 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
 
         torch.set_num_threads(run.threads)
     devices = DeviceSet.current()
-    cases = plan(run, devices)
-    work_labels = [f"check {case.label}" for case in cases]
 
     def drive(on_case: Callable[[RunRecord], None]) -> RunRecord:
-        with progress_display(work_labels) as progress:
-            return run_check(options, devices, ["accelbench", *argv], progress, on_case, cases)
+        return run_check(options, devices, ["accelbench", *argv], on_case=on_case, live=True)
 
     def show(record: RunRecord, saved: Path) -> None:
         if args.json:

@@ -16,7 +16,6 @@ from rich.table import Table
 from accelbench.cli.common import add_isolation_arguments
 from accelbench.cli.driven import run_driven
 from accelbench.devices import DEVICE_HELP, DeviceSet
-from accelbench.engine.progress import progress_display
 from accelbench.errors import UsageError
 from accelbench.probes import Feature
 from accelbench.probes.features import all_features, select_features
@@ -86,10 +85,9 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
                "skip_compile": args.skip_compile, "isolation": args.isolation}
 
     def drive(on_case: Callable[[RunRecord], None]) -> RunRecord:
-        with progress_display([f"probe {device.name}" for device in chosen]) as progress:
-            return probe_record(devices, chosen, features, ["accelbench", *argv], options, progress,
-                                on_case, isolation=args.isolation, timeout=args.case_timeout,
-                                feature_files=args.feature_file, debug=args.debug)
+        return probe_record(devices, chosen, features, ["accelbench", *argv], options,
+                            on_case=on_case, isolation=args.isolation, timeout=args.case_timeout,
+                            feature_files=args.feature_file, debug=args.debug, live=True)
 
     return run_driven(drive, args.output, args.db, lambda record, saved: _show(
         record, saved, args.output, args.json), exit_code=lambda record: 0)

@@ -21,8 +21,6 @@ from accelbench.cli.common import (
 from accelbench.cli.driven import run_driven
 from accelbench.data.placement import source_kind
 from accelbench.devices import DEVICE_HELP, DeviceSet
-from accelbench.engine.driver import ItemProgress
-from accelbench.engine.progress import progress_display
 from accelbench.errors import UsageError
 from accelbench.options import (
     DATA_MODES,
@@ -35,7 +33,7 @@ from accelbench.options import (
 from accelbench.render.table import diagnosis_lines, energy_lines, run_table
 from accelbench.repeat import DEFAULT_REPEATS
 from accelbench.results import RunRecord
-from accelbench.runner import Case, CaseProgress, plan, run_plan
+from accelbench.runner import plan, run_plan
 from accelbench.store.jsonfile import check_writable
 from accelbench.suites import DEFAULT_SUITE, suite_workloads
 from accelbench.userfile import load_workload_file
@@ -189,22 +187,11 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         raise UsageError("nothing to run: no workload supports the requested modes")
 
     def drive(on_case: Callable[[RunRecord], None]) -> RunRecord:
-        with progress_display([case.label for case in cases], quiet=args.quiet) as progress:
-            case_progress = None if progress is None else by_case(cases, progress)
-            return run_plan(options, devices, cases, ["accelbench", *argv], progress=case_progress,
-                            on_case=on_case)
+        return run_plan(options, devices, cases, ["accelbench", *argv], on_case=on_case,
+                        live=not args.quiet)
 
     return run_driven(drive, args.output, args.db, lambda record, saved: _show(
         record, saved, args.output, args.wide))
-
-
-def by_case(cases: list[Case], progress: ItemProgress) -> CaseProgress:
-    """The display's progress (by position in ``cases``) as the runner's (by case)."""
-    index = {case: i for i, case in enumerate(cases)}
-
-    def update(case: Case, phase: str, done: float, total: float | None) -> None:
-        progress(index[case], phase, done, total)
-    return update
 
 
 def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool) -> None:

@@ -17,7 +17,6 @@ from accelbench.cli.common import (
     positive_int,
 )
 from accelbench.cli.driven import run_driven
-from accelbench.engine.progress import progress_display
 from accelbench.options import DEFAULT_TIME_BUDGET_S, DEFAULT_WARMUP_STEPS, StopRule
 from accelbench.results import RunRecord
 from accelbench.scale import DEFAULT_TIMEOUT_S
@@ -101,12 +100,10 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     options = options_from_args(args)
     if args.output:
         check_writable(args.output)
-    labels = [f"scale {options.workload}: {nproc} process(es) per node" for nproc in options.nproc]
 
     def drive(on_case: Callable[[RunRecord], None]) -> RunRecord:
         # --debug streams torchrun's output to the terminal: a live display would fight it.
-        with progress_display(labels, quiet=args.debug) as progress:
-            return run_scale(options, ["accelbench", *argv], progress, on_case)
+        return run_scale(options, ["accelbench", *argv], on_case=on_case, live=not args.debug)
 
     def show(record: RunRecord, saved: Path) -> None:
         out = Console(width=None if sys.stdout.isatty() else 160)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +19,12 @@ from accelbench.cli.common import (
     positive_int,
 )
 from accelbench.cli.driven import run_driven
-from accelbench.cli.run import add_config_arguments, by_case, check_data
+from accelbench.cli.run import add_config_arguments, check_data
 from accelbench.devices import DEVICE_HELP, DeviceSet
-from accelbench.engine.progress import progress_display
 from accelbench.errors import UsageError
 from accelbench.options import DEFAULT_TIME_BUDGET_S, DEFAULT_WARMUP_STEPS, RunOptions, StopRule
 from accelbench.render.sweep_table import definition, summary_lines, sweep_table
 from accelbench.results import RunRecord
-from accelbench.runner import plan
 from accelbench.store.jsonfile import check_writable
 from accelbench.sweep_analysis import parse_batch_sizes
 from accelbench.sweep_run import run_sweep
@@ -87,22 +84,19 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     if args.output:
         check_writable(args.output)
     check_data(options)
-    devices = DeviceSet.current()
-    cases = [replace(case, batch_size=batch) for batch in sorted(args.batch_size)
-             for case in plan(options, devices)]
     console = Console(stderr=True)
+    log = not args.quiet and not console.is_terminal  # a line a case where no live display runs
 
     def drive(on_case: Callable[[RunRecord], None]) -> RunRecord:
-        with progress_display([case.label for case in cases], quiet=args.quiet) as progress:
-            def keep(record: RunRecord) -> None:
-                on_case(record)
-                if progress is None and not args.quiet:  # a log, where no live display runs
-                    done = record.cases[-1]
-                    console.print(f"batch {done.batch_size}: {len(record.cases)} case(s) done",
-                                  highlight=False)
+        def keep(record: RunRecord) -> None:
+            on_case(record)
+            if log:
+                done = record.cases[-1]
+                console.print(f"batch {done.batch_size}: {len(record.cases)} case(s) done",
+                              highlight=False)
 
-            return run_sweep(options, devices, args.batch_size, ["accelbench", *argv],
-                             None if progress is None else by_case(cases, progress), keep)
+        return run_sweep(options, DeviceSet.current(), args.batch_size, ["accelbench", *argv],
+                         on_case=keep, live=not args.quiet)
 
     return run_driven(drive, args.output, args.db, lambda record, saved: _show(
         record, saved, args.output))

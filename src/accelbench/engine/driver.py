@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import TypeVar
 
 from accelbench.engine.launch import CaseWork, Progress
+from accelbench.engine.progress import ItemProgress, progress_display
 from accelbench.repeat import interleaved, merge_repeats
 from accelbench.results import CaseResult, RunRecord
 
 Item = TypeVar("Item")
-#: Progress of the case at this index of the plan: (index, phase, done, total or None).
-ItemProgress = Callable[[int, str, float, "float | None"], None]
 #: Phases the driver itself reports: a case started; a case ended (its status follows as phase).
 STARTED = "running"
 
@@ -72,14 +71,32 @@ def saver(output: Path | None = None) -> Callable[[RunRecord], None]:
 def drive(work: CaseWork[Item], items: Sequence[Item], record: RunRecord, *,
           progress: ItemProgress | None = None,
           on_case: Callable[[RunRecord], None] | None = None,
-          repeat: int = 1, cooldown: float = 0.0) -> RunRecord:
+          repeat: int = 1, cooldown: float = 0.0, live: bool = False) -> RunRecord:
     """Run every item (``repeat`` times, in interleaved rounds) and append its result to
     ``record``; later rounds merge their process into it (see ``accelbench.repeat``).
 
     ``on_case`` gets the record after every case. SIGINT (KeyboardInterrupt) and SIGTERM
     (Terminated) raise Interrupted carrying the record, where the case that was running in
-    round one is ``interrupted``.
+    round one is ``interrupted``. ``live`` shows the progress display (on a terminal), besides
+    any ``progress`` callback.
     """
+    with progress_display([work.label(item) for item in items], quiet=not live) as display:
+        return _drive(work, items, record, _both(progress, display), on_case, repeat, cooldown)
+
+
+def _both(first: ItemProgress | None, second: ItemProgress | None) -> ItemProgress | None:
+    if first is None or second is None:
+        return first or second
+
+    def both(index: int, phase: str, done: float, total: float | None) -> None:
+        first(index, phase, done, total)
+        second(index, phase, done, total)
+    return both
+
+
+def _drive(work: CaseWork[Item], items: Sequence[Item], record: RunRecord,
+           progress: ItemProgress | None, on_case: Callable[[RunRecord], None] | None,
+           repeat: int, cooldown: float) -> RunRecord:
     first = len(record.cases)
     processes: list[list[CaseResult]] = [[] for _ in items]
     #: (round, index, item) of the case under way, until its result is in the record.

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from accelbench.engine.driver import ItemProgress
+#: Progress of the case at this index of the plan: (index, phase, done, total or None).
+ItemProgress = Callable[[int, str, float, "float | None"], None]
 
 #: Phases whose done/total is not the case's progress (warm-up counts steps before measuring).
 _NO_BAR = ("warm-up",)
@@ -19,7 +20,7 @@ _NO_BAR = ("warm-up",)
 @contextlib.contextmanager
 def progress_display(labels: Sequence[str], console: Console | None = None,
                      quiet: bool = False) -> Iterator[ItemProgress | None]:
-    """Yield the driver's ``progress`` callback for these cases (None when nothing is shown)."""
+    """Yield a ``progress`` callback for these cases (None when nothing is shown)."""
     console = console or Console(stderr=True)
     if quiet or not (console.is_terminal or sys.stderr.isatty()):
         yield None

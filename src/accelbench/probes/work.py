@@ -17,8 +17,9 @@ from typing import Any
 
 from accelbench import __version__
 from accelbench.devices import Device, DeviceSet
-from accelbench.engine.driver import ItemProgress, drive
+from accelbench.engine.driver import drive
 from accelbench.engine.launch import DEFAULT_CASE_TIMEOUT_S, CaseWork, Progress, Report, in_worker
+from accelbench.engine.progress import ItemProgress
 from accelbench.environment import collect_environment
 from accelbench.errors import UsageError
 from accelbench.probes import Feature
@@ -129,11 +130,12 @@ def probe_record(devices: DeviceSet, chosen: list[Device], features: list[Featur
                  progress: ItemProgress | None = None,
                  on_case: Callable[[RunRecord], None] | None = None, *,
                  isolation: str = "none", timeout: float = DEFAULT_CASE_TIMEOUT_S,
-                 feature_files: Sequence[str] = (), debug: bool = False) -> RunRecord:
+                 feature_files: Sequence[str] = (), debug: bool = False, live: bool = False
+                 ) -> RunRecord:
     """Probe every chosen device through the driver, each in a worker process with
     ``isolation="process"`` (which finds a user's features again in ``feature_files``); the CPU,
     always available, serves as the timing reference. SIGINT and SIGTERM raise ``Interrupted``
-    carrying the devices probed so far."""
+    carrying the devices probed so far; ``live`` shows the progress display."""
     record = RunRecord(
         run_id=uuid.uuid4().hex[:12],
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -141,4 +143,4 @@ def probe_record(devices: DeviceSet, chosen: list[Device], features: list[Featur
         environment=collect_environment(devices), kind="probe",
     )
     work = ProbeWork(features, devices.select("cpu")[0], isolation, timeout, feature_files, debug)
-    return drive(work, chosen, record, progress=progress, on_case=on_case)
+    return drive(work, chosen, record, progress=progress, on_case=on_case, live=live)

@@ -33,8 +33,9 @@ from typing import Any
 
 import accelbench
 from accelbench.devices import Device, DeviceSet
-from accelbench.engine.driver import Interrupted, ItemProgress, drive
+from accelbench.engine.driver import Interrupted, drive
 from accelbench.engine.launch import CaseWork, Progress
+from accelbench.engine.progress import ItemProgress
 from accelbench.engine.supervise import ChildOutcome, signal_name, supervise
 from accelbench.errors import UsageError
 from accelbench.options import DEFAULT_WARMUP_STEPS, RunOptions, StopRule
@@ -159,7 +160,7 @@ class ScaleWork(CaseWork[int]):
 
 
 def run_scale(options: ScaleOptions, command: list[str], progress: ItemProgress | None = None,
-              on_case: Callable[[RunRecord], None] | None = None) -> RunRecord:
+              on_case: Callable[[RunRecord], None] | None = None, live: bool = False) -> RunRecord:
     """One case per process count, in order, through the driver; failures become statuses, bad
     usage raises, SIGINT and SIGTERM raise ``Interrupted`` with the world sizes measured so far."""
     for path in options.workload_files:
@@ -191,7 +192,7 @@ def run_scale(options: ScaleOptions, command: list[str], progress: ItemProgress 
 
     try:
         drive(ScaleWork(options, run_options, device, backend), list(options.nproc), record,
-              progress=progress, on_case=keep)
+              progress=progress, on_case=keep, live=live)
     except Interrupted as stop:
         fill_efficiency(stop.record.cases)
         raise
