@@ -58,7 +58,10 @@ def test_ctrl_c_during_check_keeps_the_finished_cases(tmp_path: Path, accelbench
     # fault-slow sleeps 2 s a step: it is still running long after mnist is saved.
     process = subprocess.Popen([sys.executable, "-m", "accelbench", *CHECK, "mnist", "fault-slow",
                                 "--steps", "5", "-o", str(out)],
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               # A test runner started in the background has SIGINT ignored, and
+                               # children inherit that: give the command Python's default.
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     results = accelbench_home / "results"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # until the first case is saved: fault-slow is running
