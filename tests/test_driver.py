@@ -7,7 +7,6 @@ import io
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 from rich.console import Console
-from test_faults import FAULTY, cases_by_workload
+from test_faults import FAULTY, cases_by_workload, signal_after_the_first_case, start_command
 
 from accelbench.engine.driver import Interrupted, drive
 from accelbench.engine.launch import CaseWork, Progress
@@ -54,31 +53,13 @@ def test_a_segfault_in_one_probe_costs_only_its_cell(cli, tmp_path: Path) -> Non
 
 def test_ctrl_c_during_check_keeps_the_finished_cases(tmp_path: Path, accelbench_home: Path) -> None:
     out = tmp_path / "check.json"
-    env = {**os.environ, "ACCELBENCH_HOME": str(accelbench_home)}
     # fault-slow sleeps 2 s a step: it is still running long after mnist is saved.
-    process = subprocess.Popen([sys.executable, "-m", "accelbench", *CHECK, "mnist", "fault-slow",
-                                "--steps", "5", "-o", str(out)],
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               # A test runner started in the background has SIGINT ignored, and
-                               # children inherit that: give the command Python's default.
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    results = accelbench_home / "results"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:  # until the first case is saved: fault-slow is running
-        files = list(results.glob("*-check-*.json")) if results.exists() else []
-        if files and len(json.loads(files[0].read_text())["cases"]) == 1:
-            break
-        time.sleep(0.2)
-    else:
-        process.kill()
-        pytest.fail("the first check case was never saved")
-    assert cases_by_workload(out)["mnist"]["status"] == "ok"  # -o is kept current too
-    time.sleep(1)
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=60)
+    process = start_command([*CHECK, "mnist", "fault-slow", "--steps", "5", "-o", str(out)],
+                            accelbench_home)
+    saved, stderr = signal_after_the_first_case(process, accelbench_home, signal.SIGINT)
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr
-    for path in (out, files[0]):
+    for path in (out, saved):  # -o is kept as current as the results folder
         cases = cases_by_workload(path)
         assert cases["mnist"]["status"] == "ok"
         assert cases["fault-slow"]["status"] == "interrupted"
