@@ -106,7 +106,7 @@ def check(workload: str, precision: str, steps: int = 10, compile_backend: str =
           reference: str = "cpu-fp64"):
     run = RunOptions(workloads=(workload,), device="cpu", modes=("train",),
                      stop=StopRule("steps", steps), size="tiny", precisions=(precision,),
-                     compile_backends=(compile_backend,))
+                     compile_backends=(compile_backend,), isolation="none")
     record = run_check(CheckOptions(run=run, reference=reference, steps=steps),
                        DeviceSet.current(), ["test"])
     assert len(record.cases) == 1 and record.kind == "check"
@@ -159,8 +159,9 @@ def test_verdict_rules() -> None:
 
 def test_check_cli_end_to_end(cli, tmp_path: Path) -> None:
     out = tmp_path / "check.json"
+    # Inline: the worker-process path (the default) is tested in test_driver.py.
     proc = cli("check", "mnist", "--device", "cpu", "--size", "tiny", "--steps", "3",
-               "--precision", "fp32,bf16", "-o", str(out))
+               "--precision", "fp32,bf16", "--isolation", "none", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
     assert data["kind"] == "check" and data["options"]["reference"] == "cpu-fp64"

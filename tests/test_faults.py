@@ -58,17 +58,22 @@ def test_out_of_memory_is_a_status_and_auto_batch_halves(cli, tmp_path: Path) ->
     assert case["oom_batch_sizes"] == [16, 8]
 
 
-@pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_signal_during_a_suite_saves_finished_cases(tmp_path: Path, accelbench_home: Path,
-                                                   signum: int, code: int) -> None:
-    out = tmp_path / "r.json"
-    env = {**os.environ, "ACCELBENCH_HOME": str(accelbench_home)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "accelbench", "run", "mnist", "fault-slow", *TINY, "--steps", "500",
-         "-o", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    results = accelbench_home / "results"
+def start_command(args: list[str], home: Path) -> subprocess.Popen[str]:
+    """``python -m accelbench ARGS`` in the background, with Python's own SIGINT handler (a test
+    runner started in the background has SIGINT ignored, and children would inherit that)."""
+    return subprocess.Popen([sys.executable, "-m", "accelbench", *args],
+                            env={**os.environ, "ACCELBENCH_HOME": str(home)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def signal_after_the_first_case(process: subprocess.Popen[str], home: Path,
+                                signum: int) -> tuple[Path, str]:
+    """Wait until the results folder holds the record with its first case finished (the second
+    is then running), send ``signum``, wait for the command to end; the record's path and the
+    command's stderr."""
+    results = home / "results"
     deadline = time.monotonic() + 120
-    # Wait until the first case (mnist) is saved, i.e. the slow case is running.
     while time.monotonic() < deadline:
         files = list(results.glob("*.json")) if results.exists() else []
         if files and len(json.loads(files[0].read_text())["cases"]) == 1:
@@ -79,10 +84,21 @@ def test_signal_during_a_suite_saves_finished_cases(tmp_path: Path, accelbench_h
         pytest.fail("the first case never finished")
     time.sleep(2)
     process.send_signal(signum)
-    stdout, stderr = process.communicate(timeout=60)
+    _, stderr = process.communicate(timeout=60)
+    return files[0], stderr
+
+
+@pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_during_a_suite_saves_finished_cases(tmp_path: Path, accelbench_home: Path,
+                                                   signum: int, code: int) -> None:
+    out = tmp_path / "r.json"
+    # fault-slow sleeps 2 s a step: it is still running long after mnist is saved.
+    process = start_command(["run", "mnist", "fault-slow", *TINY, "--steps", "20", "-o", str(out)],
+                            accelbench_home)
+    saved, stderr = signal_after_the_first_case(process, accelbench_home, signum)
     assert process.returncode == code, stderr
     assert "Traceback" not in stderr
-    for path in (out, files[0]):
+    for path in (out, saved):
         cases = cases_by_workload(path)
         assert cases["mnist"]["status"] == "ok"
         assert cases["fault-slow"]["status"] == "interrupted"

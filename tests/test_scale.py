@@ -11,10 +11,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from accelbench.engine.supervise import ChildOutcome
 from accelbench.errors import UsageError
 from accelbench.results import CaseResult, ScaleFigures
 from accelbench.scale.launcher import (
-    LaunchOutcome,
     Rendezvous,
     collect_ranks,
     fill_case,
@@ -216,7 +216,7 @@ def test_first_failing_rank_is_the_cause_and_silent_ranks_are_explained(tmp_path
                "  rank      : 2 (local_rank: 2)", "  exitcode  : -11 (pid: 7) SIGSEGV",
                "[2]:", "  time      : 2026-01-01_00:00:00", "  host      : h",
                "  rank      : 3 (local_rank: 3)", "  exitcode  : -15 (pid: 8) SIGTERM"]
-    outcome = LaunchOutcome(1, summary)
+    outcome = ChildOutcome(1, summary)
     ranks = collect_ranks(tmp_path, 5, outcome)
     assert [r["status"] for r in ranks] == ["failed", "oom", "crashed", "interrupted", "interrupted"]
     assert ranks[2]["error"] == "the process died from SIGSEGV"
@@ -262,7 +262,7 @@ def test_a_crash_in_teardown_after_every_rank_reported_keeps_the_figures() -> No
     ranks = [{"rank": r, "status": "ok", "error": "", "world_size": 2, "step_times": [0.1, 0.1],
               "nosync_step_times": [0.08, 0.08], "measured_steps": 2, "warmup_steps": 1,
               "measured_time_s": 0.2, "batch_size": 4} for r in (0, 1)]
-    outcome = LaunchOutcome(1, ["failed (exitcode: -6) local_rank: 1"])
+    outcome = ChildOutcome(1, ["failed (exitcode: -6) local_rank: 1"])
     case = _case(2)
     fill_case(case, ranks, outcome, timeout=60)
     assert case.status == "ok" and case.step_times == [0.1, 0.1]

@@ -5,14 +5,27 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from accelbench.devices import DeviceSet
+from accelbench.engine.driver import drive
+from accelbench.engine.launch import CaseWork, Progress, Report
+from accelbench.engine.progress import ItemProgress
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
 from accelbench.parity import REFERENCES, run_parity
 from accelbench.precision import backend_flags, get_precision, precision_settings, unsupported_reason
 from accelbench.results import CaseResult, Parity, RunRecord
-from accelbench.runner import Case, new_record, plan, skeleton_result, status_of
+from accelbench.runner import (
+    Case,
+    case_from_spec,
+    case_spec,
+    new_record,
+    plan,
+    prepare_worker,
+    skeleton_result,
+    status_of,
+)
 from accelbench.workloads.base import get_workload_class
 
 DEFAULT_CHECK_STEPS = 50
@@ -44,10 +57,15 @@ def _verdict_status(parity: dict) -> tuple[str, str]:
                       f"loss difference {parity.get('max_rel_loss_diff', float('nan')):.3g} > {tolerance:g})")
 
 
+def check_skeleton(case: Case, options: CheckOptions) -> CaseResult:
+    result = skeleton_result(case, options.run)
+    result.stop_rule = f"{options.steps} steps (parity)"
+    return result
+
+
 def check_case(case: Case, options: CheckOptions, devices: DeviceSet) -> CaseResult:
     run = options.run
-    result = skeleton_result(case, run)
-    result.stop_rule = f"{options.steps} steps (parity)"
+    result = check_skeleton(case, options)
     workload_cls = get_workload_class(case.workload)
     unavailable = workload_cls(run.size).unavailable_reason() or unsupported_reason(
         case.device, get_precision(case.precision))
@@ -72,14 +90,53 @@ def check_case(case: Case, options: CheckOptions, devices: DeviceSet) -> CaseRes
     return result
 
 
-def run_check(options: CheckOptions, devices: DeviceSet, command: list[str],
-              progress: Callable[[Case], None] | None = None) -> RunRecord:
+class CheckWork(CaseWork[Case]):
+    """``check``'s per-case work: the parity of one case (the CPU reference runs beside it, in
+    the same process)."""
+
+    kind = "check"
+
+    def __init__(self, options: CheckOptions, devices: DeviceSet) -> None:
+        self.options, self.devices = options, devices
+        self.isolation, self.timeout = options.run.isolation, options.run.case_timeout
+
+    def label(self, case: Case) -> str:
+        return f"check {case.label}"
+
+    def skeleton(self, case: Case) -> CaseResult:
+        return check_skeleton(case, self.options)
+
+    def inline(self, case: Case, progress: Progress | None) -> CaseResult:
+        return check_case(case, self.options, self.devices)
+
+    def spec(self, case: Case) -> dict[str, Any]:
+        return {"options": self.options.run.to_dict(), "reference": self.options.reference,
+                "steps": self.options.steps, "case": case_spec(case)}
+
+
+def check_from_spec(spec: dict[str, Any], report: Report) -> CaseResult:
+    """The worker's side of CheckWork."""
+    run = RunOptions.from_dict(spec["options"])
+    prepare_worker(run)
+    devices = DeviceSet.current()
+    options = CheckOptions(run=run, reference=spec["reference"], steps=spec["steps"])
+    return check_case(case_from_spec(spec["case"], devices), options, devices)
+
+
+def check_record(options: CheckOptions, devices: DeviceSet, command: list[str]) -> RunRecord:
     record = new_record(options.run, devices, command)
     record.kind = "check"
     record.options["reference"] = options.reference
     record.options["check_steps"] = options.steps
-    for case in plan(options.run, devices):
-        if progress is not None:
-            progress(case)
-        record.cases.append(check_case(case, options, devices))
     return record
+
+
+def run_check(options: CheckOptions, devices: DeviceSet, command: list[str],
+              progress: ItemProgress | None = None,
+              on_case: Callable[[RunRecord], None] | None = None, live: bool = False) -> RunRecord:
+    """Check every case of the plan through the driver: each in a worker process unless
+    ``options.run.isolation`` is "none". SIGINT and SIGTERM raise ``Interrupted`` carrying the
+    finished cases; ``live`` shows the progress display."""
+    return drive(CheckWork(options, devices), plan(options.run, devices),
+                 check_record(options, devices, command), progress=progress, on_case=on_case,
+                 live=live)

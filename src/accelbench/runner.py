@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterable
@@ -15,6 +14,10 @@ import torch
 from accelbench import __version__
 from accelbench.data.placement import place_batches, source_kind
 from accelbench.devices import Device, DeviceSet
+from accelbench.engine.driver import Interrupted as Interrupted  # re-exported: callers catch it here
+from accelbench.engine.driver import Terminated as Terminated
+from accelbench.engine.driver import drive
+from accelbench.engine.launch import CaseWork, Report
 from accelbench.environment import collect_environment
 from accelbench.measure.energy import energy_meter_for
 from accelbench.measure.loop import NonFiniteError, Progress, StepLoop
@@ -238,83 +241,97 @@ def new_record(options: RunOptions, devices: DeviceSet, command: list[str]) -> R
     )
 
 
-class Terminated(BaseException):
-    """SIGTERM arrived: like KeyboardInterrupt, it stops the suite after saving what finished."""
+def case_spec(case: Case) -> dict[str, Any]:
+    """The case as JSON for a worker process (the device by name)."""
+    return {"workload": case.workload, "mode": case.mode, "device": case.device.name,
+            "batch_size": case.batch_size, "precision": case.precision,
+            "compile_backend": case.compile_backend, "channels_last": case.channels_last}
 
 
-class Interrupted(Exception):
-    """The suite was stopped by a signal; ``record`` holds the finished cases and the interrupted one."""
-
-    def __init__(self, record: RunRecord, signal_name: str, exit_code: int) -> None:
-        super().__init__(f"interrupted by {signal_name}")
-        self.record, self.signal_name, self.exit_code = record, signal_name, exit_code
+def case_from_spec(fields: dict[str, Any], devices: DeviceSet) -> Case:
+    fields = dict(fields)
+    return Case(device=devices.select(fields.pop("device"))[0], **fields)
 
 
-def _run_one(case: Case, options: RunOptions, progress: Progress | None) -> CaseResult:
-    if options.isolation == "process":
-        from accelbench.isolation import run_case_isolated
+def prepare_worker(options: RunOptions) -> None:
+    """A worker process sees the parent's user workloads and thread count."""
+    from pathlib import Path
 
-        return run_case_isolated(case, options, progress, skeleton_result(case, options))
-    return run_case(case, options, progress)
+    from accelbench.userfile import load_workload_file
+
+    for path in options.workload_files:
+        load_workload_file(Path(path))
+    if options.threads:
+        torch.set_num_threads(options.threads)
+
+
+class RunWork(CaseWork[Case]):
+    """``run``'s per-case work: measure the case; with --auto-batch, halve the batch after
+    out-of-memory until it fits (as timm's benchmark does), each try in a fresh launch."""
+
+    kind = "run"
+
+    def __init__(self, options: RunOptions) -> None:
+        self.options = options
+        self.isolation, self.timeout = options.isolation, options.case_timeout
+
+    def label(self, case: Case) -> str:
+        return case.label
+
+    def skeleton(self, case: Case) -> CaseResult:
+        return skeleton_result(case, self.options)
+
+    def inline(self, case: Case, progress: Progress | None) -> CaseResult:
+        return run_case(case, self.options, progress)
+
+    def spec(self, case: Case) -> dict[str, Any]:
+        return {"options": self.options.to_dict(), "case": case_spec(case)}
+
+    def next_round(self, case: Case, first: CaseResult) -> Case:
+        # Later rounds use the batch the first one settled on (--auto-batch may have halved it).
+        return replace(case, batch_size=first.batch_size)
+
+    def run(self, case: Case, progress: Progress | None) -> CaseResult:
+        failed_batches: list[int] = []
+        while True:
+            result = super().run(case, progress)
+            if result.status != "oom" or not self.options.auto_batch or case.batch_size == 1:
+                break
+            failed_batches.append(case.batch_size)
+            case = replace(case, batch_size=max(1, case.batch_size // 2))
+        if failed_batches:
+            result.oom_batch_sizes = failed_batches
+        return result
 
 
 def run_with_auto_batch(case: Case, options: RunOptions, progress: Progress | None) -> CaseResult:
-    """Run the case; with --auto-batch, halve the batch after out-of-memory until it fits
-    (as timm's benchmark does). The result records the batch used and those that failed."""
-    failed_batches: list[int] = []
-    while True:
-        result = _run_one(case, options, progress)
-        if result.status != "oom" or not options.auto_batch or case.batch_size == 1:
-            break
-        failed_batches.append(case.batch_size)
-        case = replace(case, batch_size=max(1, case.batch_size // 2))
-    if failed_batches:
-        result.oom_batch_sizes = failed_batches
-    return result
+    """One case through its launcher (benchmarks/ measure the isolation path with it)."""
+    return RunWork(options).run(case, progress)
+
+
+def run_from_spec(spec: dict[str, Any], report: Report) -> CaseResult:
+    """The worker's side of RunWork."""
+    options = RunOptions.from_dict(spec["options"])
+    prepare_worker(options)
+    return run_case(case_from_spec(spec["case"], DeviceSet.current()), options, report.progress)
 
 
 def run_plan(options: RunOptions, devices: DeviceSet, cases: list[Case], command: list[str],
              progress: CaseProgress | None = None,
-             on_case: Callable[[RunRecord], None] | None = None) -> RunRecord:
-    """Run every case (``options.repeat`` times, in interleaved rounds); the record is complete
-    even when cases fail.
+             on_case: Callable[[RunRecord], None] | None = None, live: bool = False) -> RunRecord:
+    """Run every case (``options.repeat`` times, in interleaved rounds) through the driver; the
+    record is complete even when cases fail.
 
-    ``on_case`` is called with the record after each case process (to save it as it grows): after
-    round one every case has its result, later rounds merge their process into it. SIGINT
-    (KeyboardInterrupt) and SIGTERM (Terminated) raise Interrupted carrying the record.
+    ``on_case`` is called with the record after each case process (to save it as it grows).
+    SIGINT and SIGTERM raise Interrupted carrying the record; ``live`` shows the progress
+    display (see ``engine.driver.drive``).
     """
-    from accelbench.repeat import interleaved, merge_repeats
-
     if options.threads:
         torch.set_num_threads(options.threads)
     record = new_record(options, devices, command)
-    processes: list[list[CaseResult]] = [[] for _ in cases]
-    for done, (round_index, index) in enumerate(interleaved(len(cases), options.repeat)):
-        case = cases[index]
-        if round_index and processes[index]:
-            # Later rounds use the batch the first one settled on (--auto-batch may have halved it).
-            case = replace(case, batch_size=processes[index][0].batch_size)
-        case_progress = None
-        if progress is not None:
-            def case_progress(phase: str, finished: float, total: float | None,
-                              _case: Case = case) -> None:
-                progress(_case, phase, finished, total)
-        try:
-            if done and options.cooldown:
-                time.sleep(options.cooldown)
-            processes[index].append(run_with_auto_batch(case, options, case_progress))
-        except (KeyboardInterrupt, Terminated) as stop:
-            name, code = ("SIGINT", 130) if isinstance(stop, KeyboardInterrupt) else ("SIGTERM", 143)
-            if not round_index:
-                interrupted = skeleton_result(case, options)
-                interrupted.status, interrupted.error = "interrupted", f"interrupted by {name}"
-                record.cases.append(interrupted)
-            raise Interrupted(record, name, code) from None
-        merged = merge_repeats(processes[index])
-        if round_index:
-            record.cases[index] = merged
-        else:
-            record.cases.append(merged)
-        if on_case is not None:
-            on_case(record)
-    return record
+    case_progress = None
+    if progress is not None:
+        def case_progress(index: int, phase: str, done: float, total: float | None) -> None:
+            progress(cases[index], phase, done, total)
+    return drive(RunWork(options), cases, record, progress=case_progress, on_case=on_case,
+                 repeat=options.repeat, cooldown=options.cooldown, live=live)

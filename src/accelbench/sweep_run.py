@@ -12,10 +12,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from accelbench.devices import DeviceSet
+from accelbench.engine.driver import Interrupted
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
 from accelbench.results import CaseResult, RunRecord
-from accelbench.runner import Case, CaseProgress, Interrupted, plan, run_plan, skeleton_result
+from accelbench.runner import Case, CaseProgress, plan, run_plan, skeleton_result
 from accelbench.sweep_analysis import SATURATION_FRACTION
 
 
@@ -28,8 +29,9 @@ def _key(case: Case | CaseResult) -> tuple[object, ...]:
 
 def run_sweep(options: RunOptions, devices: DeviceSet, batch_sizes: Sequence[int], command: list[str],
               progress: CaseProgress | None = None,
-              on_case: Callable[[RunRecord], None] | None = None) -> RunRecord:
-    """One record (kind "sweep") holding every batch size's cases, smallest batch first."""
+              on_case: Callable[[RunRecord], None] | None = None, live: bool = False) -> RunRecord:
+    """One record (kind "sweep") holding every batch size's cases, smallest batch first;
+    ``on_case`` gets the whole sweep so far after every case."""
     base_cases = plan(options, devices)
     if not base_cases:
         raise UsageError("nothing to sweep: no workload supports the requested modes")
@@ -39,8 +41,15 @@ def run_sweep(options: RunOptions, devices: DeviceSet, batch_sizes: Sequence[int
         cases = [replace(case, batch_size=batch) for case in base_cases]
         skipped = [case for case in cases if _key(case) in ran_out]
         runnable = [case for case in cases if _key(case) not in ran_out]
+
+        def keep(part: RunRecord, done: RunRecord | None = record) -> None:
+            # The whole sweep so far, saved after every case, not only after every batch size.
+            if on_case is not None:
+                on_case(_merge(None, part) if done is None
+                        else replace(done, cases=[*done.cases, *part.cases]))
+
         try:
-            part = run_plan(options, devices, runnable, command, progress)
+            part = run_plan(options, devices, runnable, command, progress, on_case=keep, live=live)
         except Interrupted as stop:
             raise Interrupted(_merge(record, stop.record), stop.signal_name, stop.exit_code) from None
         record = _merge(record, part)
@@ -48,7 +57,7 @@ def run_sweep(options: RunOptions, devices: DeviceSet, batch_sizes: Sequence[int
         for result in part.cases:
             if result.status == "oom":
                 ran_out.setdefault(_key(result), result.batch_size)
-        if on_case is not None:
+        if on_case is not None and skipped:
             on_case(record)
     assert record is not None
     record.options["sweep"] = {"batch_sizes": sorted(batch_sizes),

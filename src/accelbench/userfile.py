@@ -1,4 +1,5 @@
-"""Load a user's Python file of workloads (``--workload-file``); it registers them with @register."""
+"""Load a user's Python file: workloads (``--workload-file``, registered with @register) or probe
+features (``probe --feature-file``, registered with ``register_feature``)."""
 
 from __future__ import annotations
 
@@ -11,30 +12,38 @@ from accelbench.errors import UsageError
 from accelbench.workloads import base
 
 
-def load_workload_file(path: Path) -> list[str]:
-    """Execute ``path`` and return the names of the workloads it registered."""
+def run_user_file(path: Path, what: str) -> str:
+    """Execute ``path`` as a module and return its module name; every problem is a one-line
+    UsageError naming the ``what`` ("workload file") and the line."""
     path = Path(path)
     if not path.is_file():
-        raise UsageError(f"workload file {path} does not exist")
-    before = set(base._REGISTRY)
+        raise UsageError(f"{what} {path} does not exist")
     module_name = f"accelbench_user_{abs(hash(path.resolve()))}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
-        raise UsageError(f"workload file {path} cannot be loaded as Python (use a .py file)")
+        raise UsageError(f"{what} {path} cannot be loaded as Python (use a .py file)")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
     except SyntaxError as error:
-        raise UsageError(f"workload file {path}: syntax error at line {error.lineno}: "
+        raise UsageError(f"{what} {path}: syntax error at line {error.lineno}: "
                          f"{error.msg}") from None
     except UsageError as error:  # e.g. a class that breaks the workload contract
         line = _user_line(traceback.extract_tb(error.__traceback__), path)
-        raise UsageError(f"workload file {path}{line}: {error}") from None
+        raise UsageError(f"{what} {path}{line}: {error}") from None
     except Exception as error:
         line = _user_line(traceback.extract_tb(error.__traceback__), path)
-        raise UsageError(f"workload file {path}: {type(error).__name__} while importing"
+        raise UsageError(f"{what} {path}: {type(error).__name__} while importing"
                          f"{line}: {error}") from None
+    return module_name
+
+
+def load_workload_file(path: Path) -> list[str]:
+    """Execute ``path`` and return the names of the workloads it registered."""
+    path = Path(path)
+    before = set(base._REGISTRY)
+    module_name = run_user_file(path, "workload file")
     added = sorted(set(base._REGISTRY) - before) or sorted(
         name for name, cls in base._REGISTRY.items() if cls.__module__ == module_name)
     if not added:

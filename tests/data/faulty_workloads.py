@@ -75,4 +75,4 @@ class Slow(_Base):
     name = "fault-slow"
 
     def fault(self, batch_size: int) -> None:
-        time.sleep(0.2)
+        time.sleep(2.0)  # long enough to signal the command while this case runs

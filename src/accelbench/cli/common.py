@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
-import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -53,21 +51,6 @@ positive_float = _bounded(float, "a number", allow_zero=False, most=1e7)
 non_negative_float = _bounded(float, "a number", allow_zero=True, most=1e7)
 
 
-@contextlib.contextmanager
-def terminate_as_exception() -> Iterator[None]:
-    """Turn SIGTERM into the Terminated exception, so a run saves what finished and exits 143."""
-    from accelbench.runner import Terminated
-
-    def handler(signum: int, frame: object) -> None:
-        raise Terminated()
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def comma_list(text: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in text.split(",") if item.strip())
 
@@ -85,3 +68,16 @@ def add_saving_arguments(parser: argparse.ArgumentParser, quiet: bool = True,
     if quiet:
         parser.add_argument("--quiet", action="store_true", help="no live progress display")
     parser.add_argument("--debug", action="store_true", help=debug_help)
+
+
+def add_isolation_arguments(parser: argparse.ArgumentParser,
+                            isolation_help: str = "run each case in its own worker process "
+                            "(default: a crash costs only that case) or inline",
+                            timeout_help: str = "stop a case that takes longer than this") -> None:
+    """Where each case runs (a worker process, or inline) and how long it may take: for check
+    and probe, as run and sweep have it."""
+    from accelbench.engine.launch import DEFAULT_CASE_TIMEOUT_S, ISOLATIONS
+
+    parser.add_argument("--isolation", choices=ISOLATIONS, default="process", help=isolation_help)
+    parser.add_argument("--case-timeout", type=positive_float, default=DEFAULT_CASE_TIMEOUT_S,
+                        metavar="SECONDS", help=f"{timeout_help} (default {DEFAULT_CASE_TIMEOUT_S:g})")

@@ -4,23 +4,25 @@ that fails is a finding, not an error."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from accelbench.devices import DEVICE_HELP, Device, DeviceSet
+from accelbench.cli.common import add_isolation_arguments
+from accelbench.cli.driven import run_driven
+from accelbench.devices import DEVICE_HELP, DeviceSet
 from accelbench.errors import UsageError
 from accelbench.probes import Feature
-from accelbench.probes.engine import Cell, probe_record
 from accelbench.probes.features import all_features, select_features
+from accelbench.probes.work import load_feature_file, probe_record
 from accelbench.render.probe_table import probe_table
-from accelbench.store.jsonfile import check_writable, save_record
-from accelbench.store.keep import store_everywhere
+from accelbench.results import RunRecord
+from accelbench.store.jsonfile import check_writable
 
 
 def add_parser(subparsers: Any) -> None:
@@ -31,6 +33,13 @@ def add_parser(subparsers: Any) -> None:
                         "(repeatable; see --list)")
     parser.add_argument("--skip-compile", action="store_true",
                         help="skip the torch.compile probes (inductor can take a minute on a CPU)")
+    parser.add_argument("--feature-file", type=Path, action="append", default=[], metavar="FILE.py",
+                        help="load your own features (registered with "
+                        "accelbench.probes.register_feature)")
+    add_isolation_arguments(
+        parser, "probe each device in worker processes (default: a feature that crashes costs only "
+        "its own cell) or inline", "stop a device's worker after this long: the feature it was "
+        "running is 'timeout' and a fresh worker goes on")
     parser.add_argument("--list", action="store_true", help="list the features and exit")
     parser.add_argument("--json", action="store_true", help="print the result record as JSON")
     parser.add_argument("--output", "-o", type=Path, metavar="FILE.json",
@@ -62,6 +71,8 @@ def _feature_list(features: list[Feature]) -> Table:
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
+    for path in args.feature_file:
+        load_feature_file(path)
     if args.list:
         Console().print(_feature_list(all_features()))
         return 0
@@ -70,33 +81,25 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     features = chosen_features(args.feature, args.skip_compile)
     devices = DeviceSet.current()
     chosen = devices.select(args.device)
-    err = Console(stderr=True)
     options = {"device": args.device, "features": [f.name for f in features],
-               "skip_compile": args.skip_compile}
+               "skip_compile": args.skip_compile, "isolation": args.isolation}
 
-    def show_traceback(device: Device, name: str, cell: Cell) -> None:
-        if args.debug and cell.traceback:
-            err.print(f"[bold]{name} on {device.name}[/bold]", highlight=False)
-            err.print(cell.traceback, markup=False, highlight=False)
+    def drive(on_case: Callable[[RunRecord], None]) -> RunRecord:
+        return probe_record(devices, chosen, features, ["accelbench", *argv], options,
+                            on_case=on_case, isolation=args.isolation, timeout=args.case_timeout,
+                            feature_files=args.feature_file, debug=args.debug, live=True)
 
-    live = err.status("probing") if err.is_terminal else contextlib.nullcontext()
-    with live as status:
-        def progress(device: Device, feature: Feature) -> None:
-            if status is not None:
-                status.update(f"probing {feature.name} on {device.name}")
-        record = probe_record(devices, chosen, features, ["accelbench", *argv], options,
-                              progress=progress, on_cell=show_traceback)
+    return run_driven(drive, args.output, args.db, lambda record, saved: _show(
+        record, saved, args.output, args.json), exit_code=lambda record: 0)
 
-    saved = store_everywhere(record, args.db)
-    if args.output:
-        save_record(record, args.output)
+
+def _show(record: RunRecord, saved: Path, output: Path | None, as_json: bool) -> None:
     # With --json, stdout carries only the JSON; where it was saved goes to stderr.
-    notes = err if args.json else Console()
-    if args.json:
+    notes = Console(stderr=True) if as_json else Console()
+    if as_json:
         sys.stdout.write(json.dumps(record.to_dict(), indent=1) + "\n")
     else:
         notes.print(probe_table(record))
-    if args.output:
-        notes.print(f"Result written to {args.output}", highlight=False)
+    if output:
+        notes.print(f"Result written to {output}", highlight=False)
     notes.print(f"Saved to {saved}", highlight=False)
-    return 0

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from accelbench.cli.common import (
     add_saving_arguments,
@@ -17,8 +17,8 @@ from accelbench.cli.common import (
     non_negative_int,
     positive_float,
     positive_int,
-    terminate_as_exception,
 )
+from accelbench.cli.driven import run_driven
 from accelbench.data.placement import source_kind
 from accelbench.devices import DEVICE_HELP, DeviceSet
 from accelbench.errors import UsageError
@@ -33,9 +33,8 @@ from accelbench.options import (
 from accelbench.render.table import diagnosis_lines, energy_lines, run_table
 from accelbench.repeat import DEFAULT_REPEATS
 from accelbench.results import RunRecord
-from accelbench.runner import Case, Interrupted, plan, run_plan
-from accelbench.store.jsonfile import check_writable, save_record, save_to_results_dir
-from accelbench.store.keep import store_everywhere
+from accelbench.runner import plan, run_plan
+from accelbench.store.jsonfile import check_writable
 from accelbench.suites import DEFAULT_SUITE, suite_workloads
 from accelbench.userfile import load_workload_file
 from accelbench.workloads import get_workload_class, match_workloads
@@ -186,21 +185,16 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     cases = plan(options, devices)
     if not cases:
         raise UsageError("nothing to run: no workload supports the requested modes")
-    console = Console(stderr=True)
-    with terminate_as_exception():
-        try:
-            record = _run_with_progress(options, devices, cases, argv, console, quiet=args.quiet)
-        except Interrupted as stop:
-            _finish(stop.record, args.output, args.db, args.wide)
-            console.print(f"[yellow]Interrupted by {stop.signal_name}: the finished cases are saved."
-                          "[/yellow]")
-            return stop.exit_code
-    _finish(record, args.output, args.db, args.wide)
-    return 0 if all(case.ok for case in record.cases) else 1
+
+    def drive(on_case: Callable[[RunRecord], None]) -> RunRecord:
+        return run_plan(options, devices, cases, ["accelbench", *argv], on_case=on_case,
+                        live=not args.quiet)
+
+    return run_driven(drive, args.output, args.db, lambda record, saved: _show(
+        record, saved, args.output, args.wide))
 
 
-def _finish(record: RunRecord, output: Path | None, db: Path | None, wide: bool = False) -> None:
-    saved = store_everywhere(record, db)
+def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool) -> None:
     out = Console(width=None if sys.stdout.isatty() else 160)
     out.print(run_table(record, wide))
     for line in diagnosis_lines(record):
@@ -208,24 +202,5 @@ def _finish(record: RunRecord, output: Path | None, db: Path | None, wide: bool 
     for line in energy_lines(record):
         out.print(line, style="dim", highlight=False)
     if output:
-        save_record(record, output)
         out.print(f"Result written to {output}")
     out.print(f"Saved to {saved}")
-
-
-def _run_with_progress(options: RunOptions, devices: DeviceSet, cases: list[Case],
-                       argv: list[str], console: Console, quiet: bool) -> Any:
-    command = ["accelbench", *argv]
-    if quiet or not console.is_terminal and not sys.stderr.isatty():
-        return run_plan(options, devices, cases, command, on_case=save_to_results_dir)
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[phase]}"),
-                  TimeElapsedColumn(), console=console, transient=True) as progress:
-        tasks = {case: progress.add_task(case.label, total=1.0, phase="queued") for case in cases}
-
-        def update(case: Case, phase: str, done: float, total: float | None) -> None:
-            fraction = done / total if total else 0.0
-            progress.update(tasks[case], completed=fraction if phase == "measure" else 0.0,
-                            phase=phase)
-
-        return run_plan(options, devices, cases, command, progress=update,
-                        on_case=save_to_results_dir)

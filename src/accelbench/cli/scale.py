@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +16,11 @@ from accelbench.cli.common import (
     positive_float,
     positive_int,
 )
+from accelbench.cli.driven import run_driven
 from accelbench.options import DEFAULT_TIME_BUDGET_S, DEFAULT_WARMUP_STEPS, StopRule
-from accelbench.render.format import format_rate
-from accelbench.results import CaseResult
+from accelbench.results import RunRecord
 from accelbench.scale import DEFAULT_TIMEOUT_S
-from accelbench.store.jsonfile import check_writable, save_record
-from accelbench.store.keep import store_everywhere
+from accelbench.store.jsonfile import check_writable
 
 HELP = "how a workload's training scales over processes and machines"
 
@@ -100,23 +100,16 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     options = options_from_args(args)
     if args.output:
         check_writable(args.output)
-    status = Console(stderr=True)
 
-    def progress(nproc: int, case: CaseResult | None) -> None:
-        if case is None:
-            status.print(f"scale: {nproc} process(es) per node ...")
-        elif case.ok:
-            status.print(f"scale: {nproc} process(es): "
-                         f"{format_rate(case.scale.global_throughput if case.scale else None)} samples/s")
-        else:
-            status.print(f"scale: {nproc} process(es): {case.status}")
+    def drive(on_case: Callable[[RunRecord], None]) -> RunRecord:
+        # --debug streams torchrun's output to the terminal: a live display would fight it.
+        return run_scale(options, ["accelbench", *argv], on_case=on_case, live=not args.debug)
 
-    record = run_scale(options, ["accelbench", *argv], progress)
-    saved = store_everywhere(record, args.db)
-    out = Console(width=None if sys.stdout.isatty() else 160)
-    out.print(scale_table(record))
-    if args.output:
-        save_record(record, args.output)
-        out.print(f"Result written to {args.output}")
-    out.print(f"Saved to {saved}")
-    return 0 if all(case.ok for case in record.cases) else 1
+    def show(record: RunRecord, saved: Path) -> None:
+        out = Console(width=None if sys.stdout.isatty() else 160)
+        out.print(scale_table(record))
+        if args.output:
+            out.print(f"Result written to {args.output}")
+        out.print(f"Saved to {saved}")
+
+    return run_driven(drive, args.output, args.db, show)

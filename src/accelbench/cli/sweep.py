@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +17,15 @@ from accelbench.cli.common import (
     non_negative_int,
     positive_float,
     positive_int,
-    terminate_as_exception,
 )
+from accelbench.cli.driven import run_driven
 from accelbench.cli.run import add_config_arguments, check_data
 from accelbench.devices import DEVICE_HELP, DeviceSet
 from accelbench.errors import UsageError
 from accelbench.options import DEFAULT_TIME_BUDGET_S, DEFAULT_WARMUP_STEPS, RunOptions, StopRule
 from accelbench.render.sweep_table import definition, summary_lines, sweep_table
 from accelbench.results import RunRecord
-from accelbench.runner import Interrupted
-from accelbench.store.jsonfile import check_writable, save_record, save_to_results_dir
-from accelbench.store.keep import store_everywhere
+from accelbench.store.jsonfile import check_writable
 from accelbench.sweep_analysis import parse_batch_sizes
 from accelbench.sweep_run import run_sweep
 from accelbench.userfile import load_workload_file
@@ -86,32 +85,29 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         check_writable(args.output)
     check_data(options)
     console = Console(stderr=True)
+    log = not args.quiet and not console.is_terminal  # a line a case where no live display runs
 
-    def progress_line(record: RunRecord) -> None:
-        save_to_results_dir(record)
-        if not args.quiet:
-            done = record.cases[-1]
-            console.print(f"batch {done.batch_size}: {len(record.cases)} case(s) done", highlight=False)
+    def drive(on_case: Callable[[RunRecord], None]) -> RunRecord:
+        def keep(record: RunRecord) -> None:
+            on_case(record)
+            if log:
+                done = record.cases[-1]
+                console.print(f"batch {done.batch_size}: {len(record.cases)} case(s) done",
+                              highlight=False)
 
-    with terminate_as_exception():
-        try:
-            record = run_sweep(options, DeviceSet.current(), args.batch_size, ["accelbench", *argv],
-                               on_case=progress_line)
-        except Interrupted as stop:
-            _finish(stop.record, args.output, args.db)
-            return stop.exit_code
-    _finish(record, args.output, args.db)
-    return 0 if all(case.ok for case in record.cases) else 1
+        return run_sweep(options, DeviceSet.current(), args.batch_size, ["accelbench", *argv],
+                         on_case=keep, live=not args.quiet)
+
+    return run_driven(drive, args.output, args.db, lambda record, saved: _show(
+        record, saved, args.output))
 
 
-def _finish(record: RunRecord, output: Path | None, db: Path | None) -> None:
-    saved = store_everywhere(record, db)
+def _show(record: RunRecord, saved: Path, output: Path | None) -> None:
     out = Console(width=None if sys.stdout.isatty() else 100)
     out.print(sweep_table(record))
     for line in summary_lines(record):
         out.print(line, highlight=False, markup=False)
     out.print(definition(), style="dim", highlight=False)
     if output:
-        save_record(record, output)
         out.print(f"Result written to {output}")
     out.print(f"Saved to {saved}")

@@ -6,8 +6,10 @@ The package has three parts:
   :class:`Result`), the tolerances, seeded inputs, and two observers shared by both sides (which
   aten ops ran; which ops torch says fell back to the CPU);
 - ``features.py``: the features themselves and the registry;
-- ``engine.py``: runs each feature on each device in isolation, compares with the CPU reference,
-  times it, and builds the ``probe`` RunRecord.
+- ``engine.py``: runs each feature on a device with its global state kept, compares with the CPU
+  reference, times it;
+- ``work.py``: ``probe``'s per-case work for the driver (one device a case, in a worker process
+  that a crashing feature costs only its own cell) and the ``probe`` RunRecord.
 
 A feature is a small function of a torch device string returning a :class:`Trial`; it raises when
 the feature does not work. Its reference is computed independently, in float64 or complex128 on
@@ -27,7 +29,8 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-STATUSES = ("works", "fails", "wrong", "slower")
+#: ``crashed`` and ``timeout``: the feature killed its worker process or overran the timeout.
+STATUSES = ("works", "fails", "wrong", "slower", "crashed", "timeout")
 Reference = torch.Tensor | dict[str, torch.Tensor]
 
 #: Largest allowed error of a result, relative to the reference's largest magnitude, per dtype:
@@ -80,6 +83,24 @@ class Feature:
 
     def applies_to(self, kind: str) -> bool:
         return not self.kinds or kind in self.kinds
+
+
+#: Features a user's file added with ``register_feature`` (``probe --feature-file``).
+_USER_FEATURES: list[Feature] = []
+
+
+def register_feature(feature: Feature) -> Feature:
+    """Add a feature of your own to ``probe`` (call it from a file given with --feature-file)."""
+    from accelbench.errors import UsageError
+
+    if any(known.name == feature.name for known in _USER_FEATURES):
+        raise UsageError(f"feature {feature.name!r} is registered twice; give it another name")
+    _USER_FEATURES.append(feature)
+    return feature
+
+
+def user_features() -> list[Feature]:
+    return list(_USER_FEATURES)
 
 
 def result(value: torch.Tensor, label: str = "", tolerance: float | None = None) -> Result:

@@ -2,7 +2,8 @@
 
 A cell's status is decided in this order: ``fails`` (the feature raised or did not do its job),
 ``wrong`` (a result is further from the float64 CPU reference than its tolerance), ``slower``
-(an accelerator took longer than the CPU for the same work), else ``works``.
+(an accelerator took longer than the CPU for the same work), else ``works``. A feature that kills
+its worker process or overruns the timeout is ``crashed`` or ``timeout`` (see ``probes/work.py``).
 """
 
 from __future__ import annotations
@@ -11,17 +12,13 @@ import contextlib
 import math
 import time
 import traceback
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 import torch
 
-from accelbench import __version__
-from accelbench.devices import Device, DeviceSet
-from accelbench.environment import collect_environment
+from accelbench.devices import Device
 from accelbench.probes import (
     Feature,
     Reference,
@@ -32,7 +29,7 @@ from accelbench.probes import (
     first_statement,
     message_text,
 )
-from accelbench.results import DeviceProbe, ProbeCell, RunRecord
+from accelbench.results import DeviceProbe, ProbeCell
 
 #: An accelerator is called slower only when it takes this much longer than the CPU, so that a
 #: tie within timing noise is not reported as a finding.
@@ -46,7 +43,8 @@ MAX_NUMBER = 1000
 #: machine); the best is still reported, flagged.
 NOISY_SPREAD = 1.5
 
-ProbeProgress = Callable[[Device, Feature], None]
+#: A device's progress: (the feature about to run, features done, features in all).
+Progress = Callable[[str, float, "float | None"], None]
 
 
 @dataclass
@@ -218,7 +216,7 @@ def probe_feature(feature: Feature, device: Device, cpu: Device,
     return cell
 
 
-class _References:
+class References:
     """Each feature's reference, computed once and shared by every device."""
 
     def __init__(self) -> None:
@@ -237,17 +235,19 @@ class _References:
 
 
 def probe_device(device: Device, features: list[Feature], cpu: Device,
-                 progress: ProbeProgress | None = None,
-                 references: _References | None = None) -> dict[str, Cell]:
-    """Every feature that applies to the device's kind, in order."""
-    references = references or _References()
-    cells = {}
-    for feature in features:
-        if not feature.applies_to(device.kind):
-            continue
+                 progress: Progress | None = None, references: References | None = None,
+                 on_cell: Callable[[str, Cell], None] | None = None) -> dict[str, Cell]:
+    """Every feature that applies to the device's kind, in order; ``progress`` gets the feature
+    about to run (its name as the phase), ``on_cell`` each cell as it is done."""
+    references = references or References()
+    applicable = [feature for feature in features if feature.applies_to(device.kind)]
+    cells: dict[str, Cell] = {}
+    for done, feature in enumerate(applicable):
         if progress is not None:
-            progress(device, feature)
+            progress(feature.name, done, len(applicable))
         cells[feature.name] = probe_feature(feature, device, cpu, references.of(feature))
+        if on_cell is not None:
+            on_cell(feature.name, cells[feature.name])
     return cells
 
 
@@ -262,25 +262,3 @@ def device_probe(device: Device, cells: dict[str, Cell]) -> DeviceProbe:
     return DeviceProbe(device=device.name, device_name=_device_name(device),
                        threads=torch.get_num_threads(),
                        cells={name: ProbeCell(**cell.to_dict()) for name, cell in cells.items()})
-
-
-def probe_record(devices: DeviceSet, chosen: list[Device], features: list[Feature],
-                 command: list[str], options: dict[str, Any],
-                 progress: ProbeProgress | None = None,
-                 on_cell: Callable[[Device, str, Cell], None] | None = None) -> RunRecord:
-    """Probe every chosen device; the CPU, always available, serves as the timing reference."""
-    record = RunRecord(
-        run_id=uuid.uuid4().hex[:12],
-        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        accelbench_version=__version__, command=command, options=options,
-        environment=collect_environment(devices), kind="probe",
-    )
-    cpu = devices.select("cpu")[0]
-    references = _References()
-    for device in chosen:
-        cells = probe_device(device, features, cpu, progress, references)
-        if on_cell is not None:
-            for name, cell in cells.items():
-                on_cell(device, name, cell)
-        record.probes.append(device_probe(device, cells))
-    return record

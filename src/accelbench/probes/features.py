@@ -29,6 +29,7 @@ from accelbench.probes import (
     randn,
     result,
     seeded,
+    user_features,
 )
 
 #: TF32 keeps 10 mantissa bits, like float16.
@@ -372,7 +373,8 @@ def _mps_fallback(device: str) -> Trial:
 
 # --- the registry ------------------------------------------------------------------------------
 def all_features() -> list[Feature]:
-    """Every feature, in display order (built on demand: listing compile backends imports dynamo)."""
+    """Every feature, in display order (built on demand: listing compile backends imports dynamo);
+    a user's own (``probe --feature-file``) last."""
     features = [
         *(_dtype_feature(dtype) for dtype in (torch.float64, torch.float16, torch.bfloat16,
                                               torch.complex64, torch.complex32)),
@@ -396,7 +398,7 @@ def all_features() -> list[Feature]:
         Feature("mps_fallback", "which of a sample of ops lack an MPS kernel (CPU fallback)",
                 _mps_fallback, kinds=("mps",), timed=False),
     ]
-    return features
+    return [*features, *user_features()]
 
 
 def select_features(features: list[Feature], patterns: list[str] | None,

@@ -7,9 +7,10 @@ from rich.text import Text
 
 from accelbench.results import ProbeCell, RunRecord
 
-STYLES = {"works": "green", "fails": "red", "wrong": "bold magenta", "slower": "yellow"}
+STYLES = {"works": "green", "fails": "red", "wrong": "bold magenta", "slower": "yellow",
+          "crashed": "bold red", "timeout": "bold red"}
 #: Room for the finding in a cell; an error message is the finding itself, so it gets more.
-DETAIL_CHARS = {"fails": 120}
+DETAIL_CHARS = {"fails": 120, "crashed": 120, "timeout": 120}
 DEFAULT_DETAIL_CHARS = 60
 
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from accelbench.results.validate import Record, check_choice
 
 #: In the order a cell's status is decided (probes/engine.py).
-PROBE_STATUSES = ("fails", "wrong", "slower", "works")
+#: ``crashed`` and ``timeout``: the feature killed or overran the worker probing it (probes/work.py).
+PROBE_STATUSES = ("fails", "wrong", "slower", "works", "crashed", "timeout")
 
 
 @dataclass(frozen=True)

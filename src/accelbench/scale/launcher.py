@@ -4,7 +4,9 @@ For each ``--nproc N`` the launcher starts ``python -m torch.distributed.run --n
 (``--standalone`` on one node; torchrun's own rendezvous options, passed on unchanged, across
 nodes) running :mod:`accelbench.scale.ddp_worker`, waits at most ``--timeout`` seconds, then reads
 the per-rank result files. torchrun ends the whole group when one rank dies; a group that is still
-running at the timeout is killed (torchrun and every process under it).
+running at the timeout is killed (torchrun and every process under it) by the supervisor every
+child process of accelbench runs under (``engine/supervise.py``). Each process count is a case of
+the driver (``engine/driver.py``): saved when it ends, kept when Ctrl-C stops the rest.
 
 The case's ``step_times`` are per step the slowest rank's time (a global step ends when its last
 rank finishes). Per-process throughput = batch / median of those; global = world size x
@@ -16,25 +18,25 @@ the wrapper's own cost is in the baseline too.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 import re
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
-from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import accelbench
 from accelbench.devices import Device, DeviceSet
+from accelbench.engine.driver import Interrupted, drive
+from accelbench.engine.launch import CaseWork, Progress
+from accelbench.engine.progress import ItemProgress
+from accelbench.engine.supervise import ChildOutcome, signal_name, supervise
 from accelbench.errors import UsageError
 from accelbench.options import DEFAULT_WARMUP_STEPS, RunOptions, StopRule
 from accelbench.results import CaseResult, RunRecord, ScaleFigures, ScaleRank
@@ -136,18 +138,31 @@ class ScaleOptions:
         return data
 
 
-@dataclass
-class LaunchOutcome:
-    #: torchrun's exit code; None when it was killed at the timeout.
-    returncode: int | None
-    output_tail: list[str]
+class ScaleWork(CaseWork[int]):
+    """``scale``'s per-case work: one process count, launched through torchrun under the shared
+    supervisor (torchrun is its launcher, so the driver runs it inline)."""
+
+    kind = "scale"
+
+    def __init__(self, options: ScaleOptions, run_options: RunOptions, device: Device,
+                 backend: str) -> None:
+        self.options, self.run_options, self.device, self.backend = (options, run_options, device,
+                                                                     backend)
+
+    def label(self, nproc: int) -> str:
+        return f"scale {self.options.workload}: {nproc} process(es) per node"
+
+    def skeleton(self, nproc: int) -> CaseResult:
+        return world_skeleton(self.options, self.run_options, self.device, self.backend, nproc)
+
+    def inline(self, nproc: int, progress: Progress | None) -> CaseResult:
+        return run_world_size(self.options, self.run_options, self.device, self.backend, nproc)
 
 
-Progress = Callable[[int, CaseResult | None], None]
-
-
-def run_scale(options: ScaleOptions, command: list[str], progress: Progress | None = None) -> RunRecord:
-    """One case per process count, in order; failures become statuses, bad usage raises."""
+def run_scale(options: ScaleOptions, command: list[str], progress: ItemProgress | None = None,
+              on_case: Callable[[RunRecord], None] | None = None, live: bool = False) -> RunRecord:
+    """One case per process count, in order, through the driver; failures become statuses, bad
+    usage raises, SIGINT and SIGTERM raise ``Interrupted`` with the world sizes measured so far."""
     for path in options.workload_files:
         load_workload_file(Path(path))
     workload = get_workload_class(options.workload)(options.size)
@@ -169,12 +184,18 @@ def run_scale(options: ScaleOptions, command: list[str], progress: Progress | No
     record = new_record(run_options, devices, command)
     record.kind = "scale"
     record.options["scale"] = options.to_dict()
-    for nproc in options.nproc:
-        if progress is not None:
-            progress(nproc, None)
-        record.cases.append(run_world_size(options, run_options, device, backend, nproc))
-        if progress is not None:
-            progress(nproc, record.cases[-1])
+
+    def keep(grown: RunRecord) -> None:
+        fill_efficiency(grown.cases)
+        if on_case is not None:
+            on_case(grown)
+
+    try:
+        drive(ScaleWork(options, run_options, device, backend), list(options.nproc), record,
+              progress=progress, on_case=keep, live=live)
+    except Interrupted as stop:
+        fill_efficiency(stop.record.cases)
+        raise
     fill_efficiency(record.cases)
     return record
 
@@ -185,8 +206,9 @@ def torchrun_command(nproc: int, rendezvous: Rendezvous, spec_path: Path) -> lis
             "-m", "accelbench.scale.ddp_worker", str(spec_path)]
 
 
-def run_world_size(options: ScaleOptions, run_options: RunOptions, device: Device, backend: str,
+def world_skeleton(options: ScaleOptions, run_options: RunOptions, device: Device, backend: str,
                    nproc: int) -> CaseResult:
+    """The case of one process count before anything ran."""
     workload = get_workload_class(options.workload)(options.size)
     batch = options.batch_size or workload.batch_size("train")
     result = skeleton_result(Case(options.workload, "train", device, batch), run_options)
@@ -198,6 +220,15 @@ def run_world_size(options: ScaleOptions, run_options: RunOptions, device: Devic
     result.scale = ScaleFigures(world_size=world, nproc_per_node=nproc,
                                 nnodes=options.rendezvous.nnodes, backend=backend,
                                 strategy=options.strategy)
+    return result
+
+
+def run_world_size(options: ScaleOptions, run_options: RunOptions, device: Device, backend: str,
+                   nproc: int) -> CaseResult:
+    workload = get_workload_class(options.workload)(options.size)
+    batch = options.batch_size or workload.batch_size("train")
+    result = world_skeleton(options, run_options, device, backend, nproc)
+    world = nproc * options.rendezvous.nnodes
     unavailable = workload.unavailable_reason()
     unsupported = fsdp_unavailable_reason() if options.fsdp else None
     if unavailable or unsupported:
@@ -230,56 +261,18 @@ def _environment(threads: int) -> dict[str, str]:
             "PYTHONUNBUFFERED": "1"}
 
 
-def launch(command: list[str], env: dict[str, str], timeout: float, echo: bool) -> LaunchOutcome:
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, env=env, start_new_session=True)
-    tail: deque[str] = deque(maxlen=OUTPUT_TAIL_LINES)
-    reader = threading.Thread(target=_pump, args=(process.stdout, tail, echo), daemon=True)
-    reader.start()
-    try:
-        code: int | None = process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_tree(process)
-        code = None
-    except BaseException:
-        _kill_tree(process)
-        raise
-    reader.join(timeout=5)
-    return LaunchOutcome(code, list(tail))
-
-
-def _pump(stream: IO[str], tail: deque[str], echo: bool) -> None:
-    for line in stream:
-        tail.append(line.rstrip())
-        if echo:
-            sys.stderr.write(line)
-
-
-def _kill_tree(process: subprocess.Popen[str]) -> None:
-    """Kill torchrun and every process under it: torchrun starts each rank in a session of its
-    own, so killing torchrun's process group alone would leave the ranks running."""
-    import psutil
-
-    try:
-        descendants = psutil.Process(process.pid).children(recursive=True)
-    except psutil.Error:
-        descendants = []
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        process.kill()
-    for child in descendants:
-        with contextlib.suppress(psutil.Error):
-            child.kill()
-    process.wait()
-    psutil.wait_procs(descendants, timeout=5)
+def launch(command: list[str], env: dict[str, str], timeout: float, echo: bool) -> ChildOutcome:
+    """torchrun under the shared supervisor: its output (every rank's) merged into one tail; at
+    the timeout torchrun and every rank under it are killed."""
+    return supervise(command, timeout, env=env, merge_output=True, echo=echo,
+                     tail_lines=OUTPUT_TAIL_LINES)
 
 
 # torchrun's failure summary: "rank : 1 (local_rank: 1)" then "exitcode : -11 (pid: 42)".
 _FAILURE = re.compile(r"rank\s*:\s*(\d+) \(local_rank: \d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
 
 
-def collect_ranks(folder: Path, world: int | None, outcome: LaunchOutcome) -> list[dict[str, Any]]:
+def collect_ranks(folder: Path, world: int | None, outcome: ChildOutcome) -> list[dict[str, Any]]:
     """Every rank's report; ranks that left none get one saying why. ``world`` None (several
     nodes, no gathered file) lists only the ranks whose files are here."""
     gathered = folder / ALL_RANKS_FILE
@@ -298,27 +291,20 @@ def collect_ranks(folder: Path, world: int | None, outcome: LaunchOutcome) -> li
     return [by_rank[rank] for rank in sorted(by_rank)]
 
 
-def _missing_rank(rank: int, outcome: LaunchOutcome, exit_code: int | None,
+def _missing_rank(rank: int, outcome: ChildOutcome, exit_code: int | None,
                   other_failed: bool) -> dict[str, Any]:
     if outcome.returncode is None:
         status, error = "timeout", "killed at the --timeout"
     elif other_failed and exit_code in (None, -signal.SIGTERM):
         status, error = "interrupted", "stopped by torchrun when another rank failed"
     elif exit_code is not None and exit_code < 0:
-        status, error = "crashed", f"the process died from {_signal_name(-exit_code)}"
+        status, error = "crashed", f"the process died from {signal_name(-exit_code)}"
     elif exit_code is not None:
         status, error = "crashed", f"the process exited with code {exit_code}"
     else:
         status, error = "crashed", f"left no result (torchrun exited with code {outcome.returncode})"
     return {"rank": rank, "status": status, "error": error, "step_times": [],
             "nosync_step_times": []}
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 #: What a rank's report keeps in the result (the rest, a traceback say, stays in the rank's file).
@@ -332,7 +318,7 @@ def _scale_of(result: CaseResult) -> ScaleFigures:
     return result.scale
 
 
-def fill_case(result: CaseResult, ranks: list[dict[str, Any]], outcome: LaunchOutcome,
+def fill_case(result: CaseResult, ranks: list[dict[str, Any]], outcome: ChildOutcome,
               timeout: float) -> None:
     """The case's status and figures from its ranks and from how torchrun ended."""
     scale = _scale_of(result)

@@ -1,0 +1,42 @@
+"""What every command that runs cases through the driver does around it (run, check, probe,
+scale): save the record after every case, store it at the end (also when interrupted), show it,
+and exit 0 / 1, or 130 / 143 after a signal."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from accelbench.engine.driver import Interrupted, saver
+from accelbench.results import RunRecord
+from accelbench.store.jsonfile import save_record
+from accelbench.store.keep import store_everywhere
+
+#: Runs the cases, handing the record to the callback after every case.
+Drive = Callable[[Callable[[RunRecord], None]], RunRecord]
+#: Shows the finished record, given where it was saved.
+Show = Callable[[RunRecord, Path], None]
+
+
+def all_ok(record: RunRecord) -> int:
+    return 0 if all(case.ok for case in record.cases) else 1
+
+
+def run_driven(drive: Drive, output: Path | None, db: Path | None, show: Show,
+               exit_code: Callable[[RunRecord], int] = all_ok) -> int:
+    """Drive the cases; keep the record (results folder, ``-o``, history) and show it."""
+    try:
+        record, stopped = drive(saver(output)), None
+    except Interrupted as stop:
+        record, stopped = stop.record, stop
+    saved = store_everywhere(record, db)
+    if output:
+        save_record(record, output)
+    show(record, saved)
+    if stopped is not None:
+        Console(stderr=True).print(f"[yellow]Interrupted by {stopped.signal_name}: the finished "
+                                   "cases are saved.[/yellow]")
+        return stopped.exit_code
+    return exit_code(record)

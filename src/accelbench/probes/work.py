@@ -1,0 +1,154 @@
+"""``probe``'s per-case work for the driver: a case is one device, probed in a worker process.
+
+A feature that kills the worker (a segfault in a kernel) or overruns the timeout costs only its
+own cell: the worker leaves the cells it finished in its partial result, the crashing feature's
+cell becomes ``crashed`` (the signal named) or ``timeout``, and a fresh worker goes on with the
+features after it.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from accelbench import __version__
+from accelbench.devices import Device, DeviceSet
+from accelbench.engine.driver import drive
+from accelbench.engine.launch import DEFAULT_CASE_TIMEOUT_S, CaseWork, Progress, Report, ending, worker_call
+from accelbench.engine.progress import ItemProgress
+from accelbench.environment import collect_environment
+from accelbench.errors import UsageError
+from accelbench.probes import Feature
+from accelbench.probes.engine import Cell, References, device_probe, probe_device
+from accelbench.results import DeviceProbe, ProbeCell, RunRecord
+from accelbench.userfile import run_user_file
+
+
+class ProbeWork(CaseWork[Device]):
+    kind = "probe"
+
+    def __init__(self, features: Sequence[Feature], cpu: Device, isolation: str = "none",
+                 timeout: float = DEFAULT_CASE_TIMEOUT_S, feature_files: Sequence[str] = (),
+                 debug: bool = False) -> None:
+        self.features, self.cpu = list(features), cpu
+        self.isolation, self.timeout, self.echo = isolation, timeout, debug
+        self.feature_files = [str(Path(path).resolve()) for path in feature_files]
+        self.references = References()  # inline, each reference is computed once for all devices
+
+    def label(self, device: Device) -> str:
+        return f"probe {device.name}"
+
+    def skeleton(self, device: Device) -> DeviceProbe:  # type: ignore[override]
+        return device_probe(device, {})
+
+    def interrupted(self, device: Device, error: str) -> None:
+        return None  # a device's cells are kept only when its probing ended
+
+    def collection(self, record: RunRecord) -> list[DeviceProbe]:
+        return record.probes
+
+    def inline(self, device: Device, progress: Progress | None) -> DeviceProbe:  # type: ignore[override]
+        return device_probe(device, probe_device(device, self.features, self.cpu, progress,
+                                               self.references, self._traceback_shower(device)))
+
+    def spec(self, device: Device, features: Sequence[Feature] | None = None) -> dict[str, Any]:
+        return {"device": device.name, "features": [f.name for f in features or self.features],
+                "feature_files": self.feature_files, "debug": self.echo}
+
+    def run(self, device: Device, progress: Progress | None) -> DeviceProbe:  # type: ignore[override]
+        if self.isolation != "process":
+            return self.inline(device, progress)
+        remaining = [f for f in self.features if f.applies_to(device.kind)]
+        cells: dict[str, ProbeCell] = {}
+        while remaining:
+            outcome, data = worker_call(self.kind, self.spec(device, remaining), self.timeout,
+                                        progress, self.echo)
+            if data is not None:
+                cells.update(DeviceProbe.from_dict(data).cells)
+            remaining = [f for f in remaining if f.name not in cells]
+            if outcome.returncode == 0 or not remaining:
+                break
+            # The worker ended during the first feature it had not finished.
+            status, error = ending(outcome, self.timeout)
+            cells[remaining[0].name] = ProbeCell(status, error)
+            remaining = remaining[1:]
+        return replace(device_probe(device, {}),
+                       cells={f.name: cells[f.name] for f in self.features if f.name in cells})
+
+    def _traceback_shower(self, device: Device) -> Callable[[str, Cell], None] | None:
+        if not self.echo:
+            return None
+
+        def show(name: str, cell: Cell) -> None:
+            if cell.traceback:
+                sys.stderr.write(f"{name} on {device.name}:\n{cell.traceback}\n")
+        return show
+
+
+def load_feature_file(path: Path) -> list[str]:
+    """Execute ``path`` and return the names of the features it registered (register_feature)."""
+    from accelbench.probes import user_features
+    from accelbench.probes.features import all_features
+
+    before = {feature.name for feature in user_features()}
+    run_user_file(Path(path), "feature file")
+    added = [feature.name for feature in user_features() if feature.name not in before]
+    if not added:
+        raise UsageError(f"feature file {path} registers no feature; call "
+                         "accelbench.probes.register_feature(Feature(...)) in it")
+    names = [feature.name for feature in all_features()]
+    taken = next((name for name in added if names.count(name) > 1), None)
+    if taken:
+        raise UsageError(f"feature file {path}: feature {taken!r} is already a feature of "
+                         "accelbench probe; give it another name")
+    return added
+
+
+def probe_from_spec(spec: dict[str, Any], report: Report) -> DeviceProbe:
+    """The worker's side of ProbeWork: the cells so far go to the parent after every feature."""
+    from accelbench.probes.features import all_features
+
+    for path in spec["feature_files"]:
+        load_feature_file(Path(path))
+    devices = DeviceSet.current()
+    device, cpu = devices.select(spec["device"])[0], devices.select("cpu")[0]
+    known = {feature.name: feature for feature in all_features()}
+    features = [known[name] for name in spec["features"]]
+    work = ProbeWork(features, cpu, debug=spec["debug"])
+    done: dict[str, Cell] = {}
+    shower = work._traceback_shower(device)
+
+    def on_cell(name: str, cell: Cell) -> None:
+        done[name] = cell
+        report.partial(device_probe(device, done))
+        if shower is not None:
+            shower(name, cell)
+
+    return device_probe(device, probe_device(device, features, cpu, report.progress, work.references,
+                                           on_cell))
+
+
+def probe_record(devices: DeviceSet, chosen: list[Device], features: list[Feature],
+                 command: list[str], options: dict[str, Any],
+                 progress: ItemProgress | None = None,
+                 on_case: Callable[[RunRecord], None] | None = None, *,
+                 isolation: str = "none", timeout: float = DEFAULT_CASE_TIMEOUT_S,
+                 feature_files: Sequence[str] = (), debug: bool = False, live: bool = False
+                 ) -> RunRecord:
+    """Probe every chosen device through the driver, each in a worker process with
+    ``isolation="process"`` (which finds a user's features again in ``feature_files``); the CPU,
+    always available, serves as the timing reference. SIGINT and SIGTERM raise ``Interrupted``
+    carrying the devices probed so far; ``live`` shows the progress display."""
+    record = RunRecord(
+        run_id=uuid.uuid4().hex[:12],
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        accelbench_version=__version__, command=command, options=options,
+        environment=collect_environment(devices), kind="probe",
+    )
+    work = ProbeWork(features, devices.select("cpu")[0], isolation, timeout, feature_files, debug)
+    return drive(work, chosen, record, progress=progress, on_case=on_case, live=live)
