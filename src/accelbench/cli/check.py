@@ -5,35 +5,38 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from accelbench.check import DEFAULT_CHECK_STEPS, CheckOptions, run_check
-from accelbench.cli.common import add_saving_arguments, positive_int
-from accelbench.cli.run import add_config_arguments, config_fields, selected_workloads
-from accelbench.devices import DEVICE_HELP, DeviceSet
-from accelbench.options import RunOptions, StopRule
+from accelbench.cli.common import add_saving_arguments
+from accelbench.cli.optiongroups import (
+    add_config_arguments,
+    add_device_argument,
+    add_workload_arguments,
+    run_keywords,
+    whole_number,
+)
+from accelbench.devices import DeviceSet
+from accelbench.option_values import build_run_options
 from accelbench.parity import REFERENCES
 from accelbench.render.check_table import check_table
 from accelbench.store.jsonfile import check_writable, save_record
 from accelbench.store.keep import store_everywhere
+from accelbench.suites import DEFAULT_SUITE
 
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("check", help="numerical parity of a device against the CPU")
-    parser.add_argument("workloads", nargs="*", metavar="WORKLOAD",
-                        help="workload names or wildcards (default: the quick suite)")
-    parser.add_argument("--workload-file", type=Path, action="append", default=[],
-                        metavar="FILE.py", help="load your own workloads")
-    parser.add_argument("--device", default="auto", help=f"{DEVICE_HELP} (default auto)")
+    add_workload_arguments(parser, f"workload names or wildcards (default: the {DEFAULT_SUITE} "
+                           "suite)")
+    add_device_argument(parser, "auto", "default auto")
     parser.add_argument("--reference", choices=REFERENCES, default="cpu-fp64",
                         help="what the candidate is compared with (default cpu-fp64)")
-    parser.add_argument("--steps", type=positive_int, default=DEFAULT_CHECK_STEPS,
+    # Not the stop group: parity trains a fixed number of steps on each side, no time budget.
+    parser.add_argument("--steps", type=whole_number, default=DEFAULT_CHECK_STEPS,
                         help=f"training steps on each side (default {DEFAULT_CHECK_STEPS})")
-    parser.add_argument("--batch-size", type=positive_int, help="override every batch size")
-    parser.add_argument("--threads", type=positive_int, help="CPU threads torch may use")
     add_config_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     add_saving_arguments(parser, quiet=False)
@@ -41,9 +44,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
-    workloads, _ = selected_workloads(args)
-    run = RunOptions(workloads=workloads, device=args.device, modes=("train",),
-                     stop=StopRule("steps", args.steps), **config_fields(args))
+    run = build_run_options(args.workloads, args.device, "train", **run_keywords(args))
     options = CheckOptions(run=run, reference=args.reference, steps=args.steps)
     if args.output:
         check_writable(args.output)

@@ -80,7 +80,8 @@ def add_saving_arguments(parser: argparse.ArgumentParser, quiet: bool = True,
                          debug_help: str = "show tracebacks") -> None:
     """Where a command's record goes besides the per-user folder, and how much it says: the same
     options for every command that measures and stores (run, sweep, check, scale)."""
-    parser.add_argument("--output", "-o", type=Path, help="also write the result JSON here")
+    parser.add_argument("--output", "-o", type=Path, metavar="FILE.json",
+                        help="also write the result JSON here")
     parser.add_argument("--db", type=Path, help="history database (default: the per-user one)")
     if quiet:
         parser.add_argument("--quiet", action="store_true", help="no live progress display")

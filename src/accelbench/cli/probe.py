@@ -7,13 +7,14 @@ import argparse
 import contextlib
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from accelbench.devices import DEVICE_HELP, Device, DeviceSet
+from accelbench.cli.common import add_saving_arguments
+from accelbench.cli.optiongroups import add_device_argument
+from accelbench.devices import Device, DeviceSet
 from accelbench.errors import UsageError
 from accelbench.probes import Feature
 from accelbench.probes.engine import Cell, probe_record
@@ -25,7 +26,7 @@ from accelbench.store.keep import store_everywhere
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("probe", help="which features work on each device")
-    parser.add_argument("--device", default="all", help=f"{DEVICE_HELP} (default: all)")
+    add_device_argument(parser, "all", "default: all")
     parser.add_argument("--feature", action="append", metavar="PATTERN",
                         help="probe only the features matching this wildcard, e.g. fft or 'sdpa:*' "
                         "(repeatable; see --list)")
@@ -33,10 +34,7 @@ def add_parser(subparsers: Any) -> None:
                         help="skip the torch.compile probes (inductor can take a minute on a CPU)")
     parser.add_argument("--list", action="store_true", help="list the features and exit")
     parser.add_argument("--json", action="store_true", help="print the result record as JSON")
-    parser.add_argument("--output", "-o", type=Path, metavar="FILE.json",
-                        help="also write the result JSON here")
-    parser.add_argument("--db", type=Path, help="history database (default: the per-user one)")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks of failing probes")
+    add_saving_arguments(parser, quiet=False, debug_help="show tracebacks of failing probes")
     parser.set_defaults(execute=execute)
 
 
