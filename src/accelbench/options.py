@@ -35,16 +35,24 @@ def check_number(flag: str, value: object, *, whole: bool, zero_ok: bool,
     """Raise UsageError unless ``value`` is a finite number (an int when ``whole``) above zero (or
     at least zero) and at most ``most``. The one check behind the CLI flags and the Python
     keywords, so both report a bad value with the same words."""
+    shown = _shown(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise UsageError(f"{flag} must be a {'whole ' if whole else ''}number, got {value!r}")
+        raise UsageError(f"{flag} must be a {'whole ' if whole else ''}number, got {shown}")
     if whole and not isinstance(value, int):
         raise UsageError(f"{flag} must be a whole number, got {value!r}")
     if not math.isfinite(value):
-        raise UsageError(f"{flag} must be a finite number, got {value!r}")
+        raise UsageError(f"{flag} must be a finite number, got {shown}")
     if value < 0 or (value == 0 and not zero_ok):
-        raise UsageError(f"{flag} must be {'0 or more' if zero_ok else 'positive'}, got {value!r}")
+        raise UsageError(f"{flag} must be {'0 or more' if zero_ok else 'positive'}, got {shown}")
     if value > most:
-        raise UsageError(f"{flag} must be at most {most:g}, got {value!r}")
+        raise UsageError(f"{flag} must be at most {most:.0f}, got {shown}")
+
+
+def _shown(value: object) -> str:
+    # 3 and 3.0 read the same: the CLI parses a float where Python code may pass an int.
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return repr(value) if isinstance(value, str) else str(value)
 
 
 def _check_flag(flag: str, value: object) -> None:
@@ -78,7 +86,7 @@ class StopRule:
             check_number("--target-ci", self.target_ci, whole=False, zero_ok=True)
             if not 0 <= self.target_ci < 100:
                 raise UsageError(f"--target-ci must be a percentage from 0 to below 100, got "
-                                 f"{self.target_ci}")
+                                 f"{_shown(self.target_ci)}")
             if self.target_ci and self.kind != "time":
                 raise UsageError(f"--target-ci stops a time budget early; it cannot be combined "
                                  f"with --{self.kind}")
