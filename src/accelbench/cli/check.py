@@ -10,14 +10,8 @@ from typing import Any
 from rich.console import Console
 
 from accelbench.check import DEFAULT_CHECK_STEPS, CheckOptions, run_check
+from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import add_saving_arguments
-from accelbench.cli.optiongroups import (
-    add_config_arguments,
-    add_device_argument,
-    add_workload_arguments,
-    run_keywords,
-    whole_number,
-)
 from accelbench.devices import DeviceSet
 from accelbench.option_values import build_run_options
 from accelbench.parity import REFERENCES
@@ -29,22 +23,22 @@ from accelbench.suites import DEFAULT_SUITE
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("check", help="numerical parity of a device against the CPU")
-    add_workload_arguments(parser, f"workload names or wildcards (default: the {DEFAULT_SUITE} "
+    groups.add_workload_arguments(parser, f"workload names or wildcards (default: the {DEFAULT_SUITE} "
                            "suite)")
-    add_device_argument(parser, "auto", "default auto")
+    groups.add_device_argument(parser, "auto", "default auto")
     parser.add_argument("--reference", choices=REFERENCES, default="cpu-fp64",
                         help="what the candidate is compared with (default cpu-fp64)")
     # Not the stop group: parity trains a fixed number of steps on each side, no time budget.
-    parser.add_argument("--steps", type=whole_number, default=DEFAULT_CHECK_STEPS,
+    parser.add_argument("--steps", type=groups.whole_number, default=DEFAULT_CHECK_STEPS,
                         help=f"training steps on each side (default {DEFAULT_CHECK_STEPS})")
-    add_config_arguments(parser)
+    groups.add_config_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     add_saving_arguments(parser, quiet=False)
     parser.set_defaults(execute=execute)
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
-    run = build_run_options(args.workloads, args.device, "train", **run_keywords(args))
+    run = build_run_options(args.workloads, args.device, "train", **groups.run_keywords(args))
     options = CheckOptions(run=run, reference=args.reference, steps=args.steps)
     if args.output:
         check_writable(args.output)

@@ -12,8 +12,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import add_saving_arguments
-from accelbench.cli.optiongroups import add_device_argument
 from accelbench.devices import Device, DeviceSet
 from accelbench.errors import UsageError
 from accelbench.probes import Feature
@@ -26,7 +26,7 @@ from accelbench.store.keep import store_everywhere
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("probe", help="which features work on each device")
-    add_device_argument(parser, "all", "default: all")
+    groups.add_device_argument(parser, "all", "default: all")
     parser.add_argument("--feature", action="append", metavar="PATTERN",
                         help="probe only the features matching this wildcard, e.g. fft or 'sdpa:*' "
                         "(repeatable; see --list)")

@@ -10,17 +10,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import add_saving_arguments, terminate_as_exception
-from accelbench.cli.optiongroups import (
-    add_config_arguments,
-    add_data_arguments,
-    add_device_argument,
-    add_isolation_arguments,
-    add_mode_argument,
-    add_stop_arguments,
-    add_workload_arguments,
-    run_keywords,
-)
 from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
 from accelbench.option_values import build_run_options, check_data
@@ -35,14 +26,14 @@ from accelbench.suites import DEFAULT_SUITE
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("run", help="time workloads on devices")
-    add_workload_arguments(parser, f"workload names or wildcards (default: the '{DEFAULT_SUITE}' "
+    groups.add_workload_arguments(parser, f"workload names or wildcards (default: the '{DEFAULT_SUITE}' "
                            "suite)", suite=True)
-    add_device_argument(parser, None, "default: auto for named workloads, all for a suite")
-    add_mode_argument(parser, ("train", "eval"))
-    add_stop_arguments(parser)
-    add_config_arguments(parser)
-    add_data_arguments(parser)
-    add_isolation_arguments(parser)
+    groups.add_device_argument(parser, None, "default: auto for named workloads, all for a suite")
+    groups.add_mode_argument(parser, ("train", "eval"))
+    groups.add_stop_arguments(parser)
+    groups.add_config_arguments(parser)
+    groups.add_data_arguments(parser)
+    groups.add_isolation_arguments(parser)
     parser.add_argument("--profile", action="store_true",
                         help="profile a few extra steps (torch.profiler) and diagnose each case: "
                         "launch-, compute-, memory-, input- or kernel-bound")
@@ -53,7 +44,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
-    return build_run_options(args.workloads, args.device, args.modes, **run_keywords(args))
+    return build_run_options(args.workloads, args.device, args.modes, **groups.run_keywords(args))
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:

@@ -9,17 +9,12 @@ from typing import Any
 
 from rich.console import Console
 
+from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import (
     add_saving_arguments,
     non_negative_int,
     positive_float,
     positive_int,
-)
-from accelbench.cli.optiongroups import (
-    add_config_arguments,
-    add_device_argument,
-    add_stop_arguments,
-    add_workload_file_argument,
 )
 from accelbench.option_values import stop_rule
 from accelbench.options import DEFAULT_TIME_BUDGET_S
@@ -48,19 +43,19 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("workload", metavar="WORKLOAD", help="a workload name (see 'accelbench list')")
     parser.add_argument("--nproc", type=process_counts, default=(1, 2), metavar="N[,N...]",
                         help="processes per node to try, e.g. 1,2,4 (default 1,2)")
-    add_device_argument(parser, "auto", "default auto",
+    groups.add_device_argument(parser, "auto", "default auto",
                         help="cpu (gloo), cuda (nccl), xpu (xccl) or auto")
     parser.add_argument("--backend", default="",
                         help="torch.distributed backend (default: the device's)")
-    add_stop_arguments(parser, epochs=False, target_ci=False, time_help=(
+    groups.add_stop_arguments(parser, epochs=False, target_ci=False, time_help=(
         f"measure about this long per world size (default {DEFAULT_TIME_BUDGET_S:g}); the no-sync "
         "comparison runs as many steps again"))
-    add_config_arguments(parser, compute=False, batch_size_help="batch per process",
+    groups.add_config_arguments(parser, compute=False, batch_size_help="batch per process",
                          threads_help="torch threads per process (default: the CPU's cores / "
                          "processes)")
     parser.add_argument("--fsdp", action="store_true",
                         help="shard with FSDP2 (fully_shard) instead of DistributedDataParallel")
-    add_workload_file_argument(parser, "load your own workloads (registered with "
+    groups.add_workload_file_argument(parser, "load your own workloads (registered with "
                                "@accelbench.register)")
     nodes = parser.add_argument_group("several machines (passed to torchrun unchanged)")
     nodes.add_argument("--nnodes", type=positive_int, default=1)

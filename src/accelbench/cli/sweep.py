@@ -10,17 +10,8 @@ from typing import Any
 
 from rich.console import Console
 
+from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import add_saving_arguments, terminate_as_exception
-from accelbench.cli.optiongroups import (
-    add_config_arguments,
-    add_data_arguments,
-    add_device_argument,
-    add_isolation_arguments,
-    add_mode_argument,
-    add_stop_arguments,
-    add_workload_arguments,
-    run_keywords,
-)
 from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
 from accelbench.option_values import build_run_options, check_data
@@ -44,17 +35,17 @@ def _batch_sizes(text: str) -> tuple[int, ...]:
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("sweep", help="throughput per batch size and device; saturation "
                                    "and the CPU crossover")
-    add_workload_arguments(parser, "workload names, wildcards or model names (timm:resnet18, hf:bert, "
+    groups.add_workload_arguments(parser, "workload names, wildcards or model names (timm:resnet18, hf:bert, "
                            "...)", nargs="+")
     parser.add_argument("--batch-size", required=True, type=_batch_sizes, metavar="LIST",
                         help="batch sizes: 1,4,16 or 1,2,4,...,256")
-    add_device_argument(parser, "all", "default: all")
-    add_mode_argument(parser, ("train",))
-    add_stop_arguments(parser)
-    add_config_arguments(parser, batch_size=False)
-    add_data_arguments(parser)
+    groups.add_device_argument(parser, "all", "default: all")
+    groups.add_mode_argument(parser, ("train",))
+    groups.add_stop_arguments(parser)
+    groups.add_config_arguments(parser, batch_size=False)
+    groups.add_data_arguments(parser)
     # No --auto-batch: running out of memory at a batch size is what a sweep finds.
-    add_isolation_arguments(parser, auto_batch=False)
+    groups.add_isolation_arguments(parser, auto_batch=False)
     add_saving_arguments(parser)
     parser.set_defaults(execute=execute)
 
@@ -62,7 +53,7 @@ def add_parser(subparsers: Any) -> None:
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     # --batch-size is the sweep's list, not the one batch size of every case
     return build_run_options(args.workloads, args.device, args.modes,
-                             **run_keywords(args, exclude=("batch_size",)))
+                             **groups.run_keywords(args, exclude=("batch_size",)))
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
