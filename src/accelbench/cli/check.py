@@ -23,8 +23,8 @@ from accelbench.suites import DEFAULT_SUITE
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("check", help="numerical parity of a device against the CPU")
-    groups.add_workload_arguments(parser, f"workload names or wildcards (default: the {DEFAULT_SUITE} "
-                           "suite)")
+    groups.add_workload_arguments(
+        parser, f"workload names or wildcards (default: the {DEFAULT_SUITE} suite)")
     groups.add_device_argument(parser, "auto", "default auto")
     parser.add_argument("--reference", choices=REFERENCES, default="cpu-fp64",
                         help="what the candidate is compared with (default cpu-fp64)")

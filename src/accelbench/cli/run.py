@@ -26,8 +26,8 @@ from accelbench.suites import DEFAULT_SUITE
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("run", help="time workloads on devices")
-    groups.add_workload_arguments(parser, f"workload names or wildcards (default: the '{DEFAULT_SUITE}' "
-                           "suite)", suite=True)
+    groups.add_workload_arguments(
+        parser, f"workload names or wildcards (default: the '{DEFAULT_SUITE}' suite)", suite=True)
     groups.add_device_argument(parser, None, "default: auto for named workloads, all for a suite")
     groups.add_mode_argument(parser, ("train", "eval"))
     groups.add_stop_arguments(parser)

@@ -44,19 +44,19 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--nproc", type=process_counts, default=(1, 2), metavar="N[,N...]",
                         help="processes per node to try, e.g. 1,2,4 (default 1,2)")
     groups.add_device_argument(parser, "auto", "default auto",
-                        help="cpu (gloo), cuda (nccl), xpu (xccl) or auto")
+                               help="cpu (gloo), cuda (nccl), xpu (xccl) or auto")
     parser.add_argument("--backend", default="",
                         help="torch.distributed backend (default: the device's)")
     groups.add_stop_arguments(parser, epochs=False, target_ci=False, time_help=(
         f"measure about this long per world size (default {DEFAULT_TIME_BUDGET_S:g}); the no-sync "
         "comparison runs as many steps again"))
     groups.add_config_arguments(parser, compute=False, batch_size_help="batch per process",
-                         threads_help="torch threads per process (default: the CPU's cores / "
-                         "processes)")
+                                threads_help="torch threads per process (default: the CPU's "
+                                "cores / processes)")
     parser.add_argument("--fsdp", action="store_true",
                         help="shard with FSDP2 (fully_shard) instead of DistributedDataParallel")
     groups.add_workload_file_argument(parser, "load your own workloads (registered with "
-                               "@accelbench.register)")
+                                      "@accelbench.register)")
     nodes = parser.add_argument_group("several machines (passed to torchrun unchanged)")
     nodes.add_argument("--nnodes", type=positive_int, default=1)
     nodes.add_argument("--node-rank", type=non_negative_int)

@@ -35,8 +35,8 @@ def _batch_sizes(text: str) -> tuple[int, ...]:
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("sweep", help="throughput per batch size and device; saturation "
                                    "and the CPU crossover")
-    groups.add_workload_arguments(parser, "workload names, wildcards or model names (timm:resnet18, hf:bert, "
-                           "...)", nargs="+")
+    groups.add_workload_arguments(
+        parser, "workload names, wildcards or model names (timm:resnet18, hf:bert, ...)", nargs="+")
     parser.add_argument("--batch-size", required=True, type=_batch_sizes, metavar="LIST",
                         help="batch sizes: 1,4,16 or 1,2,4,...,256")
     groups.add_device_argument(parser, "all", "default: all")
