@@ -6,7 +6,8 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["DataOptions", "Workload", "__version__", "bench", "list_workloads", "register", "run", "sweep"]
+__all__ = ["DataOptions", "RunOptions", "StopRule", "Workload", "__version__", "bench",
+           "list_workloads", "register", "run", "sweep"]
 
 _LAZY = {
     "run": "accelbench.api",
@@ -16,6 +17,8 @@ _LAZY = {
     "Workload": "accelbench.workloads.base",
     "DataOptions": "accelbench.workloads.base",
     "register": "accelbench.workloads.base",
+    "RunOptions": "accelbench.options",
+    "StopRule": "accelbench.options",
 }
 
 

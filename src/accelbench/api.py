@@ -3,9 +3,13 @@
     import accelbench
     result = accelbench.bench(model, (inputs, labels), device="all", steps=20)
     result            # a table in a notebook
-    record = accelbench.run(["mnist"], device="cpu", steps=20)
+    record = accelbench.run(["mnist"], device="cpu", steps=20, target_ci=1, auto_batch=True)
     for case in record.cases:
         print(case.workload, case.mode, case.throughput(), case.epoch_time())
+
+Every option of ``accelbench run`` is a keyword of the same name (``--target-ci`` ->
+``target_ci=``), turned into RunOptions by the same function as the CLI's flags
+(``option_values.build_run_options``), so both accept and reject the same values.
 """
 
 from __future__ import annotations
@@ -13,16 +17,27 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import fields
-from pathlib import Path
-from typing import Any
+from dataclasses import fields, replace
+from typing import TYPE_CHECKING, Any
 
 from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
-from accelbench.options import DEFAULT_TIME_BUDGET_S, DEFAULT_WARMUP_STEPS, RunOptions, StopRule
+from accelbench.option_values import (
+    BenchKeywords,
+    RunKeywords,
+    SweepKeywords,
+    build_run_options,
+    check_data,
+    load_workload_files,
+    reject_unknown,
+)
+from accelbench.options import RunOptions
 from accelbench.results import RunRecord
 from accelbench.runner import CaseProgress, plan, run_plan
 from accelbench.workloads import match_workloads
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 class Result(RunRecord):
@@ -43,34 +58,12 @@ def list_workloads(*patterns: str) -> list[str]:
     return match_workloads(patterns or ("*",))
 
 
-def stop_rule(steps: int | None = None, time_budget: float | None = None,
-              epochs: int | None = None) -> StopRule:
-    given = [(k, v) for k, v in (("steps", steps), ("time", time_budget), ("epochs", epochs))
-             if v is not None]
-    if len(given) > 1:
-        raise UsageError("give at most one of steps, time_budget and epochs")
-    return StopRule(*given[0]) if given else StopRule("time", DEFAULT_TIME_BUDGET_S)
-
-
-def _tuple(value: str | Sequence[str]) -> tuple[str, ...]:
-    return (value,) if isinstance(value, str) else tuple(value)
-
-
-def run_options(workloads: Sequence[str], device: str, modes: str | Sequence[str], *,
-                steps: int | None = None, time_budget: float | None = None,
-                epochs: int | None = None, precision: str | Sequence[str] = "fp32",
-                compile: str | Sequence[str] | None = None, **settings: Any) -> RunOptions:
-    """RunOptions from keyword arguments as the CLI spells them (``compile="inductor"``)."""
-    return RunOptions(workloads=tuple(workloads), device=device, modes=_tuple(modes),
-                      stop=stop_rule(steps, time_budget, epochs), precisions=_tuple(precision),
-                      compile_backends=_tuple(compile) if compile else ("",), **settings)
-
-
 def execute(options: RunOptions, save: bool = True, progress: CaseProgress | None = None,
             prepare: Callable[[RunRecord], None] | None = None,
             batch_sizes: Sequence[int] | None = None) -> Result:
     """Plan and run ``options`` on this machine's devices (at each of ``batch_sizes``: a sweep);
-    save the record like a CLI run."""
+    save the record like a CLI run. The data is checked first, as the CLI does."""
+    check_data(options)
     devices = DeviceSet.current()
     command = ["python", *sys.argv[:1]]
     if batch_sizes is not None:
@@ -89,43 +82,36 @@ def execute(options: RunOptions, save: bool = True, progress: CaseProgress | Non
 
 
 def run(
-    workloads: Sequence[str] = ("mnist",),
-    device: str = "auto",
-    modes: Sequence[str] = ("train", "eval"),
+    workloads: str | Sequence[str] | None = None,
+    device: str | None = None,
+    modes: str | Sequence[str] | None = None,
     *,
-    steps: int | None = None,
-    time_budget: float | None = None,
-    epochs: int | None = None,
-    warmup: int = DEFAULT_WARMUP_STEPS,
-    batch_size: int | None = None,
-    threads: int | None = None,
-    data: str = "synthetic",
-    data_dir: str | Path | None = None,
-    size: str = "published",
-    workers: int = 0,
-    workload_file: str | Path | None = None,
-    isolation: str = "process",
-    precision: str | Sequence[str] = "fp32",
-    compile: str | Sequence[str] | None = None,
-    repeat: int = 1,
+    options: RunOptions | None = None,
     save: bool = True,
     progress: CaseProgress | None = None,
+    **keywords: Unpack[RunKeywords],
 ) -> Result:
     """Run workloads (names, wildcards, or ``timm:``/``torchvision:``/``hf:`` model names) on
-    devices and return the RunRecord (also saved like a CLI run)."""
-    workload_files: tuple[str, ...] = ()
-    if workload_file is not None:
-        from accelbench.userfile import load_workload_file
+    devices and return the RunRecord (also saved like a CLI run).
 
-        load_workload_file(Path(workload_file))
-        workload_files = (str(Path(workload_file).resolve()),)
-    options = run_options(
-        match_workloads(list(workloads)), device, modes, steps=steps, time_budget=time_budget,
-        epochs=epochs, precision=precision, compile=compile, warmup_steps=warmup,
-        batch_size=batch_size, threads=threads, data=data,
-        data_dir=Path(data_dir) if data_dir else None, size=size, workers=workers,
-        workload_files=workload_files, isolation=isolation, repeat=repeat,
-    )
+    Defaults: ``mnist`` (or the ``suite=``, or the workloads ``workload_file=`` registers), on
+    ``auto`` (``all`` for a suite), in ``train`` and ``eval``. Every ``accelbench run`` option is a
+    keyword: ``steps``, ``time_budget``, ``epochs``, ``target_ci``, ``warmup``, ``precision``,
+    ``compile``, ``channels_last``, ``size``, ``batch_size``, ``threads``, ``data``, ``data_dir``,
+    ``workers``, ``workload_file``, ``suite``, ``isolation``, ``case_timeout``, ``auto_batch``,
+    ``cooldown``, ``repeat``, ``profile`` (see ``option_values.RunKeywords``). A list option takes
+    a list or a comma string (``precision="fp32,bf16"``); ``compile=True`` is a bare
+    ``--compile``. Or give ``options=RunOptions(...)`` and nothing else.
+    """
+    if options is not None:
+        given = [name for name, value in (("workloads", workloads), ("device", device),
+                                          ("modes", modes)) if value is not None] + list(keywords)
+        if given:
+            raise UsageError(f"give options=RunOptions(...) or keywords, not both (got {given[0]!r})")
+        return execute(load_workload_files(options), save, progress)
+    if workloads is None and not keywords.get("suite") and not keywords.get("workload_file"):
+        workloads = ("mnist",)
+    options = build_run_options(workloads, device, modes or ("train", "eval"), **keywords)
     return execute(options, save, progress)
 
 
@@ -138,22 +124,11 @@ def bench(
     modes: str | Sequence[str] = ("train", "eval"),
     *,
     name: str | None = None,
-    steps: int | None = None,
-    time_budget: float | None = None,
-    epochs: int | None = None,
-    warmup: int = DEFAULT_WARMUP_STEPS,
     batch_size: int | Sequence[int] | None = None,
     samples_per_epoch: int | None = None,
-    precision: str | Sequence[str] = "fp32",
-    compile: str | Sequence[str] | None = None,
-    channels_last: bool = False,
-    threads: int | None = None,
-    isolation: str = "process",
-    repeat: int = 1,
-    auto_batch: bool = False,
-    case_timeout: float = 1800.0,
     save: bool = True,
     progress: CaseProgress | None = None,
+    **keywords: Unpack[BenchKeywords],
 ) -> Result:
     """Measure a model object on devices: the same record as ``run`` (saved in the history).
 
@@ -166,7 +141,10 @@ def bench(
     fresh copy of the model. With ``isolation="process"`` each case runs in a worker process when
     the model, loss and optimiser can be pickled and imported there, otherwise inline; each case's
     ``isolation`` says which, and why. ``repeat=N`` measures each case in N worker
-    processes (as ``accelbench run --repeat``), so it needs a model that can go to one.
+    processes (as ``accelbench run --repeat``), so it needs a model that can go to one. The other
+    keywords are ``run``'s: ``steps``, ``time_budget``, ``epochs``, ``target_ci``, ``warmup``,
+    ``precision``, ``compile``, ``channels_last``, ``threads``, ``case_timeout``, ``auto_batch``,
+    ``cooldown``, ``profile`` (see ``option_values.BenchKeywords``).
     """
     from accelbench.models import objects
     from accelbench.workloads.base import register
@@ -179,18 +157,17 @@ def bench(
     spec = objects.BenchSpec(model, batch, loss_fn, objects.optimizer_factory(optimizer),
                              samples_per_epoch or objects.DEFAULT_EPOCH_BATCHES * len(batch[0]))
     label = name or type(model).__name__
+    reject_unknown("bench", keywords, BenchKeywords)
     cls = register(objects.object_class(label, spec))
-    inline_reason = objects.why_not_picklable(spec) if isolation == "process" else "isolation='none'"
-    if inline_reason and repeat > 1:
-        raise UsageError(f"repeat={repeat} needs a worker process per repeat, but this model runs "
-                         f"inline: {inline_reason}")
-    options = run_options(
-        [cls.name], device, modes, steps=steps, time_budget=time_budget, epochs=epochs,
-        precision=precision, compile=compile, warmup_steps=warmup,
-        batch_size=batch_size if isinstance(batch_size, int) else None, channels_last=channels_last,
-        threads=threads, auto_batch=auto_batch, repeat=repeat,
-        case_timeout=case_timeout, isolation="none" if inline_reason else "process",
-    )
+    # Built (and validated) as the user asked before deciding where the cases can run.
+    options = build_run_options([cls.name], device, modes, **keywords,
+                                batch_size=batch_size if isinstance(batch_size, int) else None)
+    inline_reason = (objects.why_not_picklable(spec) if options.isolation == "process"
+                     else "isolation='none'")
+    if inline_reason and options.repeat > 1:
+        raise UsageError(f"repeat={options.repeat} needs a worker process per repeat, but this "
+                         f"model runs inline: {inline_reason}")
+    options = replace(options, isolation="none" if inline_reason else "process")
     how = f"inline: {inline_reason}" if inline_reason else "process"
 
     def mark(record: RunRecord) -> None:
@@ -217,26 +194,17 @@ def sweep(
     device: str = "all",
     modes: str | Sequence[str] = "train",
     *,
-    steps: int | None = None,
-    time_budget: float | None = None,
-    warmup: int = DEFAULT_WARMUP_STEPS,
-    size: str = "published",
-    precision: str | Sequence[str] = "fp32",
-    compile: str | Sequence[str] | None = None,
-    threads: int | None = None,
-    isolation: str = "process",
     save: bool = True,
     progress: CaseProgress | None = None,
+    **keywords: Unpack[SweepKeywords],
 ) -> Result:
     """``accelbench sweep`` from Python: every workload at each batch size (``[1, 4, 16]`` or
     ``"1,2,4,...,256"``) on each device; a record of kind "sweep" (see ``accelbench.sweep_analysis``
-    for the saturation and crossover)."""
-    options = run_options(
-        match_workloads(_tuple(workloads)), device, modes, steps=steps, time_budget=time_budget,
-        precision=precision, compile=compile, warmup_steps=warmup, size=size, threads=threads,
-        isolation=isolation,
-    )
+    for the saturation and crossover). The keywords are ``accelbench sweep``'s options, as ``run``
+    spells them (see ``option_values.SweepKeywords``)."""
+    reject_unknown("sweep", keywords, SweepKeywords)
     sizes = _sweep_sizes(batch_sizes)
     if sizes is None:
         raise UsageError("sweep needs a list of batch sizes, e.g. [1, 4, 16] or '1,2,4,...,256'")
-    return execute(options, save, progress, batch_sizes=sizes)
+    return execute(build_run_options(workloads, device, modes, **keywords), save, progress,
+                   batch_sizes=sizes)

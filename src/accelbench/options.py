@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.workloads.base import MODES
+from accelbench.workloads.base import MODES, SIZES
 
 STOP_KINDS = ("steps", "time", "epochs")
 DEFAULT_TIME_BUDGET_S = 10.0
@@ -22,6 +23,46 @@ DEFAULT_TARGET_CI_PCT = 2.0
 #: --data: host batches copied to the device every step (as a DataLoader gives them), batches
 #: resident on the device (pure compute, as timm and TorchBench measure), or a real data set.
 DATA_MODES = ("synthetic", "synthetic-device", "real")
+ISOLATIONS = ("process", "none")
+DEFAULT_CASE_TIMEOUT_S = 1800.0
+#: Beyond these a value is a typo, not a measurement plan (and would overflow timers and ranges).
+MOST_COUNT = 10**9
+MOST_SECONDS = 1e7
+
+
+def check_number(flag: str, value: object, *, whole: bool, zero_ok: bool,
+                 most: float = MOST_COUNT) -> None:
+    """Raise UsageError unless ``value`` is a finite number (an int when ``whole``) above zero (or
+    at least zero) and at most ``most``. The one check behind the CLI flags and the Python
+    keywords, so both report a bad value with the same words."""
+    shown = _shown(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UsageError(f"{flag} must be a {'whole ' if whole else ''}number, got {shown}")
+    if whole and not isinstance(value, int):
+        raise UsageError(f"{flag} must be a whole number, got {value!r}")
+    if not math.isfinite(value):
+        raise UsageError(f"{flag} must be a finite number, got {shown}")
+    if value < 0 or (value == 0 and not zero_ok):
+        raise UsageError(f"{flag} must be {'0 or more' if zero_ok else 'positive'}, got {shown}")
+    if value > most:
+        raise UsageError(f"{flag} must be at most {most:.0f}, got {shown}")
+
+
+def _shown(value: object) -> str:
+    # 3 and 3.0 read the same: the CLI parses a float where Python code may pass an int.
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _check_flag(flag: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise UsageError(f"{flag} is a switch: True or False, got {value!r}")
+
+
+def _check_choice(flag: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise UsageError(f"{flag} {value!r} is unknown; allowed: {', '.join(allowed)}")
 
 
 @dataclass(frozen=True)
@@ -35,15 +76,17 @@ class StopRule:
     def __post_init__(self) -> None:
         if self.kind not in STOP_KINDS:
             raise UsageError(f"stop rule {self.kind!r} is unknown; allowed: {STOP_KINDS}")
-        if not self.value > 0:
-            raise UsageError(f"--{'time-budget' if self.kind == 'time' else self.kind} must be "
-                             f"positive, got {self.value}")
+        flag = f"--{'time-budget' if self.kind == 'time' else self.kind}"
+        check_number(flag, self.value, whole=False, zero_ok=False,
+                     most=MOST_SECONDS if self.kind == "time" else MOST_COUNT)
+        # A stored record may say 5.0 steps: a whole float is a whole number here.
         if self.kind != "time" and int(self.value) != self.value:
-            raise UsageError(f"--{self.kind} must be a whole number, got {self.value}")
+            raise UsageError(f"{flag} must be a whole number, got {self.value}")
         if self.target_ci is not None:
+            check_number("--target-ci", self.target_ci, whole=False, zero_ok=True)
             if not 0 <= self.target_ci < 100:
                 raise UsageError(f"--target-ci must be a percentage from 0 to below 100, got "
-                                 f"{self.target_ci}")
+                                 f"{_shown(self.target_ci)}")
             if self.target_ci and self.kind != "time":
                 raise UsageError(f"--target-ci stops a time budget early; it cannot be combined "
                                  f"with --{self.kind}")
@@ -86,7 +129,7 @@ class RunOptions:
     #: "process" runs each case in its own worker process; "none" runs it inline.
     isolation: str = "process"
     #: Seconds a case may take (set-up, warm-up and measurement) before it is stopped.
-    case_timeout: float = 1800.0
+    case_timeout: float = DEFAULT_CASE_TIMEOUT_S
     auto_batch: bool = False
     cooldown: float = 0.0
     #: Worker processes per case (interleaved rounds); the per-process figure is what compare judges.
@@ -99,32 +142,29 @@ class RunOptions:
         if bad or not self.modes:
             raise UsageError(f"--mode {','.join(self.modes)!r} is not allowed; allowed: train, "
                              "eval, or train,eval")
-        for name in ("batch_size", "threads"):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise UsageError(f"--{name.replace('_', '-')} must be positive, got {value}")
-        if self.warmup_steps < 0:
-            raise UsageError(f"--warmup must be 0 or more, got {self.warmup_steps}")
-        if self.workers < 0:
-            raise UsageError(f"--workers must be 0 or more, got {self.workers}")
+        for flag, value in (("--batch-size", self.batch_size), ("--threads", self.threads)):
+            if value is not None:
+                check_number(flag, value, whole=True, zero_ok=False)
+        check_number("--warmup", self.warmup_steps, whole=True, zero_ok=True)
+        check_number("--workers", self.workers, whole=True, zero_ok=True)
+        check_number("--repeat", self.repeat, whole=True, zero_ok=False)
+        check_number("--case-timeout", self.case_timeout, whole=False, zero_ok=False,
+                     most=MOST_SECONDS)
+        check_number("--cooldown", self.cooldown, whole=False, zero_ok=True, most=MOST_SECONDS)
+        for flag, switch in (("--channels-last", self.channels_last),
+                             ("--auto-batch", self.auto_batch), ("--profile", self.profile)):
+            _check_flag(flag, switch)
         from accelbench.precision import get_precision
 
         for name in self.precisions:
             get_precision(name)
         if not self.precisions or not self.compile_backends:
             raise UsageError("--precision and --compile need at least one value")
-        if self.isolation not in ("process", "none"):
-            raise UsageError(f"--isolation {self.isolation!r} is unknown; allowed: process, none")
-        if not self.case_timeout > 0:
-            raise UsageError(f"--case-timeout must be positive, got {self.case_timeout}")
-        if isinstance(self.repeat, bool) or not isinstance(self.repeat, int) or self.repeat < 1:
-            raise UsageError(f"--repeat must be a whole number of processes, 1 or more; got {self.repeat!r}")
+        _check_choice("--isolation", self.isolation, ISOLATIONS)
+        _check_choice("--size", self.size, SIZES)
         if self.repeat > 1 and self.isolation != "process":
             raise UsageError("--repeat N needs --isolation process: each repeat is a fresh worker process")
-        if self.cooldown < 0:
-            raise UsageError(f"--cooldown must be 0 or more, got {self.cooldown}")
-        if self.data not in DATA_MODES:
-            raise UsageError(f"--data {self.data!r} is unknown; allowed: {', '.join(DATA_MODES)}")
+        _check_choice("--data", self.data, DATA_MODES)
         if self.data == "real":
             if self.data_dir is None:
                 raise UsageError("--data real needs --data-dir DIR holding the data set files")

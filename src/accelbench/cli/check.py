@@ -12,44 +12,37 @@ from typing import Any
 from rich.console import Console
 
 from accelbench.check import DEFAULT_CHECK_STEPS, CheckOptions, run_check
-from accelbench.cli.common import add_isolation_arguments, add_saving_arguments, positive_int
+from accelbench.cli import optiongroups as groups
+from accelbench.cli.common import add_saving_arguments
 from accelbench.cli.driven import run_driven
-from accelbench.cli.run import add_config_arguments, config_fields, selected_workloads
-from accelbench.devices import DEVICE_HELP, DeviceSet
-from accelbench.options import RunOptions, StopRule
+from accelbench.devices import DeviceSet
+from accelbench.option_values import build_run_options
 from accelbench.parity import REFERENCES
 from accelbench.render.check_table import check_table
 from accelbench.results import RunRecord
 from accelbench.store.jsonfile import check_writable
+from accelbench.suites import DEFAULT_SUITE
 
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("check", help="numerical parity of a device against the CPU")
-    parser.add_argument("workloads", nargs="*", metavar="WORKLOAD",
-                        help="workload names or wildcards (default: the quick suite)")
-    parser.add_argument("--workload-file", type=Path, action="append", default=[],
-                        metavar="FILE.py", help="load your own workloads")
-    parser.add_argument("--device", default="auto", help=f"{DEVICE_HELP} (default auto)")
+    groups.add_workload_arguments(
+        parser, f"workload names or wildcards (default: the {DEFAULT_SUITE} suite)")
+    groups.add_device_argument(parser, "auto", "default auto")
     parser.add_argument("--reference", choices=REFERENCES, default="cpu-fp64",
                         help="what the candidate is compared with (default cpu-fp64)")
-    parser.add_argument("--steps", type=positive_int, default=DEFAULT_CHECK_STEPS,
+    # Not the stop group: parity trains a fixed number of steps on each side, no time budget.
+    parser.add_argument("--steps", type=groups.whole_number, default=DEFAULT_CHECK_STEPS,
                         help=f"training steps on each side (default {DEFAULT_CHECK_STEPS})")
-    parser.add_argument("--batch-size", type=positive_int, help="override every batch size")
-    parser.add_argument("--threads", type=positive_int, help="CPU threads torch may use")
-    add_config_arguments(parser)
-    add_isolation_arguments(parser)
+    groups.add_config_arguments(parser)
+    groups.add_isolation_arguments(parser, auto_batch=False, schedule=False)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     add_saving_arguments(parser, quiet=False)
     parser.set_defaults(execute=execute)
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
-    workloads, _ = selected_workloads(args)
-    run = RunOptions(workloads=workloads, device=args.device, modes=("train",),
-                     stop=StopRule("steps", args.steps), isolation=args.isolation,
-                     case_timeout=args.case_timeout,
-                     workload_files=tuple(str(Path(p).resolve()) for p in args.workload_file),
-                     **config_fields(args))
+    run = build_run_options(args.workloads, args.device, "train", **groups.run_keywords(args))
     options = CheckOptions(run=run, reference=args.reference, steps=args.steps)
     if args.output:
         check_writable(args.output)

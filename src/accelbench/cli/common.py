@@ -63,21 +63,9 @@ def add_saving_arguments(parser: argparse.ArgumentParser, quiet: bool = True,
                          debug_help: str = "show tracebacks") -> None:
     """Where a command's record goes besides the per-user folder, and how much it says: the same
     options for every command that measures and stores (run, sweep, check, scale)."""
-    parser.add_argument("--output", "-o", type=Path, help="also write the result JSON here")
+    parser.add_argument("--output", "-o", type=Path, metavar="FILE.json",
+                        help="also write the result JSON here")
     parser.add_argument("--db", type=Path, help="history database (default: the per-user one)")
     if quiet:
         parser.add_argument("--quiet", action="store_true", help="no live progress display")
     parser.add_argument("--debug", action="store_true", help=debug_help)
-
-
-def add_isolation_arguments(parser: argparse.ArgumentParser,
-                            isolation_help: str = "run each case in its own worker process "
-                            "(default: a crash costs only that case) or inline",
-                            timeout_help: str = "stop a case that takes longer than this") -> None:
-    """Where each case runs (a worker process, or inline) and how long it may take: for check
-    and probe, as run and sweep have it."""
-    from accelbench.engine.launch import DEFAULT_CASE_TIMEOUT_S, ISOLATIONS
-
-    parser.add_argument("--isolation", choices=ISOLATIONS, default="process", help=isolation_help)
-    parser.add_argument("--case-timeout", type=positive_float, default=DEFAULT_CASE_TIMEOUT_S,
-                        metavar="SECONDS", help=f"{timeout_help} (default {DEFAULT_CASE_TIMEOUT_S:g})")

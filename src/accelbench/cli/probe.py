@@ -13,9 +13,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from accelbench.cli.common import add_isolation_arguments
+from accelbench.cli import optiongroups as groups
+from accelbench.cli.common import add_saving_arguments
 from accelbench.cli.driven import run_driven
-from accelbench.devices import DEVICE_HELP, DeviceSet
+from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
 from accelbench.probes import Feature
 from accelbench.probes.features import all_features, select_features
@@ -27,7 +28,7 @@ from accelbench.store.jsonfile import check_writable
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("probe", help="which features work on each device")
-    parser.add_argument("--device", default="all", help=f"{DEVICE_HELP} (default: all)")
+    groups.add_device_argument(parser, "all", "default: all")
     parser.add_argument("--feature", action="append", metavar="PATTERN",
                         help="probe only the features matching this wildcard, e.g. fft or 'sdpa:*' "
                         "(repeatable; see --list)")
@@ -36,16 +37,15 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--feature-file", type=Path, action="append", default=[], metavar="FILE.py",
                         help="load your own features (registered with "
                         "accelbench.probes.register_feature)")
-    add_isolation_arguments(
-        parser, "probe each device in worker processes (default: a feature that crashes costs only "
-        "its own cell) or inline", "stop a device's worker after this long: the feature it was "
-        "running is 'timeout' and a fresh worker goes on")
+    groups.add_isolation_arguments(
+        parser, auto_batch=False, schedule=False,
+        isolation_help="probe each device in worker processes (default: a feature that crashes "
+        "costs only its own cell) or inline",
+        timeout_help="stop a device's worker after this long: the feature it was running is "
+        "'timeout' and a fresh worker goes on")
     parser.add_argument("--list", action="store_true", help="list the features and exit")
     parser.add_argument("--json", action="store_true", help="print the result record as JSON")
-    parser.add_argument("--output", "-o", type=Path, metavar="FILE.json",
-                        help="also write the result JSON here")
-    parser.add_argument("--db", type=Path, help="history database (default: the per-user one)")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks of failing probes")
+    add_saving_arguments(parser, quiet=False, debug_help="show tracebacks of failing probes")
     parser.set_defaults(execute=execute)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
+from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import (
     add_saving_arguments,
     non_negative_int,
@@ -17,7 +18,8 @@ from accelbench.cli.common import (
     positive_int,
 )
 from accelbench.cli.driven import run_driven
-from accelbench.options import DEFAULT_TIME_BUDGET_S, DEFAULT_WARMUP_STEPS, StopRule
+from accelbench.option_values import stop_rule
+from accelbench.options import DEFAULT_TIME_BUDGET_S
 from accelbench.results import RunRecord
 from accelbench.scale import DEFAULT_TIMEOUT_S
 from accelbench.store.jsonfile import check_writable
@@ -41,25 +43,20 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("workload", metavar="WORKLOAD", help="a workload name (see 'accelbench list')")
     parser.add_argument("--nproc", type=process_counts, default=(1, 2), metavar="N[,N...]",
                         help="processes per node to try, e.g. 1,2,4 (default 1,2)")
-    parser.add_argument("--device", default="auto",
-                        help="cpu (gloo), cuda (nccl), xpu (xccl) or auto (default auto)")
+    groups.add_device_argument(parser, "auto", "default auto",
+                               help="cpu (gloo), cuda (nccl), xpu (xccl) or auto")
     parser.add_argument("--backend", default="",
                         help="torch.distributed backend (default: the device's)")
-    stop = parser.add_mutually_exclusive_group()
-    stop.add_argument("--steps", type=positive_int, help="measure exactly N steps after warm-up")
-    stop.add_argument("--time-budget", type=positive_float, metavar="SECONDS",
-                      help=f"measure about this long per world size (default "
-                      f"{DEFAULT_TIME_BUDGET_S:g}); the no-sync comparison runs as many steps again")
-    parser.add_argument("--warmup", type=non_negative_int, default=DEFAULT_WARMUP_STEPS,
-                        help=f"warm-up steps (default {DEFAULT_WARMUP_STEPS})")
-    parser.add_argument("--batch-size", type=positive_int, help="batch per process")
-    parser.add_argument("--threads", type=positive_int,
-                        help="torch threads per process (default: the CPU's cores / processes)")
-    parser.add_argument("--size", choices=("published", "tiny"), default="published")
+    groups.add_stop_arguments(parser, epochs=False, target_ci=False, time_help=(
+        f"measure about this long per world size (default {DEFAULT_TIME_BUDGET_S:g}); the no-sync "
+        "comparison runs as many steps again"))
+    groups.add_config_arguments(parser, compute=False, batch_size_help="batch per process",
+                                threads_help="torch threads per process (default: the CPU's "
+                                "cores / processes)")
     parser.add_argument("--fsdp", action="store_true",
                         help="shard with FSDP2 (fully_shard) instead of DistributedDataParallel")
-    parser.add_argument("--workload-file", type=Path, action="append", default=[],
-                        metavar="FILE.py", help="load your own workloads")
+    groups.add_workload_file_argument(parser, "load your own workloads (registered with "
+                                      "@accelbench.register)")
     nodes = parser.add_argument_group("several machines (passed to torchrun unchanged)")
     nodes.add_argument("--nnodes", type=positive_int, default=1)
     nodes.add_argument("--node-rank", type=non_negative_int)
@@ -77,10 +74,7 @@ def add_parser(subparsers: Any) -> None:
 def options_from_args(args: argparse.Namespace) -> Any:
     from accelbench.scale.launcher import Rendezvous, ScaleOptions
 
-    if args.steps:
-        stop = StopRule("steps", args.steps)
-    else:
-        stop = StopRule("time", args.time_budget or DEFAULT_TIME_BUDGET_S)
+    stop = stop_rule(args.steps, args.time_budget)
     return ScaleOptions(
         workload=args.workload, nproc=args.nproc, device=args.device, stop=stop,
         warmup_steps=args.warmup, batch_size=args.batch_size, size=args.size,

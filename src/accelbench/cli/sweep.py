@@ -11,25 +11,18 @@ from typing import Any
 
 from rich.console import Console
 
-from accelbench.cli.common import (
-    add_saving_arguments,
-    comma_list,
-    non_negative_int,
-    positive_float,
-    positive_int,
-)
+from accelbench.cli import optiongroups as groups
+from accelbench.cli.common import add_saving_arguments
 from accelbench.cli.driven import run_driven
-from accelbench.cli.run import add_config_arguments, check_data
-from accelbench.devices import DEVICE_HELP, DeviceSet
+from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
-from accelbench.options import DEFAULT_TIME_BUDGET_S, DEFAULT_WARMUP_STEPS, RunOptions, StopRule
+from accelbench.option_values import build_run_options, check_data
+from accelbench.options import RunOptions
 from accelbench.render.sweep_table import definition, summary_lines, sweep_table
 from accelbench.results import RunRecord
 from accelbench.store.jsonfile import check_writable
 from accelbench.sweep_analysis import parse_batch_sizes
 from accelbench.sweep_run import run_sweep
-from accelbench.userfile import load_workload_file
-from accelbench.workloads import match_workloads
 
 
 def _batch_sizes(text: str) -> tuple[int, ...]:
@@ -42,41 +35,25 @@ def _batch_sizes(text: str) -> tuple[int, ...]:
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("sweep", help="throughput per batch size and device; saturation "
                                    "and the CPU crossover")
-    parser.add_argument("workloads", nargs="+", metavar="WORKLOAD",
-                        help="workload names, wildcards or model names (timm:resnet18, hf:bert, ...)")
+    groups.add_workload_arguments(
+        parser, "workload names, wildcards or model names (timm:resnet18, hf:bert, ...)", nargs="+")
     parser.add_argument("--batch-size", required=True, type=_batch_sizes, metavar="LIST",
                         help="batch sizes: 1,4,16 or 1,2,4,...,256")
-    parser.add_argument("--workload-file", type=Path, action="append", default=[], metavar="FILE.py",
-                        help="load your own workloads first")
-    parser.add_argument("--device", default="all", help=f"{DEVICE_HELP} (default: all)")
-    parser.add_argument("--mode", type=comma_list, default=("train",),
-                        help="train (default), eval or train,eval")
-    stop = parser.add_mutually_exclusive_group()
-    stop.add_argument("--steps", type=positive_int, help="measure exactly N steps per case")
-    stop.add_argument("--time-budget", type=positive_float, metavar="SECONDS",
-                      help=f"measure about this long per case (default {DEFAULT_TIME_BUDGET_S:g})")
-    parser.add_argument("--warmup", type=non_negative_int, default=DEFAULT_WARMUP_STEPS)
-    parser.add_argument("--threads", type=positive_int, help="CPU threads torch may use")
-    add_config_arguments(parser)
-    parser.add_argument("--isolation", choices=("process", "none"), default="process")
-    parser.add_argument("--case-timeout", type=positive_float, default=1800.0, metavar="SECONDS")
+    groups.add_device_argument(parser, "all", "default: all")
+    groups.add_mode_argument(parser, ("train",))
+    groups.add_stop_arguments(parser)
+    groups.add_config_arguments(parser, batch_size=False)
+    groups.add_data_arguments(parser)
+    # No --auto-batch: running out of memory at a batch size is what a sweep finds.
+    groups.add_isolation_arguments(parser, auto_batch=False)
     add_saving_arguments(parser)
     parser.set_defaults(execute=execute)
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
-    files = tuple(str(p.resolve()) for p in args.workload_file)
-    for path in args.workload_file:
-        load_workload_file(path)
-    stop = StopRule("steps", args.steps) if args.steps else StopRule(
-        "time", args.time_budget or DEFAULT_TIME_BUDGET_S)
-    return RunOptions(
-        workloads=tuple(match_workloads(args.workloads)), device=args.device, modes=tuple(args.mode),
-        stop=stop, warmup_steps=args.warmup, threads=args.threads, workload_files=files,
-        isolation=args.isolation, case_timeout=args.case_timeout,
-        precisions=tuple(args.precision), compile_backends=tuple(args.compile or ("",)),
-        channels_last=args.channels_last, size=args.size,
-    )
+    # --batch-size is the sweep's list, not the one batch size of every case
+    return build_run_options(args.workloads, args.device, args.modes,
+                             **groups.run_keywords(args, exclude=("batch_size",)))
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:

@@ -1,0 +1,163 @@
+"""The options that several commands share, each declared once.
+
+Every flag's destination is its Python keyword (``--target-ci`` -> ``target_ci``), so
+``run_keywords`` hands the parsed values to ``option_values.build_run_options``, the function that
+``accelbench.run()`` calls with the same keywords. The flags parse only the syntax (is it a whole
+number?); what values are allowed is checked there, so the CLI and the Python API report a bad
+value in the same words. Help texts differ between commands only where the meaning does.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from accelbench.devices import DEVICE_HELP
+from accelbench.option_values import DEFAULTS, RunKeywords, keyword_names
+from accelbench.options import (
+    DATA_MODES,
+    DEFAULT_TARGET_CI_PCT,
+    DEFAULT_TIME_BUDGET_S,
+    DEFAULT_WARMUP_STEPS,
+    ISOLATIONS,
+)
+from accelbench.repeat import DEFAULT_REPEATS
+from accelbench.workloads.base import SIZES
+
+_KEYWORDS = keyword_names(RunKeywords)
+
+
+def whole_number(text: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def number(text: str) -> float:
+    try:
+        return float(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def _one_of(values: tuple[str, ...]) -> str:
+    """The ``{a,b}`` that argparse shows for choices; the choice itself is checked by RunOptions."""
+    return "{" + ",".join(values) + "}"
+
+
+def run_keywords(args: argparse.Namespace, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The parsed values of the shared options, as ``build_run_options`` keywords."""
+    return {name: getattr(args, name) for name in _KEYWORDS
+            if hasattr(args, name) and name not in exclude}
+
+
+# --- what runs -----------------------------------------------------------------------------------
+def add_workload_arguments(parser: argparse.ArgumentParser, names_help: str, *, nargs: str = "*",
+                           suite: bool = False) -> None:
+    """Workload names or wildcards, [--suite], --workload-file."""
+    parser.add_argument("workloads", nargs=nargs, metavar="WORKLOAD", help=names_help)
+    if suite:
+        parser.add_argument("--suite", default=DEFAULTS["suite"],
+                            help="run a named suite: quick or full")
+    add_workload_file_argument(parser, "load your own workloads (registered with "
+                               "@accelbench.register)" + ("" if nargs == "+" else
+                                                          "; without names, runs every workload "
+                                                          "it defines"))
+
+
+def add_workload_file_argument(parser: argparse.ArgumentParser, help: str) -> None:
+    parser.add_argument("--workload-file", type=Path, action="append", default=[],
+                        metavar="FILE.py", help=help)
+
+
+def add_device_argument(parser: argparse.ArgumentParser, default: str | None, default_help: str,
+                        help: str = DEVICE_HELP) -> None:
+    parser.add_argument("--device", default=default, help=f"{help} ({default_help})")
+
+
+def add_mode_argument(parser: argparse.ArgumentParser, default: tuple[str, ...]) -> None:
+    spelled = {("train", "eval"): "train, eval or train,eval (default)",
+               ("train",): "train (default), eval or train,eval"}
+    parser.add_argument("--mode", dest="modes", metavar="MODE", default=default,
+                        help=spelled.get(default, "train, eval or train,eval"))
+
+
+# --- when to stop --------------------------------------------------------------------------------
+def add_stop_arguments(parser: argparse.ArgumentParser, *, epochs: bool = True,
+                       target_ci: bool = True,
+                       time_help: str = f"measure for about this long per case (default "
+                       f"{DEFAULT_TIME_BUDGET_S:g})") -> None:
+    """--steps | --time-budget | --epochs (at most one: option_values.stop_rule says so),
+    --target-ci, --warmup."""
+    parser.add_argument("--steps", type=whole_number, help="measure exactly N steps after warm-up")
+    parser.add_argument("--time-budget", type=number, metavar="SECONDS", help=time_help)
+    if epochs:
+        parser.add_argument("--epochs", type=whole_number,
+                            help="measure N full epochs, as the published tables did")
+    if target_ci:
+        parser.add_argument("--target-ci", type=number, metavar="PCT",
+                            help="with a time budget, stop as soon as the median step time's "
+                            f"95%% CI is within +-PCT%% of the median (default "
+                            f"{DEFAULT_TARGET_CI_PCT:g}; 0 measures the whole budget)")
+    parser.add_argument("--warmup", type=whole_number, default=DEFAULTS["warmup"],
+                        help=f"warm-up steps, excluded from the figures (default "
+                        f"{DEFAULT_WARMUP_STEPS})")
+
+
+# --- what is built and how it computes -----------------------------------------------------------
+def add_config_arguments(parser: argparse.ArgumentParser, *, compute: bool = True,
+                         batch_size: bool = True,
+                         batch_size_help: str = "override every batch size",
+                         threads_help: str = "CPU threads torch may use") -> None:
+    """[--precision, --compile, --channels-last], --size, [--batch-size], --threads."""
+    if compute:
+        parser.add_argument("--precision", default=DEFAULTS["precision"],
+                            help="fp32, tf32, bf16, fp16, amp-bf16, amp-fp16, or a comma list "
+                            "(default fp32)")
+        parser.add_argument("--compile", nargs="?", const="inductor", default=DEFAULTS["compile"],
+                            metavar="BACKEND", help="torch.compile the model (default back end: "
+                            "inductor; a comma list runs each)")
+        parser.add_argument("--channels-last", action="store_true",
+                            help="channels-last memory format for models and 4-D inputs")
+    parser.add_argument("--size", default=DEFAULTS["size"], metavar=_one_of(SIZES),
+                        help="workload size: the published configuration or a tiny one")
+    if batch_size:
+        parser.add_argument("--batch-size", type=whole_number, help=batch_size_help)
+    parser.add_argument("--threads", type=whole_number, help=threads_help)
+
+
+def add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """--data, --data-dir, --workers."""
+    parser.add_argument("--data", default=DEFAULTS["data"], metavar=_one_of(DATA_MODES),
+                        help="synthetic: host batches copied every step (default); "
+                        "synthetic-device: batches kept on the device (pure compute); "
+                        "real: a data set from --data-dir")
+    parser.add_argument("--data-dir", type=Path, help="folder with real data sets")
+    parser.add_argument("--workers", type=whole_number, default=DEFAULTS["workers"],
+                        help="data-loader worker processes for real data (default 0)")
+
+
+# --- how each case is run ------------------------------------------------------------------------
+def add_isolation_arguments(parser: argparse.ArgumentParser, *, auto_batch: bool = True,
+                            schedule: bool = True,
+                            isolation_help: str = "run each case in its own worker process "
+                            "(default: a crash costs only that case) or inline",
+                            timeout_help: str = "stop a case that takes longer than this") -> None:
+    """--isolation, --case-timeout, [--auto-batch], and with ``schedule`` --cooldown, --repeat."""
+    parser.add_argument("--isolation", default=DEFAULTS["isolation"], metavar=_one_of(ISOLATIONS),
+                        help=isolation_help)
+    parser.add_argument("--case-timeout", type=number, default=DEFAULTS["case_timeout"],
+                        metavar="SECONDS", help=f"{timeout_help} (default {DEFAULTS['case_timeout']:g})")
+    if not schedule:
+        return
+    if auto_batch:
+        parser.add_argument("--auto-batch", action="store_true",
+                            help="on out-of-memory, halve the batch until it fits")
+    parser.add_argument("--cooldown", type=number, default=DEFAULTS["cooldown"],
+                        metavar="SECONDS", help="wait this long between cases (thermal recovery)")
+    parser.add_argument("--repeat", type=whole_number, nargs="?", const=DEFAULT_REPEATS,
+                        default=DEFAULTS["repeat"], metavar="N",
+                        help="run each case in N fresh worker processes, interleaved (alone: "
+                        f"{DEFAULT_REPEATS}); compare needs 4+ a side to call a difference")

@@ -1,0 +1,211 @@
+"""RunOptions from the values a user gives: the one path for CLI flags and Python keywords.
+
+``accelbench run --target-ci 1 --auto-batch`` and ``accelbench.run(target_ci=1, auto_batch=True)``
+both come here with the same keywords (a flag's keyword is its name with ``_`` for ``-``), so they
+accept the same values, fill the same defaults and reject bad input with the same message: the
+checks themselves live in RunOptions and StopRule, which validate when built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from accelbench.errors import UsageError
+from accelbench.options import (
+    DEFAULT_CASE_TIMEOUT_S,
+    DEFAULT_TIME_BUDGET_S,
+    DEFAULT_WARMUP_STEPS,
+    RunOptions,
+    StopRule,
+)
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+PathLike = str | Path
+
+
+class MeasureKeywords(TypedDict, total=False):
+    """How each case is measured: keywords of ``run``, ``sweep`` and ``bench`` alike."""
+
+    steps: int | None  # --steps: exactly N steps after warm-up
+    time_budget: float | None  # --time-budget (default 10 s)
+    epochs: int | None  # --epochs: N full epochs
+    target_ci: float | None  # --target-ci: stop a time budget once the CI is this tight (%)
+    warmup: int  # --warmup
+    precision: str | Sequence[str]  # --precision: a name, "fp32,bf16" or a list
+    compile: bool | str | Sequence[str] | None  # --compile: True = inductor; a list runs each
+    channels_last: bool  # --channels-last
+    threads: int | None  # --threads
+    isolation: str  # --isolation process|none
+    case_timeout: float  # --case-timeout
+    cooldown: float  # --cooldown
+    repeat: int  # --repeat
+
+
+class DataKeywords(TypedDict, total=False):
+    """What a named workload is built from: keywords of ``run`` and ``sweep``."""
+
+    workload_file: PathLike | Sequence[PathLike] | None  # --workload-file (one or a list)
+    size: str  # --size published|tiny
+    data: str  # --data synthetic|synthetic-device|real
+    data_dir: PathLike | None  # --data-dir
+    workers: int  # --workers
+
+
+class SweepKeywords(MeasureKeywords, DataKeywords, total=False):
+    """``accelbench sweep``'s options besides the batch sizes."""
+
+
+class RunKeywords(SweepKeywords, total=False):
+    """Every option of ``accelbench run``, as ``accelbench.run`` keywords."""
+
+    suite: str | None  # --suite quick|full
+    batch_size: int | None  # --batch-size
+    auto_batch: bool  # --auto-batch
+    profile: bool  # --profile
+
+
+class BenchKeywords(MeasureKeywords, total=False):
+    """``accelbench.bench``'s options that ``run`` shares (its batch and data come with the model)."""
+
+    auto_batch: bool
+    profile: bool
+
+
+#: What an option left out means, for the CLI's flags and the Python keywords alike.
+DEFAULTS: dict[str, Any] = {
+    "suite": None, "workload_file": (), "steps": None, "time_budget": None, "epochs": None,
+    "target_ci": None, "warmup": DEFAULT_WARMUP_STEPS, "precision": ("fp32",), "compile": None,
+    "channels_last": False, "size": "published", "batch_size": None, "threads": None,
+    "data": "synthetic", "data_dir": None, "workers": 0, "isolation": "process",
+    "case_timeout": DEFAULT_CASE_TIMEOUT_S, "auto_batch": False, "cooldown": 0.0, "repeat": 1,
+    "profile": False,
+}
+
+
+def keyword_names(kind: type) -> tuple[str, ...]:
+    """The keywords a TypedDict above declares (with those it inherits)."""
+    return tuple(sorted(kind.__required_keys__ | kind.__optional_keys__))  # type: ignore[attr-defined]
+
+
+def reject_unknown(function: str, given: Mapping[str, Any], kind: type) -> None:
+    """A keyword ``function`` does not take is a usage error naming what it does take."""
+    allowed = keyword_names(kind)
+    unknown = [name for name in given if name not in allowed]
+    if unknown:
+        raise UsageError(f"{function}() has no option {unknown[0]!r}; allowed: {', '.join(allowed)}")
+
+
+def names(value: str | Sequence[str], flag: str) -> tuple[str, ...]:
+    """``"a,b"``, ``"a"`` or ``["a", "b"]`` -> ``("a", "b")``, as a comma list on the CLI."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, Sequence) or not all(isinstance(item, str) for item in items):
+        raise UsageError(f"{flag} takes a name, a comma list or a list of names; got {value!r}")
+    return tuple(item.strip() for item in items if item.strip())
+
+
+def compile_backends(value: bool | str | Sequence[str] | None) -> tuple[str, ...]:
+    """None/False = eager (""), True = inductor (a bare ``--compile``), else the named back ends."""
+    if value is None or value is False:
+        return ("",)
+    if value is True:
+        return ("inductor",)
+    return names(value, "--compile")
+
+
+def stop_rule(steps: int | None = None, time_budget: float | None = None,
+              epochs: int | None = None, target_ci: float | None = None) -> StopRule:
+    """At most one of steps, time_budget and epochs; none = the default time budget."""
+    given = [(kind, flag, value) for kind, flag, value in (
+        ("steps", "--steps", steps), ("time", "--time-budget", time_budget),
+        ("epochs", "--epochs", epochs)) if value is not None]
+    if len(given) > 1:
+        raise UsageError(f"{given[1][1]} is not allowed with {given[0][1]}: give one of --steps, "
+                         "--time-budget and --epochs")
+    kind, _, value = given[0] if given else ("time", "", DEFAULT_TIME_BUDGET_S)
+    return StopRule(kind, value, target_ci)
+
+
+def _paths(value: PathLike | Sequence[PathLike] | None) -> tuple[Path, ...]:
+    if value is None:
+        return ()
+    return (Path(value),) if isinstance(value, (str, Path)) else tuple(Path(p) for p in value)
+
+
+def select_workloads(patterns: str | Sequence[str] | None, suite: str | None,
+                     workload_files: Sequence[Path]) -> tuple[tuple[str, ...], bool]:
+    """(workload names, whether they were named): names or wildcards, else the workloads the
+    files register, else the suite (default: the quick one). Loads the files."""
+    from accelbench.suites import DEFAULT_SUITE, suite_workloads
+    from accelbench.userfile import load_workload_file
+    from accelbench.workloads import match_workloads, workload_names
+
+    chosen = names(patterns or (), "workloads")
+    if chosen and suite:
+        raise UsageError("give workload names or --suite, not both")
+    from_files = [name for path in workload_files for name in load_workload_file(path)]
+    if chosen:
+        # A name registered here is taken as it is: bench()'s model objects have names that no
+        # model library resolves.
+        registered = set(workload_names())
+        matched: list[str] = []
+        for pattern in chosen:
+            hits = [pattern] if pattern in registered else match_workloads([pattern])
+            matched.extend(hit for hit in hits if hit not in matched)
+        return tuple(matched), True
+    if from_files:
+        return tuple(from_files), True
+    return suite_workloads(suite or DEFAULT_SUITE), False
+
+
+def build_run_options(workloads: str | Sequence[str] | None, device: str | None,
+                      modes: str | Sequence[str], **keywords: Unpack[RunKeywords]) -> RunOptions:
+    """Validated RunOptions from CLI-spelled values; ``device=None`` is ``auto`` for named
+    workloads and ``all`` for a suite, as ``accelbench run`` does."""
+    reject_unknown("run", keywords, RunKeywords)
+    values: dict[str, Any] = {**DEFAULTS, **keywords}
+    files = _paths(values["workload_file"])
+    chosen, named = select_workloads(workloads, values["suite"], files)
+    data_dir = values["data_dir"]
+    return RunOptions(
+        workloads=chosen, device=device or ("auto" if named else "all"), modes=names(modes, "--mode"),
+        stop=stop_rule(values["steps"], values["time_budget"], values["epochs"],
+                       values["target_ci"]),
+        warmup_steps=values["warmup"], batch_size=values["batch_size"], threads=values["threads"],
+        data=values["data"], data_dir=Path(data_dir) if data_dir is not None else None,
+        size=values["size"], workers=values["workers"], precisions=names(values["precision"], "--precision"),
+        compile_backends=compile_backends(values["compile"]),
+        channels_last=values["channels_last"],
+        workload_files=tuple(str(path.resolve()) for path in files),
+        isolation=values["isolation"], case_timeout=values["case_timeout"],
+        auto_batch=values["auto_batch"], cooldown=values["cooldown"], repeat=values["repeat"],
+        profile=values["profile"],
+    )
+
+
+def check_data(options: RunOptions) -> None:
+    """Fail before any case runs when a workload cannot get the data ``options`` ask for (a
+    missing data set file, a data kind it has no loader for)."""
+    from accelbench.data.placement import source_kind
+    from accelbench.workloads import get_workload_class
+    from accelbench.workloads.base import DataOptions
+
+    data = DataOptions(kind=source_kind(options.data), data_dir=options.data_dir)
+    for name in options.workloads:
+        workload = get_workload_class(name)(options.size)
+        for mode in options.modes:
+            if mode in workload.modes:
+                workload.check_data(mode, data)
+
+
+def load_workload_files(options: RunOptions) -> RunOptions:
+    """RunOptions made by hand name their workload files; load them here as build_run_options
+    does, so their workloads are registered in this process."""
+    from accelbench.userfile import load_workload_file
+
+    for path in options.workload_files:
+        load_workload_file(Path(path))
+    return options

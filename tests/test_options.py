@@ -1,0 +1,188 @@
+"""One option model: the CLI's flags and the Python API's keywords build the same RunOptions,
+reject the same bad values with the same message, and run the same data check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+import accelbench
+from accelbench import api
+from accelbench.cli import build_parser, main
+from accelbench.errors import UsageError
+from accelbench.option_values import DEFAULTS
+from accelbench.options import RunOptions, StopRule
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = str(REPO / "examples" / "my_model.py")
+
+
+def cli_options(command: str, argv: list[str]) -> RunOptions:
+    """The RunOptions ``accelbench COMMAND ARGV`` would run with (parsed, not run)."""
+    import importlib
+
+    args = build_parser([command]).parse_args([command, *argv])
+    return importlib.import_module(f"accelbench.cli.{command}").options_from_args(args)
+
+
+@pytest.fixture
+def api_options(monkeypatch: pytest.MonkeyPatch) -> list[RunOptions]:
+    """The RunOptions each API call hands to execute (which would run the models)."""
+    seen: list[RunOptions] = []
+    monkeypatch.setattr(api, "execute", lambda options, *args, **kwargs: seen.append(options))
+    return seen
+
+
+PARITY = [
+    (["mnist"], {"workloads": "mnist"}),
+    (["mnist", "--steps", "5", "--warmup", "1", "--batch-size", "8", "--threads", "2", "--size",
+      "tiny", "--mode", "train"],
+     {"workloads": ["mnist"], "steps": 5, "warmup": 1, "batch_size": 8, "threads": 2,
+      "size": "tiny", "modes": "train"}),
+    (["mnist", "vae", "--time-budget", "3", "--target-ci", "0.5", "--auto-batch", "--case-timeout",
+      "60", "--cooldown", "1.5", "--repeat", "--profile"],
+     {"workloads": ["mnist", "vae"], "time_budget": 3, "target_ci": 0.5, "auto_batch": True,
+      "case_timeout": 60, "cooldown": 1.5, "repeat": 5, "profile": True}),
+    (["mnist", "--precision", "fp32,bf16", "--compile", "--channels-last", "--device", "cpu"],
+     {"workloads": "mnist", "precision": ["fp32", "bf16"], "compile": True,
+      "channels_last": True, "device": "cpu"}),
+    (["mnist", "--compile", "eager,inductor", "--epochs", "1", "--data", "synthetic-device",
+      "--isolation", "none", "--mode", "eval,train"],
+     {"workloads": "mnist", "compile": "eager,inductor", "epochs": 1, "data": "synthetic-device",
+      "isolation": "none", "modes": ["eval", "train"]}),
+    (["--suite", "quick"], {"suite": "quick"}),
+    (["--workload-file", EXAMPLE], {"workload_file": EXAMPLE}),
+]
+
+
+@pytest.mark.parametrize(("argv", "keywords"), PARITY)
+def test_the_cli_and_the_api_build_the_same_options(argv: list[str], keywords: dict[str, Any],
+                                                    api_options: list[RunOptions]) -> None:
+    accelbench.run(**keywords)
+    assert api_options[0].to_dict() == cli_options("run", argv).to_dict()
+
+
+def test_real_data_options_are_the_same_too(tmp_path: Path, api_options: list[RunOptions]) -> None:
+    accelbench.run("mnist", data="real", data_dir=str(tmp_path), workers=2)
+    built = cli_options("run", ["mnist", "--data", "real", "--data-dir", str(tmp_path),
+                                "--workers", "2"])
+    assert api_options[0].to_dict() == built.to_dict() and built.data_dir == tmp_path
+
+
+def test_sweep_takes_the_same_keywords_as_its_command(api_options: list[RunOptions]) -> None:
+    accelbench.sweep("mnist", "1,4", precision="bf16", steps=2, data="synthetic-device",
+                     cooldown=1, target_ci=0)
+    built = cli_options("sweep", ["mnist", "--batch-size", "1,4", "--precision", "bf16", "--steps",
+                                  "2", "--data", "synthetic-device", "--cooldown", "1",
+                                  "--target-ci", "0"])
+    assert api_options[0].to_dict() == built.to_dict()
+    assert built.batch_size is None  # the sweep's list is not every case's batch size
+    with pytest.raises(UsageError, match="sweep\\(\\) has no option 'auto_batch'"):
+        accelbench.sweep("mnist", [1, 4], auto_batch=True)
+
+
+def test_bench_takes_runs_keywords(api_options: list[RunOptions]) -> None:
+    model = nn.Linear(4, 2)
+    accelbench.bench(model, torch.zeros(8, 4), device="cpu",
+                     time_budget=2, target_ci=1, auto_batch=True, cooldown=0.5, profile=True,
+                     case_timeout=30, precision="fp32,bf16")
+    options = api_options[0]
+    assert options.stop == StopRule("time", 2, 1) and options.auto_batch and options.profile
+    assert (options.cooldown, options.case_timeout, options.precisions) == (0.5, 30,
+                                                                         ("fp32", "bf16"))
+    with pytest.raises(UsageError, match="bench\\(\\) has no option 'data_dir'"):
+        accelbench.bench(model, torch.zeros(8, 4), data_dir="/data")
+
+
+def test_every_command_shares_the_defaults() -> None:
+    """A shared option left out means the same in run, sweep, check and scale as in the API."""
+    from accelbench.cli.optiongroups import run_keywords
+
+    own = {"check": "steps", "sweep": "batch_size"}  # parity's step count; the sweep's list
+    for argv in (["run"], ["sweep", "mnist", "--batch-size", "1"], ["check"], ["scale", "mnist"]):
+        values = run_keywords(build_parser(argv).parse_args(argv), exclude=(own.get(argv[0], ""),))
+        assert len(values) >= 6, values
+        for name, value in values.items():
+            assert (tuple(value) if isinstance(value, list) else value) == DEFAULTS[name], name
+
+
+M = {"workloads": "mnist"}
+BAD = [
+    (["mnist", "--steps", "0"], {**M, "steps": 0}),
+    (["mnist", "--steps", "2000000000"], {**M, "steps": 2_000_000_000}),
+    (["mnist", "--batch-size", "-4"], {**M, "batch_size": -4}),
+    (["mnist", "--threads", "0"], {**M, "threads": 0}),
+    (["mnist", "--warmup", "-1"], {**M, "warmup": -1}),
+    (["mnist", "--workers", "-2"], {**M, "workers": -2}),
+    (["mnist", "--time-budget", "0"], {**M, "time_budget": 0}),
+    (["mnist", "--time-budget", "inf"], {**M, "time_budget": float("inf")}),
+    (["mnist", "--target-ci", "150"], {**M, "target_ci": 150}),
+    (["mnist", "--steps", "3", "--target-ci", "1"], {**M, "steps": 3, "target_ci": 1}),
+    (["mnist", "--steps", "3", "--epochs", "1"], {**M, "steps": 3, "epochs": 1}),
+    (["mnist", "--case-timeout", "0"], {**M, "case_timeout": 0}),
+    (["mnist", "--cooldown", "-1"], {**M, "cooldown": -1}),
+    (["mnist", "--repeat", "0"], {**M, "repeat": 0}),
+    (["mnist", "--repeat", "2", "--isolation", "none"], {**M, "repeat": 2, "isolation": "none"}),
+    (["mnist", "--isolation", "thread"], {**M, "isolation": "thread"}),
+    (["mnist", "--size", "huge"], {**M, "size": "huge"}),
+    (["mnist", "--data", "disk"], {**M, "data": "disk"}),
+    (["mnist", "--data", "real"], {**M, "data": "real"}),
+    (["mnist", "--precision", "fp64x"], {**M, "precision": "fp64x"}),
+    (["mnist", "--mode", "infer"], {**M, "modes": "infer"}),
+    (["mnist", "--suite", "quick"], {**M, "suite": "quick"}),
+    (["--suite", "nope"], {"suite": "nope"}),
+    (["nosuch"], {"workloads": "nosuch"}),
+]
+
+
+@pytest.mark.parametrize(("argv", "keywords"), BAD)
+def test_bad_values_give_the_same_message_from_the_cli_and_the_api(
+        argv: list[str], keywords: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import accelbench.cli.run as run_cli
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("bad options reached the runner")
+
+    monkeypatch.setattr(run_cli, "_run_with_progress", never)
+    monkeypatch.setattr(api, "execute", never)
+    with pytest.raises(UsageError) as raised:
+        accelbench.run(**keywords)
+    assert main(["run", *argv]) == 2
+    assert capsys.readouterr().err == f"accelbench: error: {raised.value}\n"
+
+
+def test_the_api_checks_the_data_as_the_cli_does(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    quick = ["--device", "cpu", "--steps", "1"]
+    for data_dir in (tmp_path / "missing", tmp_path):  # no folder; a folder without MNIST's files
+        argv = ["run", "mnist", "--data", "real", "--data-dir", str(data_dir), *quick]
+        assert main(argv) == 2
+        error = capsys.readouterr().err.removeprefix("accelbench: error: ").strip()
+        with pytest.raises(UsageError) as raised:
+            accelbench.run("mnist", device="cpu", steps=1, data="real", data_dir=data_dir)
+        assert str(raised.value) == error and str(data_dir) in error
+        if data_dir.is_dir():
+            assert "train-images-idx3-ubyte" in error
+            made = RunOptions(workloads=("mnist",), device="cpu", data="real", data_dir=data_dir)
+            with pytest.raises(UsageError, match="train-images-idx3-ubyte"):
+                accelbench.run(options=made)  # options made by hand are checked as well
+
+
+def test_options_or_keywords_not_both() -> None:
+    with pytest.raises(UsageError, match="not both \\(got 'steps'\\)"):
+        accelbench.run(options=RunOptions(), steps=3)
+    with pytest.raises(UsageError, match="no option 'warmup_steps'; allowed: .*warmup"):
+        accelbench.run("mnist", warmup_steps=3)
+
+
+def test_a_run_through_the_api_records_the_options_it_was_given() -> None:
+    record = accelbench.run("mnist", device="cpu", modes="train", size="tiny", time_budget=0.5,
+                            target_ci=5, auto_batch=True, isolation="none", warmup=1)
+    assert [case.status for case in record.cases] == ["ok"]
+    stored = RunOptions.from_dict(record.options)
+    assert stored.stop == StopRule("time", 0.5, 5) and stored.auto_batch
