@@ -15,9 +15,9 @@ import torch
 import torch.nn.functional as F
 
 from accelbench.devices import DeviceSet
+from accelbench.engine.runner import Case, run_case
 from accelbench.measure.loop import BatchStream, StepLoop
 from accelbench.options import RunOptions, StopRule
-from accelbench.runner import Case, run_case
 from accelbench.workloads import get_workload_class
 from accelbench.workloads.base import DataOptions
 

@@ -15,9 +15,9 @@ import argparse
 import torch
 
 from accelbench.devices import DeviceSet
+from accelbench.engine.repeat import merge_repeats
+from accelbench.engine.runner import Case, run_case, run_with_auto_batch
 from accelbench.options import RunOptions, StopRule
-from accelbench.repeat import merge_repeats
-from accelbench.runner import Case, run_case, run_with_auto_batch
 
 
 def epoch_time(mode: str, stop: StopRule, batch: int, processes: int = 1) -> tuple[float, float, float, str]:

@@ -64,7 +64,7 @@ def test_a_lambda_loss_runs_inline_and_says_why() -> None:
 
 def test_main_module_objects_are_not_sent_to_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     """A function defined in a notebook lives in __main__: it pickles, but a worker process (whose
-    __main__ is accelbench.worker) could not load it, so bench must run inline."""
+    __main__ is accelbench.engine.worker) could not load it, so bench must run inline."""
     import __main__
 
     def notebook_loss(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

@@ -11,11 +11,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from accelbench import Workload, register
-from accelbench.check import CheckOptions, run_check
 from accelbench.data.synthetic import synthetic_epoch
 from accelbench.devices import DeviceSet
 from accelbench.options import RunOptions, StopRule
-from accelbench.parity import Tolerance, compare_curves
+from accelbench.parity.check import CheckOptions, run_check
+from accelbench.parity.core import Tolerance, compare_curves
 from accelbench.workloads.base import Noise
 
 

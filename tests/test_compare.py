@@ -19,7 +19,7 @@ from accelbench.compare import (
     compare_runs,
     describe,
 )
-from accelbench.repeat import merge_repeats
+from accelbench.engine.repeat import merge_repeats
 from accelbench.results import CaseResult, DeviceProbe, ProbeCell
 from accelbench.store.history import HistoryDB
 from accelbench.store.jsonfile import save_record

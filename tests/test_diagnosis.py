@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from accelbench.devices import DeviceSet
-from accelbench.diagnosis import bytes_moved_per_step, diagnose
 from accelbench.errors import UsageError
 from accelbench.measure.profile import analyse_trace, roofline_ceilings
+from accelbench.render.diagnosis import bytes_moved_per_step, diagnose
 from accelbench.results import CaseResult, Ceilings, Flops, Profile, ProfileFigures
 
 PROFILES = Path(__file__).parent / "data" / "profiles"

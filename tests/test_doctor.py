@@ -3,7 +3,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from accelbench.devices.cpuinfo import parse_parallel_info
-from accelbench.doctor import doctor_report, python_warnings
+from accelbench.devices.doctor import doctor_report, python_warnings
 from accelbench.render.doctor import render_doctor
 
 

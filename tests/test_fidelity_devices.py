@@ -31,9 +31,9 @@ from accelbench.devices.cuda import CudaAdapter
 from accelbench.devices.generic import GenericAcceleratorAdapter
 from accelbench.devices.mps import MpsAdapter
 from accelbench.devices.xpu import XpuAdapter
+from accelbench.engine.precision import backend_flags, get_precision, precision_settings
 from accelbench.options import RunOptions, StopRule
-from accelbench.parity import _output_difference, _parameter_difference, run_parity
-from accelbench.precision import backend_flags, get_precision, precision_settings
+from accelbench.parity.core import _output_difference, _parameter_difference, run_parity
 from accelbench.probes import Feature, Trial
 from accelbench.probes.engine import probe_feature
 
@@ -66,8 +66,8 @@ def nvml_reversed(monkeypatch: pytest.MonkeyPatch) -> FakeNvml:
 
 
 def test_describing_the_machine_creates_no_cuda_context(nvml_reversed: FakeNvml) -> None:
-    from accelbench.doctor import doctor_report
-    from accelbench.environment import collect_environment
+    from accelbench.devices.doctor import doctor_report
+    from accelbench.devices.environment import collect_environment
 
     fake = fake_cuda_torch(count=2)
     devices = DeviceSet([CpuAdapter(), CudaAdapter(fake)])
@@ -157,7 +157,7 @@ def _tiny(**overrides: Any) -> RunOptions:
 
 
 def test_every_case_records_its_backend_flags() -> None:
-    from accelbench.runner import plan, run_plan
+    from accelbench.engine.runner import plan, run_plan
 
     devices = DeviceSet([CpuAdapter()])
     options = _tiny(precisions=("fp32", "tf32"))
@@ -258,7 +258,7 @@ def test_mps_without_a_counter_is_a_lower_bound_until_read() -> None:
 
 
 def test_every_case_stores_its_memory_source_and_bound() -> None:
-    from accelbench.runner import plan, run_plan
+    from accelbench.engine.runner import plan, run_plan
 
     devices = DeviceSet([CpuAdapter()])
     options = _tiny()
@@ -321,8 +321,8 @@ def test_single_device_kinds_do_nothing_on_make_current() -> None:
 def test_a_case_makes_its_device_current_before_anything_touches_it(monkeypatch) -> None:
     """run_case makes the device current first: inline (--isolation none) and in the worker,
     which calls run_case."""
-    import accelbench.runner
-    from accelbench.runner import Case, run_case
+    import accelbench.engine.runner
+    from accelbench.engine.runner import Case, run_case
 
     adapter = RecordingAdapter()
     seen: list[list[int]] = []
@@ -330,8 +330,8 @@ def test_a_case_makes_its_device_current_before_anything_touches_it(monkeypatch)
     def fake_measure(case: Any, *args: Any) -> None:
         seen.append(list(adapter.made_current))
 
-    monkeypatch.setattr(accelbench.runner, "_measure", fake_measure)
-    monkeypatch.setattr(accelbench.runner, "unsupported_reason", lambda device, precision: None)
+    monkeypatch.setattr(accelbench.engine.runner, "_measure", fake_measure)
+    monkeypatch.setattr(accelbench.engine.runner, "unsupported_reason", lambda device, precision: None)
     device = Device(adapter, "fake", 1)
     run_case(Case("mnist", "train", device, 4), _tiny(device="fake:1"))
     assert seen == [[1]]
@@ -354,7 +354,7 @@ def test_pin_memory_only_on_cuda_and_xpu() -> None:
 
 
 def test_the_runner_asks_the_device_whether_to_pin(monkeypatch) -> None:
-    from accelbench.runner import plan, run_plan
+    from accelbench.engine.runner import plan, run_plan
     from accelbench.workloads.base import get_workload_class
 
     pinned: list[bool] = []

@@ -18,7 +18,7 @@ NO_MPS = pytest.mark.skipif(not torch.backends.mps.is_available(), reason="no MP
 
 
 def _run(device: str, **overrides: Any) -> Any:
-    from accelbench.runner import plan, run_plan
+    from accelbench.engine.runner import plan, run_plan
 
     fields = {"workloads": ("mnist",), "device": device, "modes": ("train",), "size": "tiny",
               "stop": StopRule("steps", 3), "warmup_steps": 1, "isolation": "none", **overrides}
@@ -28,7 +28,7 @@ def _run(device: str, **overrides: Any) -> Any:
 
 
 def _parity(device: str, precision: str) -> dict[str, Any]:
-    from accelbench.parity import run_parity
+    from accelbench.parity.core import run_parity
     from accelbench.workloads.base import get_workload_class
 
     devices = DeviceSet.current()
@@ -56,8 +56,8 @@ def test_cuda_check_passes_in_its_own_precision(precision: str) -> None:
 DESCRIBE = """
 import torch
 from accelbench.devices import DeviceSet
-from accelbench.doctor import doctor_report
-from accelbench.environment import collect_environment
+from accelbench.devices.doctor import doctor_report
+from accelbench.devices.environment import collect_environment
 devices = DeviceSet.current()
 collect_environment(devices)
 doctor_report(devices)

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from accelbench.cli import main
-from accelbench.modelfacts import clear_facts_cache
+from accelbench.models.facts import clear_facts_cache
 from accelbench.workloads import get_workload_class, workload_names
 
 FIELDS = {"name", "description", "source", "parameters", "forward_flops_per_sample", "flops_per_sample",

@@ -11,9 +11,9 @@ from idx import write_idx, write_tiny_mnist
 
 from accelbench.data.mnist import load_mnist, read_idx
 from accelbench.devices import DeviceSet
+from accelbench.engine.runner import Case, run_case
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions, StopRule
-from accelbench.runner import Case, run_case
 from accelbench.workloads import get_workload_class
 from accelbench.workloads.base import DataOptions
 

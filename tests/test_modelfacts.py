@@ -8,10 +8,10 @@ import pytest
 import torch
 import torchvision
 
-from accelbench import modelfacts
 from accelbench.devices import DeviceSet
 from accelbench.measure import peak
-from accelbench.modelfacts import (
+from accelbench.models import facts as modelfacts
+from accelbench.models.facts import (
     TORCHVISION_LABEL,
     flops_per_sample,
     model_facts,

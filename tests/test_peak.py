@@ -13,10 +13,10 @@ import torch
 from fakes import FakeAsyncAdapter
 
 from accelbench.devices import Device, DeviceSet
+from accelbench.engine.precision import get_precision
+from accelbench.engine.runner import Case, achieved_flops, skeleton_result
 from accelbench.measure import peak
 from accelbench.options import RunOptions
-from accelbench.precision import get_precision
-from accelbench.runner import Case, achieved_flops, skeleton_result
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from accelbench.data.synthetic import EpochBatches
 from accelbench.devices import DeviceSet
 from accelbench.devices.base import Device
 from accelbench.devices.cpu import CpuAdapter
+from accelbench.engine.runner import plan, run_case
 from accelbench.options import RunOptions, StopRule
-from accelbench.runner import plan, run_case
 
 
 class PinningAdapter(FakeAsyncAdapter):

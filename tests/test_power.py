@@ -10,7 +10,7 @@ from conftest_report import case, record
 from rich.console import Console
 
 from accelbench.compare import LabelledRun, compare_runs
-from accelbench.environment import collect_environment
+from accelbench.devices.environment import collect_environment
 from accelbench.measure import power
 from accelbench.render.compare_table import comparison_renderable
 

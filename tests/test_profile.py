@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from accelbench.devices import DeviceSet
-from accelbench.diagnosis import diagnose
+from accelbench.engine.runner import plan, run_case
 from accelbench.measure import profile as profile_module
 from accelbench.measure.profile import STEP_MARK, analyse_trace, profiler_activities
 from accelbench.options import RunOptions, StopRule
+from accelbench.render.diagnosis import diagnose
 from accelbench.results import Ceilings
-from accelbench.runner import plan, run_case
 
 PROFILES = Path(__file__).parent / "data" / "profiles"
 #: pytorch/examples' MNIST network: conv 1->32, conv 32->64, fc 9216->128, fc 128->10 (float32).

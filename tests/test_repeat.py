@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from conftest_report import assert_one_line_error, case
 
-from accelbench import runner
 from accelbench.devices import DeviceSet
+from accelbench.engine import runner
+from accelbench.engine.repeat import interleaved, merge_repeats, process_step_times
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions, StopRule
-from accelbench.repeat import interleaved, merge_repeats, process_step_times
 from accelbench.results import CaseResult, RunRecord
 
 

@@ -10,10 +10,10 @@ from fakes import FakeQueueAdapter, HostSyncCounter
 
 from accelbench.data.synthetic import EpochBatches, synthetic_epoch
 from accelbench.devices.base import Device
+from accelbench.engine.precision import get_precision
+from accelbench.engine.steps import make_train_step
 from accelbench.measure.loop import StepLoop
 from accelbench.options import StopRule
-from accelbench.precision import get_precision
-from accelbench.steps import make_train_step
 from accelbench.workloads.base import Batch, DataOptions, Workload
 
 WARMUP, STEPS = 2, 6

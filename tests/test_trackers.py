@@ -12,6 +12,7 @@ from fakes import FakeAsyncAdapter
 from accelbench.data.synthetic import EpochBatches
 from accelbench.devices.base import Device
 from accelbench.devices.cpu import CpuAdapter
+from accelbench.engine.runner import Case, _measure, skeleton_result
 from accelbench.measure.energy import EnergyMeter, EnergySource
 from accelbench.measure.loop import NonFiniteError, StepLoop
 from accelbench.measure.trackers import (
@@ -21,7 +22,6 @@ from accelbench.measure.trackers import (
     Tracker,
 )
 from accelbench.options import RunOptions, StopRule
-from accelbench.runner import Case, _measure, skeleton_result
 from accelbench.workloads import get_workload_class
 
 CPU = Device(CpuAdapter(), "cpu", 0)

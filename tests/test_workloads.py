@@ -12,13 +12,13 @@ import torch.nn.functional as F
 from idx import write_tiny_mnist
 
 from accelbench.devices import DeviceSet
+from accelbench.engine.runner import Case, run_case
 from accelbench.options import RunOptions, StopRule
-from accelbench.runner import Case, run_case
-from accelbench.suites import SUITES
 from accelbench.workloads import get_workload_class, workload_names
 from accelbench.workloads.base import DataOptions, Workload
 from accelbench.workloads.bert import INSTALL_HINT, transformers_missing
 from accelbench.workloads.simclr import SimCLRNet, knn_predict, nt_xent_loss
+from accelbench.workloads.suites import SUITES
 from accelbench.workloads.vae import VAE, vae_loss
 
 CASES = [(name, mode) for name in workload_names() for mode in get_workload_class(name).modes]

@@ -154,7 +154,7 @@ class RunOptions:
         for flag, switch in (("--channels-last", self.channels_last),
                              ("--auto-batch", self.auto_batch), ("--profile", self.profile)):
             _check_flag(flag, switch)
-        from accelbench.precision import get_precision
+        from accelbench.engine.precision import get_precision
 
         for name in self.precisions:
             get_precision(name)

@@ -11,17 +11,17 @@ from typing import Any
 
 from rich.console import Console
 
-from accelbench.check import DEFAULT_CHECK_STEPS, CheckOptions, run_check
 from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import add_saving_arguments
 from accelbench.cli.driven import run_driven
 from accelbench.devices import DeviceSet
 from accelbench.option_values import build_run_options
-from accelbench.parity import REFERENCES
+from accelbench.parity.check import DEFAULT_CHECK_STEPS, CheckOptions, run_check
+from accelbench.parity.core import REFERENCES
 from accelbench.render.check_table import check_table
 from accelbench.results import RunRecord
 from accelbench.store.jsonfile import check_writable
-from accelbench.suites import DEFAULT_SUITE
+from accelbench.workloads.suites import DEFAULT_SUITE
 
 
 def add_parser(subparsers: Any) -> None:

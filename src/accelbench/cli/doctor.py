@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from accelbench.doctor import doctor_report
+from accelbench.devices.doctor import doctor_report
 from accelbench.render.doctor import render_doctor
 
 

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from accelbench.modelfacts import TORCHVISION_LABEL, ModelFacts, model_facts
+from accelbench.models.facts import TORCHVISION_LABEL, ModelFacts, model_facts
 from accelbench.workloads import match_workloads, workload_names
 
 

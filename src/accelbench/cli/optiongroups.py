@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.devices import DEVICE_HELP
+from accelbench.engine.repeat import DEFAULT_REPEATS
 from accelbench.option_values import DEFAULTS, RunKeywords, keyword_names
 from accelbench.options import (
     DATA_MODES,
@@ -22,7 +23,6 @@ from accelbench.options import (
     DEFAULT_WARMUP_STEPS,
     ISOLATIONS,
 )
-from accelbench.repeat import DEFAULT_REPEATS
 from accelbench.workloads.base import SIZES
 
 _KEYWORDS = keyword_names(RunKeywords)

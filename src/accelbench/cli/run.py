@@ -14,14 +14,14 @@ from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import add_saving_arguments
 from accelbench.cli.driven import run_driven
 from accelbench.devices import DeviceSet
+from accelbench.engine.runner import plan, run_plan
 from accelbench.errors import UsageError
 from accelbench.option_values import build_run_options, check_data
 from accelbench.options import RunOptions
 from accelbench.render.table import diagnosis_lines, energy_lines, run_table
 from accelbench.results import RunRecord
-from accelbench.runner import plan, run_plan
 from accelbench.store.jsonfile import check_writable
-from accelbench.suites import DEFAULT_SUITE
+from accelbench.workloads.suites import DEFAULT_SUITE
 
 
 def add_parser(subparsers: Any) -> None:

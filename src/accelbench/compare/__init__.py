@@ -29,9 +29,9 @@ from accelbench.compare.verdict import (
     describe,
     judge,
 )
+from accelbench.engine.repeat import process_step_times
 from accelbench.measure.power import power_differences
 from accelbench.reference.published import EpochReference, epoch_references
-from accelbench.repeat import process_step_times
 from accelbench.results import CaseResult, RunRecord
 
 __all__ = ["CANT_TELL", "FASTER", "NOT_COMPARABLE", "NOT_RUN", "SAME", "SLOWER", "LabelledRun",

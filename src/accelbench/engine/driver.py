@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from accelbench.engine.launch import CaseWork, Progress
 from accelbench.engine.progress import ItemProgress, progress_display
-from accelbench.repeat import interleaved, merge_repeats
+from accelbench.engine.repeat import interleaved, merge_repeats
 from accelbench.results import CaseResult, RunRecord
 
 Item = TypeVar("Item")
@@ -73,7 +73,7 @@ def drive(work: CaseWork[Item], items: Sequence[Item], record: RunRecord, *,
           on_case: Callable[[RunRecord], None] | None = None,
           repeat: int = 1, cooldown: float = 0.0, live: bool = False) -> RunRecord:
     """Run every item (``repeat`` times, in interleaved rounds) and append its result to
-    ``record``; later rounds merge their process into it (see ``accelbench.repeat``).
+    ``record``; later rounds merge their process into it (see ``accelbench.engine.repeat``).
 
     ``on_case`` gets the record after every case. SIGINT (KeyboardInterrupt) and SIGTERM
     (Terminated) raise Interrupted carrying the record, where the case that was running in

@@ -2,7 +2,7 @@
 
 A subcommand plugs in a :class:`CaseWork`: how to run one case in this process, how to describe
 it to a worker (a JSON spec), and the result that names the case before anything ran (what a
-crash, a timeout or an interruption is recorded on). In a worker (``python -m accelbench.worker
+crash, a timeout or an interruption is recorded on). In a worker (``python -m accelbench.engine.worker
 SPEC RESULT``) the spec's ``work`` picks the function in :data:`WORKER_FUNCTIONS`.
 """
 
@@ -31,8 +31,8 @@ ISOLATIONS = ("process", "none")
 #: The spec's ``work`` -> ``module:function(spec, report) -> CaseResult`` run in the worker.
 #: Imported only there, and only the one named, so a worker loads no other subcommand's code.
 WORKER_FUNCTIONS: dict[str, str] = {
-    "run": "accelbench.runner:run_from_spec",
-    "check": "accelbench.check:check_from_spec",
+    "run": "accelbench.engine.runner:run_from_spec",
+    "check": "accelbench.parity.check:check_from_spec",
     "probe": "accelbench.probes.work:probe_from_spec",
 }
 
@@ -76,7 +76,7 @@ def worker_call(work: str, spec: dict[str, Any], timeout: float, progress: Progr
     with tempfile.TemporaryDirectory(prefix="accelbench-case-") as folder:
         spec_path, result_path = Path(folder) / "spec.json", Path(folder) / "result.json"
         spec_path.write_text(json.dumps({**spec, "work": work}))
-        outcome = supervise([sys.executable, "-m", "accelbench.worker", str(spec_path),
+        outcome = supervise([sys.executable, "-m", "accelbench.engine.worker", str(spec_path),
                              str(result_path)], timeout, on_line=on_line, echo=echo)
         data = json.loads(result_path.read_text()) if result_path.exists() else None
     return outcome, data

@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from accelbench.devices import Device
-from accelbench.precision import Precision, autocast, get_precision, precision_settings
+from accelbench.engine.precision import Precision, autocast, get_precision, precision_settings
 from accelbench.store.jsonfile import write_atomic
 from accelbench.store.paths import data_home
 

@@ -20,8 +20,8 @@ from typing import Any
 import torch
 
 from accelbench.devices import Device
+from accelbench.engine.precision import get_precision, unsupported_reason
 from accelbench.measure import bandwidth, peak
-from accelbench.precision import get_precision, unsupported_reason
 
 CACHE_NAME = "roofline.json"
 CACHE_VERSION = 1

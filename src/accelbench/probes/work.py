@@ -18,15 +18,15 @@ from typing import Any
 
 from accelbench import __version__
 from accelbench.devices import Device, DeviceSet
+from accelbench.devices.environment import collect_environment
 from accelbench.engine.driver import drive
 from accelbench.engine.launch import DEFAULT_CASE_TIMEOUT_S, CaseWork, Progress, Report, ending, worker_call
 from accelbench.engine.progress import ItemProgress
-from accelbench.environment import collect_environment
 from accelbench.errors import UsageError
 from accelbench.probes import Feature
 from accelbench.probes.engine import Cell, References, device_probe, probe_device
 from accelbench.results import DeviceProbe, ProbeCell, RunRecord
-from accelbench.userfile import run_user_file
+from accelbench.workloads.userfile import run_user_file
 
 
 class ProbeWork(CaseWork[Device]):

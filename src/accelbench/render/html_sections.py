@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from accelbench.compare import LabelledRun
-from accelbench.diagnosis import diagnose
 from accelbench.measure.memory import format_bytes
+from accelbench.render.diagnosis import diagnose
 
 
 def machine_facts(run: LabelledRun) -> list[tuple[str, str]]:

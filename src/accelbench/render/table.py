@@ -18,9 +18,9 @@ from rich.text import Text
 
 from accelbench.compare import SAME, speedup_vs_cpu
 from accelbench.compare.key import config_label as key_config_label
-from accelbench.diagnosis import diagnose
 from accelbench.measure.memory import format_bytes
 from accelbench.measure.stats import drift
+from accelbench.render.diagnosis import diagnose
 from accelbench.render.format import format_rate, format_seconds
 from accelbench.results import CaseResult, RunRecord
 

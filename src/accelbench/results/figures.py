@@ -27,7 +27,7 @@ class ParityTolerance(Record):
 
 @dataclass(frozen=True)
 class Parity(Record):
-    """``accelbench check``'s verdict for one case, with both loss curves (see parity.py)."""
+    """``accelbench check``'s verdict for one case, with both loss curves (see parity/core.py)."""
 
     verdict: str
     steps: list[int] = field(default_factory=list)

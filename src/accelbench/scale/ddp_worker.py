@@ -52,7 +52,7 @@ def main(argv: list[str]) -> int:
         "world_size": int(os.environ["WORLD_SIZE"]), "host": socket.gethostname(),
         "status": "ok", "error": "", "step_times": [], "nosync_step_times": [],
     }
-    from accelbench.runner import status_of
+    from accelbench.engine.runner import status_of
     from accelbench.store.jsonfile import write_atomic
 
     try:
@@ -87,13 +87,13 @@ def _run(spec: dict[str, Any], rank: int, local_rank: int) -> dict[str, Any]:
     import torch.distributed as dist
 
     from accelbench.devices import DeviceSet
+    from accelbench.engine.precision import get_precision
+    from accelbench.engine.steps import make_train_step
     from accelbench.measure.trackers import MemoryTracker
     from accelbench.options import StopRule
-    from accelbench.precision import get_precision
     from accelbench.scale.backends import rank_device
-    from accelbench.steps import make_train_step
-    from accelbench.userfile import load_workload_file
     from accelbench.workloads.base import DataOptions, get_workload_class
+    from accelbench.workloads.userfile import load_workload_file
 
     for path in spec["workload_files"]:
         load_workload_file(Path(path))

@@ -36,11 +36,11 @@ from accelbench.devices import Device, DeviceSet
 from accelbench.engine.driver import Interrupted, drive
 from accelbench.engine.launch import CaseWork, Progress
 from accelbench.engine.progress import ItemProgress
+from accelbench.engine.runner import Case, new_record, skeleton_result
 from accelbench.engine.supervise import ChildOutcome, signal_name, supervise
 from accelbench.errors import UsageError
 from accelbench.options import DEFAULT_WARMUP_STEPS, RunOptions, StopRule
 from accelbench.results import CaseResult, RunRecord, ScaleFigures, ScaleRank
-from accelbench.runner import Case, new_record, skeleton_result
 from accelbench.scale import DEFAULT_TIMEOUT_S
 from accelbench.scale.backends import (
     LAUNCH_ENV,
@@ -50,8 +50,8 @@ from accelbench.scale.backends import (
     fsdp_unavailable_reason,
 )
 from accelbench.scale.ddp_worker import ALL_RANKS_FILE
-from accelbench.userfile import load_workload_file
 from accelbench.workloads.base import get_workload_class
+from accelbench.workloads.userfile import load_workload_file
 
 #: Collectives in a rank give up this long after --timeout: the launcher's kill comes first; the
 #: process-group timeout only backstops ranks it cannot reach (those on other nodes).

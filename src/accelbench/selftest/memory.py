@@ -1,7 +1,7 @@
 """Memory check: the peak memory accelbench reports for a training case must be at least what the
 case provably holds at once: its parameters, their gradients and the optimiser's state.
 
-The case is run through the runner (:func:`accelbench.runner.run_case`), exactly as ``run`` does
+The case is run through the runner (:func:`accelbench.engine.runner.run_case`), exactly as ``run`` does
 inline; the floor is counted from the same workload's model and optimiser after one step.
 """
 
@@ -37,7 +37,7 @@ def state_floor_bytes(workload_name: str, size: str) -> int:
 
 
 def check_peak_memory(device: Device, size: str = "published") -> CheckResult:
-    from accelbench.runner import Case, run_case
+    from accelbench.engine.runner import Case, run_case
 
     floor = state_floor_bytes(WORKLOAD, size)
     options = RunOptions(workloads=(WORKLOAD,), device=device.name, size=size,

@@ -8,14 +8,14 @@ from collections.abc import Callable
 from accelbench.devices import Device, DeviceSet
 from accelbench.options import RunOptions
 from accelbench.selftest.result import CheckResult, verdict
-from accelbench.suites import suite_workloads
+from accelbench.workloads.suites import suite_workloads
 
 GROUP = "parity"
 STEPS = 5
 
 
 def check_quick_suite_parity(device: Device, devices: DeviceSet, steps: int = STEPS) -> list[CheckResult]:
-    from accelbench.check import CheckOptions, run_check
+    from accelbench.parity.check import CheckOptions, run_check
 
     options = CheckOptions(RunOptions(workloads=suite_workloads("quick"), device=device.name,
                                       modes=("train",), size="tiny", isolation="none"),

@@ -16,7 +16,13 @@ from typing import Any
 import torch
 
 from accelbench.devices import Device
-from accelbench.precision import Precision, autocast, get_precision, precision_settings, unsupported_reason
+from accelbench.engine.precision import (
+    Precision,
+    autocast,
+    get_precision,
+    precision_settings,
+    unsupported_reason,
+)
 from accelbench.selftest.result import SKIP, CheckResult, verdict
 
 GROUP = "precision"

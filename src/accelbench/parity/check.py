@@ -10,13 +10,9 @@ from typing import Any
 from accelbench.devices import DeviceSet
 from accelbench.engine.driver import drive
 from accelbench.engine.launch import CaseWork, Progress, Report
+from accelbench.engine.precision import backend_flags, get_precision, precision_settings, unsupported_reason
 from accelbench.engine.progress import ItemProgress
-from accelbench.errors import UsageError
-from accelbench.options import RunOptions
-from accelbench.parity import REFERENCES, run_parity
-from accelbench.precision import backend_flags, get_precision, precision_settings, unsupported_reason
-from accelbench.results import CaseResult, Parity, RunRecord
-from accelbench.runner import (
+from accelbench.engine.runner import (
     Case,
     case_from_spec,
     case_spec,
@@ -26,6 +22,10 @@ from accelbench.runner import (
     skeleton_result,
     status_of,
 )
+from accelbench.errors import UsageError
+from accelbench.options import RunOptions
+from accelbench.parity.core import REFERENCES, run_parity
+from accelbench.results import CaseResult, Parity, RunRecord
 from accelbench.workloads.base import get_workload_class
 
 DEFAULT_CHECK_STEPS = 50

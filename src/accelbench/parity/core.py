@@ -30,10 +30,10 @@ import torch
 from torch import nn
 
 from accelbench.devices import Device
+from accelbench.engine.precision import Precision, get_precision, precision_settings, prepare_model
+from accelbench.engine.steps import make_eval_step, make_train_step
 from accelbench.measure.loop import BatchStream
-from accelbench.precision import Precision, get_precision, precision_settings, prepare_model
 from accelbench.results import PARITY_VERDICTS
-from accelbench.steps import make_eval_step, make_train_step
 from accelbench.workloads.base import Batch, DataOptions, Noise, Workload
 
 REFERENCES = ("cpu-fp64", "cpu")

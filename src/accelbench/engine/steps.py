@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from accelbench.devices import Device
-from accelbench.precision import Precision, autocast, grad_scaler, prepare_batch
+from accelbench.engine.precision import Precision, autocast, grad_scaler, prepare_batch
 from accelbench.workloads.base import Batch, Workload
 
 Step = Callable[[Batch], torch.Tensor]

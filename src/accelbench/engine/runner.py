@@ -14,16 +14,12 @@ import torch
 from accelbench import __version__
 from accelbench.data.placement import place_batches, source_kind
 from accelbench.devices import Device, DeviceSet
+from accelbench.devices.environment import collect_environment
 from accelbench.engine.driver import Interrupted as Interrupted  # re-exported: callers catch it here
 from accelbench.engine.driver import Terminated as Terminated
 from accelbench.engine.driver import drive
 from accelbench.engine.launch import CaseWork, Report
-from accelbench.environment import collect_environment
-from accelbench.measure.energy import energy_meter_for
-from accelbench.measure.loop import NonFiniteError, Progress, StepLoop
-from accelbench.measure.trackers import EnergyTracker, MemoryTracker, SensorTracker
-from accelbench.options import RunOptions
-from accelbench.precision import (
+from accelbench.engine.precision import (
     Precision,
     backend_flags,
     get_precision,
@@ -31,8 +27,12 @@ from accelbench.precision import (
     prepare_model,
     unsupported_reason,
 )
+from accelbench.engine.steps import make_eval_step, make_train_step
+from accelbench.measure.energy import energy_meter_for
+from accelbench.measure.loop import NonFiniteError, Progress, StepLoop
+from accelbench.measure.trackers import EnergyTracker, MemoryTracker, SensorTracker
+from accelbench.options import RunOptions
 from accelbench.results import CaseResult, Energy, Flops, RunRecord, Sensors
-from accelbench.steps import make_eval_step, make_train_step
 from accelbench.workloads.base import DataOptions, Workload, get_workload_class
 
 
@@ -160,7 +160,7 @@ def achieved_flops(result: CaseResult, device: Device, precision: Precision) -> 
     TF32 products, amp-bf16 against bf16 autocast). The peak used is stored with the figures
     (value, settings, when measured); a case that beats the cached peak has it measured again."""
     from accelbench.measure.peak import peak_figure
-    from accelbench.modelfacts import flops_per_sample
+    from accelbench.models.facts import flops_per_sample
 
     dtype = precision.autocast_dtype or precision.param_dtype
     figures: dict[str, Any] = {"peak_dtype": str(dtype).removeprefix("torch."),
@@ -257,7 +257,7 @@ def prepare_worker(options: RunOptions) -> None:
     """A worker process sees the parent's user workloads and thread count."""
     from pathlib import Path
 
-    from accelbench.userfile import load_workload_file
+    from accelbench.workloads.userfile import load_workload_file
 
     for path in options.workload_files:
         load_workload_file(Path(path))

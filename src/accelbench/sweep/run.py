@@ -13,11 +13,11 @@ from dataclasses import replace
 
 from accelbench.devices import DeviceSet
 from accelbench.engine.driver import Interrupted
+from accelbench.engine.runner import Case, CaseProgress, plan, run_plan, skeleton_result
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
 from accelbench.results import CaseResult, RunRecord
-from accelbench.runner import Case, CaseProgress, plan, run_plan, skeleton_result
-from accelbench.sweep_analysis import SATURATION_FRACTION
+from accelbench.sweep.analysis import SATURATION_FRACTION
 
 
 def _key(case: Case | CaseResult) -> tuple[object, ...]:

@@ -6,8 +6,8 @@ from typing import Any
 
 from accelbench.devices import DeviceSet
 from accelbench.devices.cpuinfo import cpu_info
+from accelbench.devices.environment import python_facts, torch_facts
 from accelbench.devices.mps import current_mac_facts
-from accelbench.environment import python_facts, torch_facts
 
 
 def python_warnings(facts: dict[str, Any], rosetta: bool) -> list[str]:

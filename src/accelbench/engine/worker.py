@@ -1,4 +1,4 @@
-"""A worker process that runs one case: ``python -m accelbench.worker SPEC.json RESULT.json``.
+"""A worker process that runs one case: ``python -m accelbench.engine.worker SPEC.json RESULT.json``.
 
 The spec's ``work`` ("run", "check", "probe") names the subcommand's per-case function (see
 ``accelbench.engine.launch.WORKER_FUNCTIONS``). The parent reads progress lines from this
