@@ -149,14 +149,14 @@ def test_version_2_database_gains_the_key_columns(tmp_path: Path) -> None:
 def test_timeline_series_follow_the_comparability_key(db: HistoryDB, capsys) -> None:
     from rich.console import Console
 
-    from accelbench.cli.history import _timeline_table
+    from accelbench.render.history_table import timeline_table
 
     for run_id, precision in (("f1", "fp32"), ("b1", "bf16"), ("f2", "fp32")):
         db.add_record(record(run_id, [case(precision=precision)]))
     points = db.timeline("mnist", "train")
     console = Console(width=200)
     with console.capture() as captured:
-        console.print(_timeline_table("mnist", "train", points))
+        console.print(timeline_table("mnist", "train", points))
     lines = [line for line in captured.get().splitlines() if "box" in line]
     assert len(lines) == 2  # fp32 (2 runs) and bf16 (1 run), never one line
     assert any("bf16" in line and " 1 " in line for line in lines)

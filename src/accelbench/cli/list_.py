@@ -10,12 +10,10 @@ import argparse
 import json
 from typing import Any
 
-from rich import box
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from accelbench.models.facts import TORCHVISION_LABEL, ModelFacts, model_facts
+from accelbench.models.facts import model_facts
+from accelbench.render.list_table import facts_table, notes
 from accelbench.workloads import match_workloads, workload_names
 
 
@@ -26,64 +24,6 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print the facts as JSON")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.set_defaults(execute=execute)
-
-
-def _si(value: float | None) -> str:
-    """Compact engineering notation: 25.6M, 8.18G, 873M."""
-    if value is None:
-        return "n/a"
-    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g}{prefix}"
-    return f"{value:.3g}"
-
-
-def _per_mode(values: dict[str, int], compact: bool = False) -> str:
-    shown = [(_si(values[m]) if compact else str(values[m])) for m in ("train", "eval") if m in values]
-    return "/".join(shown)
-
-
-def facts_table(facts: list[ModelFacts]) -> Table:
-    """Narrow enough for an 80-column terminal; descriptions and caveats follow as notes."""
-    table = Table(title="accelbench workloads", title_justify="left", box=box.SIMPLE_HEAD,
-                  padding=(0, 1), collapse_padding=True, pad_edge=False, show_edge=False,
-                  caption="fwd, train: FLOPs per sample counted with torch's FlopCounterMode "
-                  "(multiply-add = 2; train = forward + backward). tv: "
-                  f"{TORCHVISION_LABEL}, GMACs at 224x224. batch, samples: per epoch, train/eval. "
-                  "(n/a): cannot run here, see below.",
-                  caption_justify="left")
-    for column in ("workload", "params", "fwd", "train", "tv", "batch", "input", "samples"):
-        table.add_column(column, no_wrap=True, justify="left" if column == "workload" else "right")
-    for item in facts:
-        reference = "n/a"
-        if item.torchvision is not None:
-            reference = f"{item.torchvision.gmacs:.2f}" + ("*" if item.torchvision.note else "")
-        name = item.name if item.available else f"[yellow]{item.name} (n/a)[/yellow]"
-        table.add_row(
-            name, _si(item.parameters), _si(item.forward_flops_per_sample),
-            _si(item.flops_per_sample.get("train")), reference, _per_mode(item.default_batch_size),
-            "x".join(map(str, item.input_shape)), _per_mode(item.dataset_size, compact=True),
-        )
-    return table
-
-
-def notes(facts: list[ModelFacts]) -> list[str]:
-    """What does not fit in the table: descriptions, unavailability reasons, reference caveats.
-
-    Texts are escaped: rich would take "accelbench[transformers]" in an install hint for markup.
-    """
-    lines = [f"[bold]{item.name}[/bold]: {escape(item.description)}" for item in facts]
-    for item in facts:
-        if item.modes != ("train", "eval"):
-            lines.append(f"{item.name} runs only in: {', '.join(item.modes)}")
-        if not item.available:
-            lines.append(f"[yellow]{item.name} cannot run here[/yellow]: "
-                         f"{escape(item.unavailable_reason or '')}")
-        if item.count_error:
-            lines.append(f"[yellow]{item.name} FLOPs not counted[/yellow]: {escape(item.count_error)}")
-        if item.torchvision is not None and item.torchvision.note:
-            lines.append(f"* {item.name}: torchvision's figure is for the {escape(item.torchvision.note)}")
-    return lines
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import add_saving_arguments
@@ -21,7 +20,7 @@ from accelbench.errors import UsageError
 from accelbench.probes import Feature
 from accelbench.probes.features import all_features, select_features
 from accelbench.probes.work import load_feature_file, probe_record
-from accelbench.render.probe_table import probe_table
+from accelbench.render.probe_table import feature_list_table, probe_table
 from accelbench.results import RunRecord
 from accelbench.store.jsonfile import check_writable
 
@@ -61,20 +60,11 @@ def chosen_features(patterns: list[str] | None, skip_compile: bool) -> list[Feat
     return chosen
 
 
-def _feature_list(features: list[Feature]) -> Table:
-    table = Table(title="features accelbench probe tries", title_justify="left")
-    for column in ("feature", "what", "devices"):
-        table.add_column(column)
-    for feature in features:
-        table.add_row(feature.name, feature.summary, ", ".join(feature.kinds) or "all")
-    return table
-
-
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
     for path in args.feature_file:
         load_feature_file(path)
     if args.list:
-        Console().print(_feature_list(all_features()))
+        Console().print(feature_list_table(all_features()))
         return 0
     if args.output:
         check_writable(args.output)

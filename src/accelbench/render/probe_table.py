@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.table import Table
 from rich.text import Text
 
 from accelbench.results import ProbeCell, RunRecord
+
+if TYPE_CHECKING:
+    from accelbench.probes import Feature
 
 STYLES = {"works": "green", "fails": "red", "wrong": "bold magenta", "slower": "yellow",
           "crashed": "bold red", "timeout": "bold red"}
@@ -41,4 +46,13 @@ def probe_table(record: RunRecord) -> Table:
         table.add_column(device, overflow="fold")
     for feature in features:
         table.add_row(feature, *(_cell_text(cells.get(feature)) for _, cells in columns))
+    return table
+
+
+def feature_list_table(features: list[Feature]) -> Table:
+    table = Table(title="features accelbench probe tries", title_justify="left")
+    for column in ("feature", "what", "devices"):
+        table.add_column(column)
+    for feature in features:
+        table.add_row(feature.name, feature.summary, ", ".join(feature.kinds) or "all")
     return table
