@@ -13,6 +13,7 @@ from torch import nn
 import accelbench
 from accelbench import api
 from accelbench.cli import build_parser, main
+from accelbench.engine.repeat import DEFAULT_REPEATS
 from accelbench.errors import UsageError
 from accelbench.option_values import DEFAULTS
 from accelbench.options import RunOptions, StopRule
@@ -46,7 +47,7 @@ PARITY = [
     (["mnist", "vae", "--time-budget", "3", "--target-ci", "0.5", "--auto-batch", "--case-timeout",
       "60", "--cooldown", "1.5", "--repeat", "--profile"],
      {"workloads": ["mnist", "vae"], "time_budget": 3, "target_ci": 0.5, "auto_batch": True,
-      "case_timeout": 60, "cooldown": 1.5, "repeat": 5, "profile": True}),
+      "case_timeout": 60, "cooldown": 1.5, "repeat": DEFAULT_REPEATS, "profile": True}),
     (["mnist", "--precision", "fp32,bf16", "--compile", "--channels-last", "--device", "cpu"],
      {"workloads": "mnist", "precision": ["fp32", "bf16"], "compile": True,
       "channels_last": True, "device": "cpu"}),
@@ -148,7 +149,7 @@ def test_bad_values_give_the_same_message_from_the_cli_and_the_api(
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("bad options reached the runner")
 
-    monkeypatch.setattr(run_cli, "_run_with_progress", never)
+    monkeypatch.setattr(run_cli, "run_driven", never)
     monkeypatch.setattr(api, "execute", never)
     with pytest.raises(UsageError) as raised:
         accelbench.run(**keywords)
@@ -186,3 +187,15 @@ def test_a_run_through_the_api_records_the_options_it_was_given() -> None:
     assert [case.status for case in record.cases] == ["ok"]
     stored = RunOptions.from_dict(record.options)
     assert stored.stop == StopRule("time", 0.5, 5) and stored.auto_batch
+
+
+def test_no_module_shadows_an_api_function() -> None:
+    """``import accelbench.X.y`` sets the attribute ``accelbench.X`` to the package: a package
+    named like an API function (a ``sweep/`` package once did) replaces ``accelbench.sweep``."""
+    import importlib
+    import pkgutil
+
+    modules = {info.name for info in pkgutil.iter_modules(accelbench.__path__)}
+    assert not modules & {"run", "bench", "sweep", "list_workloads", "register"}
+    importlib.import_module("accelbench.sweeps.run")
+    assert callable(accelbench.sweep) and accelbench.sweep.__module__ == "accelbench.api"

@@ -16,7 +16,7 @@ from accelbench.errors import UsageError
 from accelbench.render.figures import sweep_figure
 from accelbench.render.sweep_table import figure_lines, summary_lines, sweep_rows
 from accelbench.results import CaseResult, RunRecord
-from accelbench.sweep.analysis import crossovers, curves, parse_batch_sizes
+from accelbench.sweeps.analysis import crossovers, curves, parse_batch_sizes
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -67,7 +67,7 @@ def execute(options: RunOptions, save: bool = True, progress: CaseProgress | Non
     devices = DeviceSet.current()
     command = ["python", *sys.argv[:1]]
     if batch_sizes is not None:
-        from accelbench.sweep.run import run_sweep
+        from accelbench.sweeps.run import run_sweep
 
         record = run_sweep(options, devices, batch_sizes, command, progress)
     else:
@@ -183,7 +183,7 @@ def bench(
 def _sweep_sizes(batch_size: int | Sequence[int] | str | None) -> tuple[int, ...] | None:
     if batch_size is None or isinstance(batch_size, int):
         return None
-    from accelbench.sweep.analysis import parse_batch_sizes
+    from accelbench.sweeps.analysis import parse_batch_sizes
 
     return parse_batch_sizes(batch_size)
 
@@ -199,7 +199,7 @@ def sweep(
     **keywords: Unpack[SweepKeywords],
 ) -> Result:
     """``accelbench sweep`` from Python: every workload at each batch size (``[1, 4, 16]`` or
-    ``"1,2,4,...,256"``) on each device; a record of kind "sweep" (see ``accelbench.sweep.analysis``
+    ``"1,2,4,...,256"``) on each device; a record of kind "sweep" (see ``accelbench.sweeps.analysis``
     for the saturation and crossover). The keywords are ``accelbench sweep``'s options, as ``run``
     spells them (see ``option_values.SweepKeywords``)."""
     reject_unknown("sweep", keywords, SweepKeywords)

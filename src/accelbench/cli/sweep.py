@@ -21,8 +21,8 @@ from accelbench.options import RunOptions
 from accelbench.render.sweep_table import definition, summary_lines, sweep_table
 from accelbench.results import RunRecord
 from accelbench.store.jsonfile import check_writable
-from accelbench.sweep.analysis import parse_batch_sizes
-from accelbench.sweep.run import run_sweep
+from accelbench.sweeps.analysis import parse_batch_sizes
+from accelbench.sweeps.run import run_sweep
 
 
 def _batch_sizes(text: str) -> tuple[int, ...]:

@@ -9,7 +9,7 @@ from rich.table import Table
 from accelbench.measure.memory import format_bytes
 from accelbench.render.format import format_rate, format_seconds
 from accelbench.results import RunRecord
-from accelbench.sweep.analysis import SATURATION_FRACTION, Curve, crossovers, curves
+from accelbench.sweeps.analysis import SATURATION_FRACTION, Curve, crossovers, curves
 
 COLUMNS = ("workload", "mode", "device", "batch", "samples/s", "95% CI", "median step", "IQR/med",
            "peak mem", "note")

@@ -17,7 +17,7 @@ from accelbench.engine.runner import Case, CaseProgress, plan, run_plan, skeleto
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
 from accelbench.results import CaseResult, RunRecord
-from accelbench.sweep.analysis import SATURATION_FRACTION
+from accelbench.sweeps.analysis import SATURATION_FRACTION
 
 
 def _key(case: Case | CaseResult) -> tuple[object, ...]:
