@@ -32,7 +32,7 @@ PAIR_COLUMNS = ("A", "B", "device A", "device B", "config", "B vs A", "power sta
 RULE_CAPTION = ("faster/slower only when the 95% interval of the throughput ratio across worker "
                 "processes (--repeat) excludes 1 and the ratio is beyond the +-5% noise band; "
                 "same within noise when the interval lies inside it; can't tell otherwise "
-                "(one process a side is never called)")
+                "(fewer than 4 processes a side are never called)")
 
 
 def epoch_cell(case: CaseResult | None) -> str:
