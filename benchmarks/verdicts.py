@@ -4,7 +4,7 @@ A workload (written to a temporary workload file) trains a small MLP whose forwa
 256x256 layer ``round(20 x factor)`` times; the factor comes from the environment of the worker
 process, so a "slow" process does exactly 10% more work per step than a "base" one and nothing
 else differs. Rounds run base, base-again and slow processes in rotating order (so slow drift of the
-machine spreads over all three pools). Then, many times, DEFAULT_REPEATS (6) processes are drawn at
+machine spreads over all three pools). Then, many times, DEFAULT_REPEATS (10) processes are drawn at
 random from two pools and judged by the rule of compare/verdict.py (on each process's
 10th-percentile step time; ``--statistic all`` also shows what other per-process figures would give):
 

@@ -3,7 +3,8 @@
 Each case runs in N separate worker processes. Round r runs every case once before round r+1
 starts, so slow drift of the machine (heat, a neighbour's job) spreads over every case instead of
 landing on the last one. Each process's samples and figures are kept in ``CaseResult.repeats``;
-the per-process median step time is the unit that ``compare`` judges (see compare/verdict.py).
+the per-process 10th-percentile step time is the unit that ``compare`` judges (see
+compare/verdict.py).
 The top-level fields of the merged result are the pooled view (all samples together).
 """
 
@@ -18,8 +19,11 @@ import numpy as np
 from accelbench.results import CaseResult
 
 #: ``--repeat`` with no number: enough processes a side for a 10% difference to be called on a
-#: noisy shared machine (benchmarks/verdicts.py measures how often; docs/performance.md (c)).
-DEFAULT_REPEATS = 6
+#: noisy shared machine. Chosen from benchmarks/verdicts.py on the 2-vCPU development VM
+#: (docs/performance.md (c)): a planted 10% slowdown was found in 57-84% of 6-vs-6 comparisons,
+#: 83-99% of 8-vs-8 and 95-100% of 10-vs-10, with identical configurations called different in
+#: 0.4-5.1% at 10 a side.
+DEFAULT_REPEATS = 10
 #: The per-process figure compare judges: this percentile of the process's step times (see
 #: compare/verdict.py for why the lower tail and not the median).
 PROCESS_PERCENTILE = 10
