@@ -28,6 +28,30 @@ def accelbench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, peak_cache:
 
 
 @pytest.fixture
+def inline_cli(accelbench_home: Path, monkeypatch: pytest.MonkeyPatch):
+    """Run ``accelbench.cli.main(ARGS)`` in this process (no interpreter start-up, no torch import:
+    for the many bad-usage cases; ``cli`` proves the same path in a real process). Returns a
+    CompletedProcess with the exit code and what was written to stdout and stderr."""
+    import contextlib
+    import io
+
+    from accelbench.cli import main
+
+    monkeypatch.setenv("COLUMNS", "160")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as stop:
+                code = stop.code if isinstance(stop.code, int) else 1
+        return subprocess.CompletedProcess(["accelbench", *args], code, out.getvalue(), err.getvalue())
+
+    return run
+
+
+@pytest.fixture
 def cli(accelbench_home: Path):
     """Run ``python -m accelbench ARGS`` as a real process; returns CompletedProcess."""
 

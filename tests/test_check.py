@@ -175,8 +175,8 @@ def test_check_cli_end_to_end(cli, tmp_path: Path) -> None:
     (["check", "mnist", "--precision", "fp8"], "unknown precision 'fp8'"),
     (["check", "mnist", "--steps", "0"], "--steps"),
 ])
-def test_check_bad_usage(cli, args: list[str], needle: str) -> None:
-    proc = cli(*args)
+def test_check_bad_usage(inline_cli, args: list[str], needle: str) -> None:
+    proc = inline_cli(*args)
     assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr
 
 

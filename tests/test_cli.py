@@ -89,7 +89,17 @@ def test_real_data_through_the_cli(cli, tmp_path: Path) -> None:
     (["run", "--suite", "nope"], ["unknown suite 'nope'"]),
     (["nosuchcommand"], ["invalid choice"]),
 ])
-def test_bad_usage_is_one_line_exit_2(cli, args: list[str], needles: list[str]) -> None:
+def test_bad_usage_is_one_line_exit_2(inline_cli, args: list[str], needles: list[str]) -> None:
+    assert_one_line_error(inline_cli(*args), *needles)
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["run", "nosuch"], ["unknown workload 'nosuch'"]),
+    (["run", "mnist", "--device", "cuda"], ["'cuda' is not available", "fix:"]),
+    (["nosuchcommand"], ["invalid choice"]),
+])
+def test_bad_usage_in_a_real_process_is_one_line_exit_2(cli, args: list[str], needles: list[str]) -> None:
+    """The same path as above through the installed entry point: no traceback reaches a user."""
     assert_one_line_error(cli(*args), *needles)
 
 

@@ -173,8 +173,8 @@ def test_a_hanging_rank_is_killed_at_the_timeout(cli, tmp_path: Path, faulty) ->
     (["--device", "cuda"], "not available"),
     (["--device", "cpu", "--backend", "nccl"], "nccl backend does not handle cpu"),
 ])
-def test_bad_usage_is_one_line_and_exit_2(cli, args: list[str], words: str) -> None:
-    proc = cli("scale", "mnist", "--size", "tiny", *args, timeout=60)
+def test_bad_usage_is_one_line_and_exit_2(inline_cli, args: list[str], words: str) -> None:
+    proc = inline_cli("scale", "mnist", "--size", "tiny", *args)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("accelbench: error:") and words in lines[0]
