@@ -99,18 +99,17 @@ def log_ratio_interval(ratios: list[float]) -> tuple[float, float, float]:
     return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
 
 
-#: Per-process figures: the median step (what a run's table prints) and the 10th percentile
-#: (what ``compare`` judges: ``engine.repeat.process_figure``).
-FIGURES = {"median": statistics.median,
-           "p10": lambda times: statistics.quantiles(times, n=10, method="inclusive")[0]}
-
-
 def summarise(data: dict) -> None:
+    from accelbench.engine.repeat import process_figure
+
+    # Per-process figures: the median step (what a run's table prints) and the 10th percentile
+    # (what ``compare`` judges).
+    figures = {"median": statistics.median, "p10": process_figure}
     rounds = len(data["step_times"]["plain"])
     print(f"{data['workload']} train, batch {data['batch_size']}, {rounds} rounds x "
           f"{data['steps']} steps (warm-up {data['warmup']}), "
           f"{data.get('threads') or 'default'} threads; figure: samples/s relative to the plain loop")
-    for figure, of in FIGURES.items():
+    for figure, of in figures.items():
         values = {name: [of(times) for times in series] for name, series in data["step_times"].items()}
         for name in values:
             if name == "plain":
