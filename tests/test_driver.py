@@ -36,6 +36,9 @@ def test_a_segfault_in_one_check_case_leaves_the_others_finished(cli, tmp_path: 
     assert "SIGSEGV" in cases["fault-segv"]["error"]
     assert cases["mnist"]["status"] == "ok"
     assert cases["mnist"]["parity"]["verdict"] == "pass"
+    # The table's verdict names the crash, not a bare "failed".
+    row = next(line for line in proc.stdout.splitlines() if "fault-segv" in line)
+    assert "crashed" in row and "failed" not in row, proc.stdout
 
 
 def test_a_segfault_in_one_probe_costs_only_its_cell(cli, tmp_path: Path) -> None:

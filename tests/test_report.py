@@ -255,3 +255,19 @@ def test_report_in_a_real_browser(tmp_path: Path, report_html: str) -> None:
             page.screenshot(path=screenshot or str(tmp_path / "report.png"), full_page=True)
         finally:
             browser.close()
+
+
+def test_a_parity_judged_over_fewer_steps_says_so_and_draws_the_noise_floor() -> None:
+    judged = Parity("pass", steps=[1, 2, 3, 4], candidate=[1.0, 0.9, 0.7, 0.2],
+                    reference=[1.0, 0.9, 0.8, 0.5], noise_floor=[1.0, 0.9, 0.75, 0.3], judged_steps=2)
+    runs = [LabelledRun("m", record("m", [case(parity=judged)]))]
+    report = render_report(runs, compare_runs(runs))
+    text = "".join(_parse(report).text)
+    assert "judged steps 1-2 of 4" in text
+    alone = Parity("pass", steps=[1, 2, 3, 4], candidate=[1.0, 0.9, 0.7, 0.2],
+                   reference=[1.0, 0.9, 0.8, 0.5])
+    plain = render_report([LabelledRun("m", record("m", [case(parity=alone)]))], compare_runs(runs))
+    assert "judged steps" not in plain
+    # The noise floor and the shaded unjudged steps are drawn: the picture differs.
+    images = [re.findall(r'<img [^>]*src="([^"]+)"', html) for html in (report, plain)]
+    assert images[0] and images[1] and images[0][-1] != images[1][-1]

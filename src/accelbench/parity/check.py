@@ -47,13 +47,13 @@ class CheckOptions:
 
 def _verdict_status(parity: dict) -> tuple[str, str]:
     verdict = parity["verdict"]
-    if verdict in ("pass", "drift"):
+    if verdict in ("pass", "drift", "inconclusive"):
         return "ok", ""
     if verdict == "non-finite":
         return "nan", (f"non-finite (NaN/Inf) at step {parity['first_bad_step']} in "
                        f"{parity.get('bad_tensor', 'loss')}")
     tolerance = parity["tolerance"]["drift"]
-    return "failed", (f"diverged from the reference at step {parity['first_bad_step']} (max relative "
+    return "failed", (f"diverged from the reference at step {parity['first_bad_step']} (relative "
                       f"loss difference {parity.get('max_rel_loss_diff', float('nan')):.3g} > {tolerance:g})")
 
 

@@ -9,13 +9,26 @@ sides, and models draw other noise (the VAE's reparameterisation) through a ``No
 which parity points at the same per-step CPU generator. So the two sides differ only in
 arithmetic.
 
+The noise floor: many trainings amplify rounding (a chaotic trajectory: MNIST's Adadelta at lr 1.0
+on synthetic batches takes a 1e-8 difference to 1e-1 in 30 steps), so after some step even a
+correct fp32 device sits beyond any fixed tolerance of the fp64 reference, and later steps cannot
+tell a device's error from rounding. Noise-floor runs measure where that step is: the reference
+itself (same device and precision, so a fault of the candidate's arithmetic cannot hide in the
+floor), its parameters perturbed after every step by a relative rounding of the candidate
+precision's size (``FLOOR_SCALE`` x ``UNIT_ROUNDOFF``), from the same weights on the same batches,
+``FLOOR_RUNS`` times with different noise. The candidate is judged over the steps before the earliest of them first
+leaves the ``pass`` tolerance (``judged_steps``); the steps after are reported, not judged, so a
+correct device is not failed for the training's own sensitivity to rounding.
+
 Verdicts, from the per-step relative loss difference |candidate - reference| / max(|reference|, 1e-8)
-and the relative difference of the trained models' outputs on a held batch:
-  pass       every step and the output within the precision's ``pass`` tolerance
-  drift      within the looser ``drift`` tolerance (expected accumulation of rounding)
-  diverged   beyond ``drift``; the first step that left it is named
-  non-finite the candidate produced NaN/Inf; the first step and the tensor are named
-  failed     the candidate raised; the error text is kept
+over the judged steps, and the relative difference of the trained models' outputs on a held batch
+(judged only when every step is):
+  pass         every judged step and the output within the precision's ``pass`` tolerance
+  drift        within the looser ``drift`` tolerance (expected accumulation of rounding)
+  diverged     beyond ``drift``; the first step that left it is named
+  non-finite   the candidate produced NaN/Inf (at any step); the first step and the tensor are named
+  inconclusive rounding of this precision leaves the tolerance from step 1: no step can be judged
+  failed       the candidate raised; the error text is kept
 """
 
 from __future__ import annotations
@@ -56,6 +69,23 @@ TOLERANCES: dict[str, Tolerance] = {
     "amp-fp16": Tolerance(2e-2, 1e-1),
     "fp16": Tolerance(2e-2, 1e-1),
 }
+
+#: The relative size of one rounding in each candidate precision (its unit roundoff: 2^-(mantissa
+#: bits + 1)): the perturbation the noise-floor run applies to every parameter after every step.
+UNIT_ROUNDOFF: dict[str, float] = {
+    "fp32": 2.0**-24,
+    "tf32": 2.0**-11,
+    "amp-bf16": 2.0**-8,
+    "bf16": 2.0**-8,
+    "amp-fp16": 2.0**-11,
+    "fp16": 2.0**-11,
+}
+#: The noise floor's perturbation is this many unit roundoffs a step (a step's many operations
+#: each round; a dot product's error grows with its length) ...
+FLOOR_SCALE = 4.0
+#: ... and it is the earliest departure of this many runs with different noise: one run can miss
+#: a knife-edge event (a ReLU or max-pool choice that flips) that the candidate's rounding hits.
+FLOOR_RUNS = 2
 
 
 class ParityRandom:
@@ -154,18 +184,33 @@ def _parameter_difference(candidate: nn.Module, reference: nn.Module) -> float:
     return worst
 
 
+def judged_horizon(floor: list[float], reference: list[float], tolerance: Tolerance) -> int:
+    """How many leading steps can be judged: those before the noise-floor run first leaves the
+    ``pass`` tolerance of the reference (or stops being finite)."""
+    for step, (value, ref) in enumerate(zip(floor, reference, strict=False), start=1):
+        if not math.isfinite(value) or _relative(value, ref) > tolerance.passed:
+            return step - 1
+    return min(len(floor), len(reference))
+
+
 def compare_curves(candidate: list[float], reference: list[float], output_diff: float | None,
-                   tolerance: Tolerance) -> dict[str, Any]:
-    """The verdict from two loss curves (and the trained outputs' difference)."""
+                   tolerance: Tolerance, judged: int | None = None) -> dict[str, Any]:
+    """The verdict from two loss curves (and the trained outputs' difference), judging the first
+    ``judged`` steps (all when None); the output counts only when every step is judged."""
     for step, value in enumerate(candidate, start=1):
         if not math.isfinite(value):
             return {"verdict": "non-finite", "first_bad_step": step}
-    diffs = [_relative(c, r) for c, r in zip(candidate, reference, strict=True)]
+    judged = len(candidate) if judged is None else min(judged, len(candidate))
+    if judged == 0 and candidate:
+        return {"verdict": "inconclusive", "first_bad_step": None, "max_rel_loss_diff": None}
+    diffs = [_relative(c, r) for c, r in zip(candidate[:judged], reference[:judged], strict=True)]
     worst = max(diffs, default=0.0)
     first_beyond = next((i for i, d in enumerate(diffs, start=1) if d > tolerance.drift), None)
     summary: dict[str, Any] = {"max_rel_loss_diff": worst}
     if first_beyond is not None:
         return {**summary, "verdict": "diverged", "first_bad_step": first_beyond}
+    if judged < len(candidate):
+        output_diff = None  # the trained outputs lie past the judged steps
     if output_diff is not None and output_diff > tolerance.drift:
         return {**summary, "verdict": "diverged", "first_bad_step": len(candidate)}
     passed = worst <= tolerance.passed and (output_diff is None or output_diff <= tolerance.passed)
@@ -189,14 +234,30 @@ def _prepare(workload_cls: type[Workload], size: str, initial: nn.Module, device
     return Prepared(Side(workload, model, device, precision, random), runnable, channels_last)
 
 
-def _train(prepared: Prepared, batches: list[Batch], skip: frozenset[int] = frozenset()
-           ) -> tuple[list[float], list[int]]:
+class RoundingNoise:
+    """After every step, each parameter element is multiplied by 1 + u * U(-1, 1): a rounding of
+    relative size ``u`` (a precision's unit roundoff), drawn from its own seeded CPU generator."""
+
+    def __init__(self, unit: float, seed: int) -> None:
+        self.unit = unit
+        self.generator = torch.Generator().manual_seed(seed * 7919 + 17)
+
+    @torch.no_grad()
+    def __call__(self, model: nn.Module) -> None:
+        for param in model.parameters():
+            if param.is_floating_point():
+                noise = torch.rand(param.shape, generator=self.generator, dtype=torch.float64)
+                param.mul_((1 + self.unit * (2 * noise - 1)).to(param.device, param.dtype))
+
+
+def _train(prepared: Prepared, batches: list[Batch], skip: frozenset[int] = frozenset(),
+           noise: RoundingNoise | None = None) -> tuple[list[float], list[int]]:
     with precision_settings(prepared.side.precision):  # tf32 must be TF32 here as in ``run``
-        return _train_steps(prepared, batches, skip)
+        return _train_steps(prepared, batches, skip, noise)
 
 
-def _train_steps(prepared: Prepared, batches: list[Batch], skip: frozenset[int]
-                 ) -> tuple[list[float], list[int]]:
+def _train_steps(prepared: Prepared, batches: list[Batch], skip: frozenset[int],
+                 noise: RoundingNoise | None) -> tuple[list[float], list[int]]:
     side = prepared.side
     step_fn = make_train_step(side.workload, prepared.runnable, side.workload.make_optimizer(side.model),
                               side.device, side.precision, prepared.channels_last, track_skipped=True)
@@ -207,6 +268,8 @@ def _train_steps(prepared: Prepared, batches: list[Batch], skip: frozenset[int]
         losses.append(loss)
         if not math.isfinite(loss):
             break
+        if noise is not None:
+            noise(side.model)
     return losses, step_fn.skipped
 
 
@@ -239,10 +302,19 @@ def run_parity(workload_cls: type[Workload], size: str, candidate_device: Device
     ref = _prepare(workload_cls, size, initial, reference_device, reference_precision, "", False, seed)
     reference_curve, _ = _train(ref, batches[: len(candidate_curve)], frozenset(skipped))
     tolerance = TOLERANCES[precision]
+    floors = [_train(_prepare(workload_cls, size, initial, reference_device, reference_precision, "",
+                              False, seed), batches[: len(candidate_curve)], frozenset(skipped),
+                     RoundingNoise(FLOOR_SCALE * UNIT_ROUNDOFF[precision], seed * FLOOR_RUNS + run))[0]
+              for run in range(FLOOR_RUNS)]
+    horizons = [judged_horizon(curve, reference_curve, tolerance) for curve in floors]
+    judged = min(horizons)
+    floor_curve = floors[horizons.index(judged)]
     record: dict[str, Any] = {
         "steps": list(range(1, len(candidate_curve) + 1)),
         "reference": reference_curve,
         "candidate": candidate_curve,
+        "noise_floor": floor_curve + [math.nan] * (len(candidate_curve) - len(floor_curve)),
+        "judged_steps": judged,
         "reference_kind": reference,
         "skipped_steps": skipped,
         "tolerance": {"pass": tolerance.passed, "drift": tolerance.drift},
@@ -253,7 +325,7 @@ def run_parity(workload_cls: type[Workload], size: str, candidate_device: Device
     outputs = [_held_out_output(p, held_out) for p in (candidate, ref)]
     output_diff = (_output_difference(outputs[0], outputs[1])
                    if isinstance(outputs[0], torch.Tensor) else None)
-    record.update(compare_curves(candidate_curve, reference_curve, output_diff, tolerance))
+    record.update(compare_curves(candidate_curve, reference_curve, output_diff, tolerance, judged))
     record["output_rel_diff"] = output_diff
     record["param_rel_diff"] = _parameter_difference(candidate.side.model, ref.side.model)
     return record

@@ -6,10 +6,33 @@ from rich.markup import escape
 from rich.table import Table
 
 from accelbench.render.table import config_label
-from accelbench.results import Parity, RunRecord
+from accelbench.results import CaseResult, Parity, RunRecord
 
 _COLOURS = {"pass": "green", "drift": "yellow", "diverged": "red", "non-finite": "red",
-            "failed": "red"}
+            "inconclusive": "yellow", "failed": "red"}
+#: The detail column's width; longer texts end in an ellipsis rather than mid-number.
+_DETAIL = 80
+
+
+def verdict_of(case: CaseResult) -> str:
+    """The parity verdict, or, for a case whose candidate never finished (crashed, timeout, oom,
+    unsupported, interrupted ...), that status: "failed" would say less than is known."""
+    parity = case.parity
+    if parity is not None and parity.verdict != "failed":
+        return parity.verdict
+    return case.status if case.status not in ("ok", "failed") else "failed"
+
+
+def judged_label(parity: Parity | None) -> str:
+    """``30 of 50`` where the noise floor ended the judged steps early; empty when all were."""
+    if parity is None or parity.judged_steps is None or parity.judged_steps >= len(parity.steps):
+        return ""
+    return f"{parity.judged_steps} of {len(parity.steps)}"
+
+
+def _detail(text: str) -> str:
+    line = text.splitlines()[0] if text else ""
+    return line if len(line) <= _DETAIL else line[: _DETAIL - 1].rstrip() + "…"
 
 
 def _number(value: float | None) -> str:
@@ -20,18 +43,28 @@ def check_table(record: RunRecord) -> Table:
     reference = record.options.get("reference", "?")
     table = Table(title=f"accelbench check {record.run_id}: candidate vs {reference}, "
                   f"{record.options.get('check_steps', '?')} training steps", title_justify="left")
-    for column in ("workload", "device", "config", "batch", "verdict", "first bad step",
+    for column in ("workload", "device", "config", "batch", "verdict", "judged steps", "first bad step",
                    "max rel. loss diff", "output rel. diff", "tolerance pass/drift", "detail"):
         table.add_column(column)
     for case in record.cases:
         parity = case.parity or Parity("failed")
         tolerance = parity.tolerance
+        verdict = verdict_of(case)
         table.add_row(
             escape(case.workload), case.device, config_label(case), str(case.batch_size),
-            f"[{_COLOURS.get(parity.verdict, 'red')}]{parity.verdict}[/]",
+            f"[{_COLOURS.get(verdict, 'red')}]{verdict}[/]", judged_label(case.parity),
             str(parity.first_bad_step or ""),
-            _number(parity.max_rel_loss_diff), _number(parity.output_rel_diff),
+            _number(parity.max_rel_loss_diff),
+            # Past the judged steps the output is reported, not judged: in parentheses.
+            f"({_number(parity.output_rel_diff)})" if judged_label(case.parity) and
+            parity.output_rel_diff is not None else _number(parity.output_rel_diff),
             f"{tolerance.passed:g}/{tolerance.drift:g}" if tolerance else "",
-            escape(case.error.splitlines()[0][:80]) if case.error else "",
+            escape(_detail(case.error)),
         )
+    judged_early = [case for case in record.cases if judged_label(case.parity)]
+    if judged_early:
+        table.caption = ("judged steps: those before the reference, re-run with a rounding of the "
+                         "candidate precision's size every step, left the pass tolerance; later "
+                         "steps amplify rounding and cannot tell a device's error from it")
+        table.caption_justify = "left"
     return table

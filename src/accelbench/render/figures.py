@@ -174,11 +174,19 @@ def timeline_figure(points: Sequence[TimelinePoint], workload: str, mode: str) -
 
 
 def parity_figure(steps: Sequence[float], candidate: Sequence[float], reference: Sequence[float],
-                  title: str) -> bytes:
+                  title: str, noise_floor: Sequence[float] = (), judged_steps: int | None = None) -> bytes:
+    """Both loss curves; with the noise-floor run (dotted) and, where the verdict judged fewer
+    steps than were run, the unjudged steps shaded."""
     fig = Figure(figsize=(9, 3.4))
     ax = fig.add_subplot()
     ax.plot(steps, reference, label="reference", color="#4c72b0")
     ax.plot(steps, candidate, label="candidate", color="#dd8452", linestyle="--")
+    if len(noise_floor) == len(steps):
+        ax.plot(steps, noise_floor, label="noise floor (reference, perturbed)", color="#55a868",
+                linestyle=":")
+    if judged_steps is not None and steps and judged_steps < len(steps):
+        ax.axvspan(judged_steps + 0.5, steps[-1] + 0.5, color="#999999", alpha=0.15,
+                   label="not judged (amplified rounding)")
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
     ax.set_title(label(title))

@@ -143,6 +143,9 @@ def _numbers(values: Sequence[float | None]) -> list[float]:
 def _parity_verdict(parity: Parity) -> str:
     """The check's own verdict line: verdict, first bad step, worst difference, error."""
     parts = [f"verdict: {parity.verdict}"]
+    if parity.judged_steps is not None and parity.judged_steps < len(parity.steps):
+        parts.append(f"judged steps 1-{parity.judged_steps} of {len(parity.steps)} (later steps "
+                     "amplify rounding beyond the pass tolerance)")
     if parity.first_bad_step is not None:
         parts.append(f"first bad step {parity.first_bad_step}")
     if parity.max_rel_loss_diff is not None:
@@ -171,7 +174,8 @@ def _parity_section(runs: Sequence[LabelledRun]) -> list[Markup]:
             if not steps or len({len(steps), len(candidate), len(reference)}) != 1:
                 parts.append(el("p", f"{title}: parity data is malformed and was not drawn", class_="note"))
                 continue
-            parts.append(image(figures.parity_figure(steps, candidate, reference, title),
+            parts.append(image(figures.parity_figure(steps, candidate, reference, title,
+                                                     _numbers(parity.noise_floor), parity.judged_steps),
                                f"Parity loss curves, {title}"))
             diffs = [abs(c - r) for c, r in zip(candidate, reference, strict=True)]
             worst = max((d for d in diffs if not math.isnan(d)), default=math.nan)

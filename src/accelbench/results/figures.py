@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from accelbench.results.validate import Record, check_choice
 
-PARITY_VERDICTS = ("pass", "drift", "diverged", "non-finite", "failed")
+PARITY_VERDICTS = ("pass", "drift", "diverged", "non-finite", "inconclusive", "failed")
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,12 @@ class Parity(Record):
     steps: list[int] = field(default_factory=list)
     candidate: list[float | None] = field(default_factory=list)
     reference: list[float | None] = field(default_factory=list)
+    #: The noise-floor run's curve: the reference re-run with a rounding of the candidate
+    #: precision's size applied every step (the run that ended the judged steps; parity/core.py).
+    noise_floor: list[float | None] = field(default_factory=list)
+    #: How many leading steps the verdict judged (those before the noise floor left the ``pass``
+    #: tolerance); None in records written before the noise floor existed (all steps judged).
+    judged_steps: int | None = None
     #: "cpu-fp64" or "cpu": what the candidate was held against.
     reference_kind: str = ""
     #: Steps whose update the candidate's gradient scaler skipped (replayed as skipped on the
