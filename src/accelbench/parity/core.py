@@ -16,9 +16,10 @@ tell a device's error from rounding. Noise-floor runs measure where that step is
 itself (same device and precision, so a fault of the candidate's arithmetic cannot hide in the
 floor), its parameters perturbed after every step by a relative rounding of the candidate
 precision's size (``FLOOR_SCALE`` x ``UNIT_ROUNDOFF``), from the same weights on the same batches,
-``FLOOR_RUNS`` times with different noise. The candidate is judged over the steps before the earliest of them first
-leaves the ``pass`` tolerance (``judged_steps``); the steps after are reported, not judged, so a
-correct device is not failed for the training's own sensitivity to rounding.
+``FLOOR_RUNS`` times with different noise. The candidate is judged over the steps before the
+earliest of them first leaves the ``pass`` tolerance (``judged_steps``); the steps after are
+reported, not judged, so a correct device is not failed for the training's own sensitivity to
+rounding.
 
 Verdicts, from the per-step relative loss difference |candidate - reference| / max(|reference|, 1e-8)
 over the judged steps, and the relative difference of the trained models' outputs on a held batch
