@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -148,6 +149,8 @@ def test_fp16_overflow_is_non_finite_at_step_1_with_the_tensor() -> None:
 def test_same_model_in_fp32_passes() -> None:
     parity = check("planted-overflow", "fp32", steps=5).parity
     assert parity.verdict == "pass"
+    # Nothing diverged, so the noise floor was not needed: every step judged, no floor run.
+    assert parity.judged_steps == 5 and parity.noise_floor == []
 
 
 def test_op_wrong_in_bf16_diverges_at_step_5() -> None:
@@ -177,7 +180,10 @@ def test_the_cpu_in_fp32_is_not_failed_for_a_training_that_amplifies_rounding() 
     # What the judged window excluded is the amplified rounding, still reported in the curves.
     late = [abs(c - r) / abs(r) for c, r in zip(parity.candidate[33:], parity.reference[33:], strict=True)]
     assert max(late) > 1e-2
+    # The floor runs stopped at their departure: the steps after it were not trained (NaN).
     assert len(parity.noise_floor) == 50
+    assert all(v is None or math.isnan(v) for v in parity.noise_floor[parity.judged_steps + 1:])
+    assert all(v is not None and math.isfinite(v) for v in parity.noise_floor[:parity.judged_steps + 1])
 
 
 def test_dropout_and_model_noise_are_identical_on_both_sides() -> None:

@@ -12,14 +12,16 @@ arithmetic.
 The noise floor: many trainings amplify rounding (a chaotic trajectory: MNIST's Adadelta at lr 1.0
 on synthetic batches takes a 1e-8 difference to 1e-1 in 30 steps), so after some step even a
 correct fp32 device sits beyond any fixed tolerance of the fp64 reference, and later steps cannot
-tell a device's error from rounding. Noise-floor runs measure where that step is: the reference
-itself (same device and precision, so a fault of the candidate's arithmetic cannot hide in the
-floor), its parameters perturbed after every step by a relative rounding of the candidate
-precision's size (``FLOOR_SCALE`` x ``UNIT_ROUNDOFF``), from the same weights on the same batches,
-``FLOOR_RUNS`` times with different noise. The candidate is judged over the steps before the
+tell a device's error from rounding. When a candidate would be ``diverged`` over every step,
+noise-floor runs measure where that step is: the reference itself (same device and precision, so
+a fault of the candidate's arithmetic cannot hide in the floor), its parameters perturbed after
+every step by a relative rounding of the candidate precision's size (``FLOOR_SCALE`` x
+``UNIT_ROUNDOFF``), from the same weights on the same batches, ``FLOOR_RUNS`` times with
+different noise. The candidate is judged over the steps before the
 earliest of them first leaves the ``pass`` tolerance (``judged_steps``); the steps after are
 reported, not judged, so a correct device is not failed for the training's own sensitivity to
-rounding.
+rounding. Elsewhere every step is judged (the floor could only loosen a verdict that already
+passes, so it is not run).
 
 Verdicts, from the per-step relative loss difference |candidate - reference| / max(|reference|, 1e-8)
 over the judged steps, and the relative difference of the trained models' outputs on a held batch
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -251,14 +254,49 @@ class RoundingNoise:
                 param.mul_((1 + self.unit * (2 * noise - 1)).to(param.device, param.dtype))
 
 
+#: Called with (step, loss) after each step: True stops the training there.
+StopWhen = Callable[[int, float], bool]
+
+
 def _train(prepared: Prepared, batches: list[Batch], skip: frozenset[int] = frozenset(),
-           noise: RoundingNoise | None = None) -> tuple[list[float], list[int]]:
+           noise: RoundingNoise | None = None, stop: StopWhen | None = None
+           ) -> tuple[list[float], list[int]]:
     with precision_settings(prepared.side.precision):  # tf32 must be TF32 here as in ``run``
-        return _train_steps(prepared, batches, skip, noise)
+        return _train_steps(prepared, batches, skip, noise, stop)
+
+
+@dataclass
+class NoiseFloor:
+    """Where the reference, re-run with a rounding of size ``unit`` every step, first leaves the
+    ``pass`` tolerance of its unperturbed curve: the earliest of ``FLOOR_RUNS`` runs. A run stops
+    at its departure, and a later run goes no further than the earliest so far (only the earliest
+    counts), so a training that amplifies rounding early costs little."""
+
+    reference: list[float]
+    tolerance: Tolerance
+    unit: float
+
+    def departs(self, step: int, loss: float) -> bool:
+        return (step > len(self.reference) or not math.isfinite(loss)
+                or _relative(loss, self.reference[step - 1]) > self.tolerance.passed)
+
+    def measure(self, prepare: Callable[[], Prepared], batches: list[Batch], skip: frozenset[int],
+                seed: int) -> tuple[int, list[float]]:
+        """(judged steps, the curve of the run that set them, NaN-padded to ``batches``)."""
+        judged, curve = len(batches), None
+        for run in range(FLOOR_RUNS):
+            losses, _ = _train(prepare(), batches[: judged + 1], skip,
+                               RoundingNoise(self.unit, seed * FLOOR_RUNS + run), self.departs)
+            horizon = min(judged_horizon(losses, self.reference, self.tolerance), judged)
+            if curve is None or horizon < judged:
+                judged, curve = horizon, losses
+        assert curve is not None
+        return judged, curve + [math.nan] * (len(batches) - len(curve))
 
 
 def _train_steps(prepared: Prepared, batches: list[Batch], skip: frozenset[int],
-                 noise: RoundingNoise | None) -> tuple[list[float], list[int]]:
+                 noise: RoundingNoise | None, stop: StopWhen | None
+                 ) -> tuple[list[float], list[int]]:
     side = prepared.side
     step_fn = make_train_step(side.workload, prepared.runnable, side.workload.make_optimizer(side.model),
                               side.device, side.precision, prepared.channels_last, track_skipped=True)
@@ -267,7 +305,7 @@ def _train_steps(prepared: Prepared, batches: list[Batch], skip: frozenset[int],
         side.random.reset(step)
         loss = float(step_fn(batch, update=step not in skip))
         losses.append(loss)
-        if not math.isfinite(loss):
+        if not math.isfinite(loss) or (stop is not None and stop(step, loss)):
             break
         if noise is not None:
             noise(side.model)
@@ -303,19 +341,11 @@ def run_parity(workload_cls: type[Workload], size: str, candidate_device: Device
     ref = _prepare(workload_cls, size, initial, reference_device, reference_precision, "", False, seed)
     reference_curve, _ = _train(ref, batches[: len(candidate_curve)], frozenset(skipped))
     tolerance = TOLERANCES[precision]
-    floors = [_train(_prepare(workload_cls, size, initial, reference_device, reference_precision, "",
-                              False, seed), batches[: len(candidate_curve)], frozenset(skipped),
-                     RoundingNoise(FLOOR_SCALE * UNIT_ROUNDOFF[precision], seed * FLOOR_RUNS + run))[0]
-              for run in range(FLOOR_RUNS)]
-    horizons = [judged_horizon(curve, reference_curve, tolerance) for curve in floors]
-    judged = min(horizons)
-    floor_curve = floors[horizons.index(judged)]
     record: dict[str, Any] = {
         "steps": list(range(1, len(candidate_curve) + 1)),
         "reference": reference_curve,
         "candidate": candidate_curve,
-        "noise_floor": floor_curve + [math.nan] * (len(candidate_curve) - len(floor_curve)),
-        "judged_steps": judged,
+        "judged_steps": len(candidate_curve),
         "reference_kind": reference,
         "skipped_steps": skipped,
         "tolerance": {"pass": tolerance.passed, "drift": tolerance.drift},
@@ -326,7 +356,16 @@ def run_parity(workload_cls: type[Workload], size: str, candidate_device: Device
     outputs = [_held_out_output(p, held_out) for p in (candidate, ref)]
     output_diff = (_output_difference(outputs[0], outputs[1])
                    if isinstance(outputs[0], torch.Tensor) else None)
-    record.update(compare_curves(candidate_curve, reference_curve, output_diff, tolerance, judged))
+    verdict = compare_curves(candidate_curve, reference_curve, output_diff, tolerance)
+    if verdict["verdict"] == "diverged":
+        # Only here can the noise floor change the outcome: measure it, judge the steps before it.
+        floor = NoiseFloor(reference_curve, tolerance, FLOOR_SCALE * UNIT_ROUNDOFF[precision])
+        judged, record["noise_floor"] = floor.measure(
+            lambda: _prepare(workload_cls, size, initial, reference_device, reference_precision, "",
+                             False, seed), batches[: len(candidate_curve)], frozenset(skipped), seed)
+        record["judged_steps"] = judged
+        verdict = compare_curves(candidate_curve, reference_curve, output_diff, tolerance, judged)
+    record.update(verdict)
     record["output_rel_diff"] = output_diff
     record["param_rel_diff"] = _parameter_difference(candidate.side.model, ref.side.model)
     return record
