@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import time
 
 import pytest
@@ -271,3 +272,20 @@ def test_cli_bad_group_is_one_line_and_exit_2(cli) -> None:
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "'speed'" in done.stderr
     assert "allowed: timing, peak, precision, memory, parity" in done.stderr
+
+
+def test_parity_that_judged_no_step_is_not_a_pass(cpu, monkeypatch) -> None:
+    # "inconclusive": the training amplified rounding from step 1, so no step could be judged.
+    # The case is not a failure of the device, but it proves nothing: selftest must not pass it.
+    import accelbench.parity.check as check_module
+
+    def judged_nothing(*args, **kwargs):
+        return {"steps": [1, 2, 3], "candidate": [1.0, 1.0, 1.0], "reference": [1.0, 1.0, 1.0],
+                "noise_floor": [2.0, math.nan, math.nan], "judged_steps": 0,
+                "tolerance": {"pass": 1e-3, "drift": 1e-2}, "verdict": "inconclusive",
+                "first_bad_step": None, "max_rel_loss_diff": None}
+
+    monkeypatch.setattr(check_module, "run_parity", judged_nothing)
+    results = parity.check_quick_suite_parity(cpu, DeviceSet.current(), steps=3)
+    assert results and all(r.status == FAIL for r in results)
+    assert all(r.detail.startswith("inconclusive over 3 steps (judged 0 of 3") for r in results)

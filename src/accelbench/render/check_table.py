@@ -5,29 +5,14 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
+from accelbench.parity.shown import judged_label, verdict_of
 from accelbench.render.table import config_label
-from accelbench.results import CaseResult, Parity, RunRecord
+from accelbench.results import Parity, RunRecord
 
 _COLOURS = {"pass": "green", "drift": "yellow", "diverged": "red", "non-finite": "red",
             "inconclusive": "yellow", "failed": "red"}
 #: The detail column's width; longer texts end in an ellipsis rather than mid-number.
 _DETAIL = 80
-
-
-def verdict_of(case: CaseResult) -> str:
-    """The parity verdict, or, for a case whose candidate never finished (crashed, timeout, oom,
-    unsupported, interrupted ...), that status: "failed" would say less than is known."""
-    parity = case.parity
-    if parity is not None and parity.verdict != "failed":
-        return parity.verdict
-    return case.status if case.status not in ("ok", "failed") else "failed"
-
-
-def judged_label(parity: Parity | None) -> str:
-    """``30 of 50`` where the noise floor ended the judged steps early; empty when all were."""
-    if parity is None or parity.judged_steps is None or parity.judged_steps >= len(parity.steps):
-        return ""
-    return f"{parity.judged_steps} of {len(parity.steps)}"
 
 
 def _detail(text: str) -> str:

@@ -16,6 +16,7 @@ STEPS = 5
 
 def check_quick_suite_parity(device: Device, devices: DeviceSet, steps: int = STEPS) -> list[CheckResult]:
     from accelbench.parity.check import CheckOptions, run_check
+    from accelbench.parity.shown import judged_label, verdict_of
 
     options = CheckOptions(RunOptions(workloads=suite_workloads("quick"), device=device.name,
                                       modes=("train",), size="tiny", isolation="none"),
@@ -25,13 +26,16 @@ def check_quick_suite_parity(device: Device, devices: DeviceSet, steps: int = ST
     results = []
     for case in record.cases:
         parity = case.parity
-        detail = f"{parity.verdict if parity else case.status} over {steps} steps"
+        detail = f"{verdict_of(case)} over {steps} steps"
+        if judged_label(parity):
+            detail += f" (judged {judged_label(parity)}: later steps amplify rounding)"
         if parity is not None and parity.max_rel_loss_diff is not None:
             detail += f", max relative loss difference {parity.max_rel_loss_diff:.2e}"
         if case.error:
             detail += f": {case.error}"
         results.append(CheckResult(GROUP, f"{case.workload} passes check (tiny)", device.name,
-                                   verdict(case.ok), detail,
+                                   # "inconclusive" judged no step: it proves nothing.
+                                   verdict(case.ok and verdict_of(case) in ("pass", "drift")), detail,
                                    {"parity": parity.to_dict() if parity else {}}))
     return results
 
