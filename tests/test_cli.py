@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -101,6 +103,33 @@ def test_bad_usage_is_one_line_exit_2(inline_cli, args: list[str], needles: list
 def test_bad_usage_in_a_real_process_is_one_line_exit_2(cli, args: list[str], needles: list[str]) -> None:
     """The same path as above through the installed entry point: no traceback reaches a user."""
     assert_one_line_error(cli(*args), *needles)
+
+
+_NO_TORCH_PROBE = """
+import sys
+from accelbench.cli import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as stop:
+    code = stop.code
+print(f"exit={code} torch={'torch' in sys.modules}")
+"""
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "--batch-size", "x"],
+    ["run", "mnist", "--steps", "0"],
+    ["check", "--reference", "gpu"],
+    ["check", "--steps", "0"],
+    ["sweep", "mnist", "--batch-size", "x"],
+])
+def test_bad_usage_is_reported_before_torch_is_imported(args: list[str], accelbench_home: Path) -> None:
+    # Importing torch takes 1-5 s: a typo must not wait for it. Real process, fresh interpreter.
+    env = {**os.environ, "ACCELBENCH_HOME": str(accelbench_home)}
+    done = subprocess.run([sys.executable, "-c", _NO_TORCH_PROBE, *args], capture_output=True,
+                          text=True, env=env, timeout=60)
+    assert done.stdout.strip() == "exit=2 torch=False", (done.stdout, done.stderr)
+    assert done.stderr.count("\n") == 1 and "error:" in done.stderr
 
 
 def test_real_data_without_files_names_them(cli, tmp_path: Path) -> None:

@@ -168,12 +168,13 @@ def build_run_options(workloads: str | Sequence[str] | None, device: str | None,
     reject_unknown("run", keywords, RunKeywords)
     values: dict[str, Any] = {**DEFAULTS, **keywords}
     files = _paths(values["workload_file"])
+    # The stop rule first: it needs no workload, and resolving workloads imports torch.
+    stop = stop_rule(values["steps"], values["time_budget"], values["epochs"], values["target_ci"])
     chosen, named = select_workloads(workloads, values["suite"], files)
     data_dir = values["data_dir"]
     return RunOptions(
         workloads=chosen, device=device or ("auto" if named else "all"), modes=names(modes, "--mode"),
-        stop=stop_rule(values["steps"], values["time_budget"], values["epochs"],
-                       values["target_ci"]),
+        stop=stop,
         warmup_steps=values["warmup"], batch_size=values["batch_size"], threads=values["threads"],
         data=values["data"], data_dir=Path(data_dir) if data_dir is not None else None,
         size=values["size"], workers=values["workers"], precisions=names(values["precision"], "--precision"),

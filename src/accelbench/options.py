@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UsageError
-from accelbench.workloads.base import MODES, SIZES
+from accelbench.workloads.presets import MODES, SIZES
 
 STOP_KINDS = ("steps", "time", "epochs")
 DEFAULT_TIME_BUDGET_S = 10.0

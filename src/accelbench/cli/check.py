@@ -16,8 +16,7 @@ from accelbench.cli.common import add_saving_arguments
 from accelbench.cli.driven import run_driven
 from accelbench.devices import DeviceSet
 from accelbench.option_values import build_run_options
-from accelbench.parity.check import DEFAULT_CHECK_STEPS, CheckOptions, run_check
-from accelbench.parity.core import REFERENCES
+from accelbench.parity.options import DEFAULT_CHECK_STEPS, REFERENCES, CheckOptions
 from accelbench.render.check_table import check_table
 from accelbench.results import RunRecord
 from accelbench.store.jsonfile import check_writable
@@ -51,6 +50,8 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
 
         torch.set_num_threads(run.threads)
     devices = DeviceSet.current()
+
+    from accelbench.parity.check import run_check  # torch: only once the usage is known good
 
     def drive(on_case: Callable[[RunRecord], None]) -> RunRecord:
         return run_check(options, devices, ["accelbench", *argv], on_case=on_case, live=True)

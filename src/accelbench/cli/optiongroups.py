@@ -23,7 +23,7 @@ from accelbench.options import (
     DEFAULT_WARMUP_STEPS,
     ISOLATIONS,
 )
-from accelbench.workloads.base import SIZES
+from accelbench.workloads.presets import SIZES
 
 _KEYWORDS = keyword_names(RunKeywords)
 

@@ -14,7 +14,6 @@ from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import add_saving_arguments
 from accelbench.cli.driven import run_driven
 from accelbench.devices import DeviceSet
-from accelbench.engine.runner import plan, run_plan
 from accelbench.errors import UsageError
 from accelbench.option_values import build_run_options, check_data
 from accelbench.options import RunOptions
@@ -52,6 +51,8 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     if args.output:
         check_writable(args.output)
     check_data(options)
+    from accelbench.engine.runner import plan, run_plan  # torch: only once the usage is known good
+
     devices = DeviceSet.current()
     cases = plan(options, devices)
     if not cases:

@@ -22,7 +22,6 @@ from accelbench.render.sweep_table import definition, summary_lines, sweep_table
 from accelbench.results import RunRecord
 from accelbench.store.jsonfile import check_writable
 from accelbench.sweeps.analysis import parse_batch_sizes
-from accelbench.sweeps.run import run_sweep
 
 
 def _batch_sizes(text: str) -> tuple[int, ...]:
@@ -63,6 +62,8 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     check_data(options)
     console = Console(stderr=True)
     log = not args.quiet and not console.is_terminal  # a line a case where no live display runs
+
+    from accelbench.sweeps.run import run_sweep  # torch: only once the usage is known good
 
     def drive(on_case: Callable[[RunRecord], None]) -> RunRecord:
         def keep(record: RunRecord) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from accelbench.devices import DeviceSet
@@ -22,27 +21,11 @@ from accelbench.engine.runner import (
     skeleton_result,
     status_of,
 )
-from accelbench.errors import UsageError
 from accelbench.options import RunOptions
-from accelbench.parity.core import REFERENCES, run_parity
+from accelbench.parity.core import run_parity
+from accelbench.parity.options import CheckOptions
 from accelbench.results import CaseResult, Parity, RunRecord
 from accelbench.workloads.base import get_workload_class
-
-DEFAULT_CHECK_STEPS = 50
-
-
-@dataclass(frozen=True)
-class CheckOptions:
-    run: RunOptions
-    reference: str = "cpu-fp64"
-    steps: int = DEFAULT_CHECK_STEPS
-
-    def __post_init__(self) -> None:
-        if self.reference not in REFERENCES:
-            raise UsageError(f"--reference {self.reference!r} is unknown; allowed: "
-                             f"{', '.join(REFERENCES)}")
-        if self.steps <= 0:
-            raise UsageError(f"--steps must be positive, got {self.steps}")
 
 
 def _verdict_status(parity: dict) -> tuple[str, str]:

@@ -53,7 +53,6 @@ from accelbench.measure.loop import BatchStream
 from accelbench.results import PARITY_VERDICTS
 from accelbench.workloads.base import Batch, DataOptions, Noise, Workload
 
-REFERENCES = ("cpu-fp64", "cpu")
 VERDICTS = PARITY_VERDICTS
 FP64 = Precision("fp64", param_dtype=torch.float64)
 

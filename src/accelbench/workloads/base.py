@@ -16,9 +16,8 @@ import torch
 from torch import nn
 
 from accelbench.errors import UsageError
-from accelbench.workloads.presets import SIZES, Preset, derived_presets, preset_problems
+from accelbench.workloads.presets import MODES, SIZES, Preset, derived_presets, preset_problems
 
-MODES = ("train", "eval")
 Batch = tuple[torch.Tensor, ...]
 
 

@@ -25,6 +25,8 @@ from accelbench.errors import UsageError
 
 #: The named sizes every workload has, the default first.
 SIZES = ("published", "tiny")
+#: The modes a workload can run in (here, beside SIZES, so option parsing needs no torch).
+MODES = ("train", "eval")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,27 @@
+"""What ``accelbench check`` takes, without torch (the command line parses it before any heavy
+import, so bad usage is reported at once)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from accelbench.errors import UsageError
+from accelbench.options import RunOptions
+
+#: What the candidate is held against: the CPU in float64 (default) or in float32.
+REFERENCES = ("cpu-fp64", "cpu")
+DEFAULT_CHECK_STEPS = 50
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    run: RunOptions
+    reference: str = "cpu-fp64"
+    steps: int = DEFAULT_CHECK_STEPS
+
+    def __post_init__(self) -> None:
+        if self.reference not in REFERENCES:
+            raise UsageError(f"--reference {self.reference!r} is unknown; allowed: "
+                             f"{', '.join(REFERENCES)}")
+        if self.steps <= 0:
+            raise UsageError(f"--steps must be positive, got {self.steps}")
