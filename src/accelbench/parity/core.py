@@ -17,11 +17,10 @@ noise-floor runs measure where that step is: the reference itself (same device a
 a fault of the candidate's arithmetic cannot hide in the floor), its parameters perturbed after
 every step by a relative rounding of the candidate precision's size (``FLOOR_SCALE`` x
 ``UNIT_ROUNDOFF``), from the same weights on the same batches, ``FLOOR_RUNS`` times with
-different noise. The candidate is judged over the steps before the
-earliest of them first leaves the ``pass`` tolerance (``judged_steps``); the steps after are
-reported, not judged, so a correct device is not failed for the training's own sensitivity to
-rounding. Elsewhere every step is judged (the floor could only loosen a verdict that already
-passes, so it is not run).
+different noise. The candidate is judged over the steps before the earliest of them first
+leaves the ``pass`` tolerance (``judged_steps``); the steps after are reported, not judged, so a
+correct device is not failed for the training's own sensitivity to rounding. Elsewhere every step
+is judged (the floor could only loosen a verdict that already passes, so it is not run).
 
 Verdicts, from the per-step relative loss difference |candidate - reference| / max(|reference|, 1e-8)
 over the judged steps, and the relative difference of the trained models' outputs on a held batch
@@ -187,11 +186,16 @@ def _parameter_difference(candidate: nn.Module, reference: nn.Module) -> float:
     return worst
 
 
+def _leaves(value: float, reference: float, tolerance: Tolerance) -> bool:
+    """A noise-floor loss has left the reference: beyond the ``pass`` tolerance, or not finite."""
+    return not math.isfinite(value) or _relative(value, reference) > tolerance.passed
+
+
 def judged_horizon(floor: list[float], reference: list[float], tolerance: Tolerance) -> int:
     """How many leading steps can be judged: those before the noise-floor run first leaves the
     ``pass`` tolerance of the reference (or stops being finite)."""
     for step, (value, ref) in enumerate(zip(floor, reference, strict=False), start=1):
-        if not math.isfinite(value) or _relative(value, ref) > tolerance.passed:
+        if _leaves(value, ref, tolerance):
             return step - 1
     return min(len(floor), len(reference))
 
@@ -276,8 +280,7 @@ class NoiseFloor:
     unit: float
 
     def departs(self, step: int, loss: float) -> bool:
-        return (step > len(self.reference) or not math.isfinite(loss)
-                or _relative(loss, self.reference[step - 1]) > self.tolerance.passed)
+        return step > len(self.reference) or _leaves(loss, self.reference[step - 1], self.tolerance)
 
     def measure(self, prepare: Callable[[], Prepared], batches: list[Batch], skip: frozenset[int],
                 seed: int) -> tuple[int, list[float]]:

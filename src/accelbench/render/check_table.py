@@ -34,20 +34,19 @@ def check_table(record: RunRecord) -> Table:
     for case in record.cases:
         parity = case.parity or Parity("failed")
         tolerance = parity.tolerance
-        verdict = verdict_of(case)
+        verdict, judged = verdict_of(case), judged_label(case.parity)
+        output = _number(parity.output_rel_diff)
         table.add_row(
             escape(case.workload), case.device, config_label(case), str(case.batch_size),
-            f"[{_COLOURS.get(verdict, 'red')}]{verdict}[/]", judged_label(case.parity),
+            f"[{_COLOURS.get(verdict, 'red')}]{verdict}[/]", judged,
             str(parity.first_bad_step or ""),
             _number(parity.max_rel_loss_diff),
             # Past the judged steps the output is reported, not judged: in parentheses.
-            f"({_number(parity.output_rel_diff)})" if judged_label(case.parity) and
-            parity.output_rel_diff is not None else _number(parity.output_rel_diff),
+            f"({output})" if judged and output else output,
             f"{tolerance.passed:g}/{tolerance.drift:g}" if tolerance else "",
             escape(_detail(case.error)),
         )
-    judged_early = [case for case in record.cases if judged_label(case.parity)]
-    if judged_early:
+    if any(judged_label(case.parity) for case in record.cases):
         table.caption = ("judged steps: those before the reference, re-run with a rounding of the "
                          "candidate precision's size every step, left the pass tolerance; later "
                          "steps amplify rounding and cannot tell a device's error from it")

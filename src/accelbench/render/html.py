@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from accelbench.compare import LabelledRun, WorkloadComparison
+from accelbench.parity.shown import judged_label
 from accelbench.reference.published import FEATURE_FINDINGS, PUBLISHED_LABEL, RATIO_CLAIMS
 from accelbench.render import figures, html_sections
 from accelbench.render.compare_table import (
@@ -143,7 +144,7 @@ def _numbers(values: Sequence[float | None]) -> list[float]:
 def _parity_verdict(parity: Parity) -> str:
     """The check's own verdict line: verdict, first bad step, worst difference, error."""
     parts = [f"verdict: {parity.verdict}"]
-    if parity.judged_steps is not None and parity.judged_steps < len(parity.steps):
+    if judged_label(parity):
         parts.append(f"judged steps 1-{parity.judged_steps} of {len(parity.steps)} (later steps "
                      "amplify rounding beyond the pass tolerance)")
     if parity.first_bad_step is not None:
