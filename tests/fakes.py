@@ -354,3 +354,117 @@ class HostSyncCounter(TorchFunctionMode):
             if self.adapter is not None:
                 self.adapter.drain()
         return func(*args, **(kwargs or {}))
+
+
+# --- MPS: timing events and the command queue ---------------------------------------------------
+class MpsLikeEvent:
+    """``torch.Event`` on MPS as aten/src/ATen/mps/MPSEvent.mm and MPSGuardImpl.mm make it:
+
+    - ``record()`` commits the command buffer (MPSGuardImpl::record passes syncEvent=true):
+      counted in ``queue.commits``;
+    - its timestamp is when the device reaches it, so two events with no device work between
+      them complete at the same instant (behind queued work: the pair around a fetch in a
+      device-bound step);
+    - ``elapsed_time`` waits for the whole stream (COMMIT_AND_WAIT), then raises "End event N was
+      not recorded after start event M" unless the end's time is after the start's;
+    - an event recorded again reads its previous recording's timestamp (releases before the
+      per-record timing generations: the completion flag left set by the last read).
+    """
+
+    _ids = iter(range(1, 1 << 62))
+
+    def __init__(self, queue: Any, enable_timing: bool = True) -> None:
+        self.queue = queue
+        self.id = next(self._ids)
+        self.enable_timing = enable_timing
+        self.stamps: list[float] = []
+
+    def record(self, stream: Any = None) -> None:
+        self.queue.commits += 1
+        self.stamps.append(self.queue.queue_marker())
+
+    def _stamp(self) -> float:
+        if not self.stamps:
+            raise RuntimeError("Both events must be recorded before calculating elapsed time.")
+        return self.stamps[-2] if len(self.stamps) > 1 else self.stamps[0]
+
+    def elapsed_time(self, end_event: MpsLikeEvent) -> float:
+        self.queue.drain()
+        if not (self.enable_timing and end_event.enable_timing):
+            raise RuntimeError("Events were not created with argument 'enable_timing=True'")
+        start, end = self._stamp(), end_event._stamp()
+        if not end > start:
+            raise RuntimeError(f"End event {end_event.id} was not recorded after start event {self.id}")
+        return (end - start) * 1000.0
+
+
+class FakeMpsGpu:
+    """An Apple GPU behind a fake ``torch`` for the real MpsAdapter: ``enqueue(seconds)`` queues
+    device work that runs in real time, ``torch.mps.synchronize`` waits for it, and ``event``
+    stands in for ``torch.Event`` (an :class:`MpsLikeEvent`; ``commits`` counts their records)."""
+
+    def __init__(self) -> None:
+        self.busy_until = 0.0
+        self.commits = 0
+        self.syncs = 0
+
+    def enqueue(self, seconds: float) -> None:
+        self.busy_until = max(time.perf_counter(), self.busy_until) + seconds
+
+    def queue_marker(self) -> float:
+        self.busy_until = max(time.perf_counter(), self.busy_until)
+        return self.busy_until
+
+    def drain(self) -> None:
+        wait = self.busy_until - time.perf_counter()
+        if wait > 0:
+            time.sleep(wait)
+
+    def synchronize(self) -> None:
+        self.syncs += 1
+        self.drain()
+
+    def event(self, device: Any = None, *, enable_timing: bool = False, **_: Any) -> MpsLikeEvent:
+        return MpsLikeEvent(self, enable_timing)
+
+    def torch(self) -> Any:
+        module = fake_torch(mps_built=True, mps_available=True, accelerator="mps",
+                            accelerator_count=1)
+        module.mps = SimpleNamespace(synchronize=self.synchronize,
+                                     current_allocated_memory=lambda: 0)
+        return module
+
+
+class StaleOnReuseEvent(FakeEvent):
+    """A FakeEvent that, recorded again, reads its previous recording's timestamp (as MPS's did
+    before torch's per-record timing generations)."""
+
+    def __init__(self, adapter: FakeAsyncAdapter) -> None:
+        super().__init__(adapter)
+        self.recorded: list[float] = []
+
+    def record(self) -> None:
+        super().record()
+        assert self.done_at is not None
+        self.recorded.append(self.done_at)
+        self.done_at = self.recorded[-2] if len(self.recorded) > 1 else self.recorded[0]
+
+
+class UnreadableEvent(FakeEvent):
+    """A timing event whose reading fails (a driver error, a lost device)."""
+
+    def elapsed_time(self, end_event: FakeEvent) -> float:
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+
+class EventQueueAdapter(FakeQueueAdapter):
+    """A FakeQueueAdapter whose timing events are made by ``make_event(adapter)``."""
+
+    def __init__(self, make_event: Any) -> None:
+        super().__init__()
+        self.make_event = make_event
+        self.events: list[Any] = []
+
+    def timing_event(self, index: int) -> Any:
+        self.events.append(self.make_event(self))
+        return self.events[-1]

@@ -6,7 +6,10 @@ Only modules in this package know how CUDA, MPS, XPU and the CPU differ. Everyth
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +53,10 @@ class DeviceAdapter(ABC):
     distributed_backend: str = ""
     #: Energy sources (names known to accelbench.measure.energy), in order of preference.
     energy_sources: tuple[str, ...] = ()
+    #: Whether timing events may be recorded around every step of the timed loop: a record that
+    #: neither commits nor waits, and two events recorded back to back read as zero time apart,
+    #: never as an error. Where not, the loop times input from the host (an upper bound).
+    step_events_safe: bool = True
 
     @abstractmethod
     def availability(self) -> Availability:
@@ -80,6 +87,12 @@ class DeviceAdapter(ABC):
         current device" (pinned-memory threads, stray allocations, collectives) goes there too
         and not to device 0. Nothing to do for a kind with a single device."""
         return None
+
+    def current(self, index: int) -> AbstractContextManager[None]:
+        """``index`` is this process's current device inside the block and the previous one is
+        again after it (work that never names its device, such as a timing event's record,
+        goes to the current one). Nothing to do for a kind with a single device."""
+        return contextlib.nullcontext()
 
     def torch_device(self, index: int) -> str:
         return f"{self.kind}:{index}"
@@ -122,8 +135,16 @@ class Device:
     def pin_memory(self) -> bool:
         return self.adapter.pin_memory
 
+    @property
+    def step_events_safe(self) -> bool:
+        return self.adapter.step_events_safe
+
     def make_current(self) -> None:
         self.adapter.make_current(self.index)
+
+    def current(self) -> AbstractContextManager[None]:
+        """This device is current inside the block; the one before it is current after."""
+        return self.adapter.current(self.index)
 
     def synchronize(self) -> None:
         self.adapter.synchronize(self.index)
@@ -144,18 +165,56 @@ class Device:
             return {"error": f"{type(error).__name__}: {error}"}
 
 
+def _accelerator_for(torch_module: Any, kind: str) -> Any:
+    """``torch.accelerator`` when it speaks for ``kind`` (torch >= 2.6), else None."""
+    accelerator = getattr(torch_module, "accelerator", None)
+    if accelerator is None or not hasattr(accelerator, "current_accelerator"):
+        return None
+    try:
+        current = accelerator.current_accelerator()
+    except RuntimeError:
+        return None
+    return accelerator if current is not None and current.type == kind else None
+
+
 def set_current_device(torch_module: Any, kind: str, index: int) -> None:
     """Make ``kind:index`` current: through the device-neutral ``torch.accelerator`` when it
-    speaks for ``kind`` (torch >= 2.6), else through ``torch.<kind>.set_device``."""
-    accelerator = getattr(torch_module, "accelerator", None)
-    current = None
-    if accelerator is not None and hasattr(accelerator, "set_device_index"):
-        try:
-            current = accelerator.current_accelerator()
-        except RuntimeError:
-            current = None
-    if current is not None and current.type == kind:
-        accelerator.set_device_index(index)
+    speaks for ``kind`` (torch >= 2.7 names it set_device_index), else ``torch.<kind>.set_device``."""
+    accelerator = _accelerator_for(torch_module, kind)
+    setter = getattr(accelerator, "set_device_index", None) or getattr(accelerator, "set_device_idx", None)
+    if setter is not None:
+        setter(index)
     else:
         getattr(torch_module, kind).set_device(index)
+
+
+def _current_index(torch_module: Any, kind: str) -> int:
+    accelerator = _accelerator_for(torch_module, kind)
+    getter = getattr(accelerator, "current_device_index", None) \
+        or getattr(accelerator, "current_device_idx", None)
+    return int(getter() if getter is not None else getattr(torch_module, kind).current_device())
+
+
+@contextlib.contextmanager
+def current_device(torch_module: Any, kind: str, index: int) -> Iterator[None]:
+    """``kind:index`` is current inside the block, the previous device after it.
+
+    Through torch's own context managers where they exist: ``torch.accelerator.device_index``
+    (torch >= 2.8) when it speaks for ``kind``, else ``torch.<kind>.device`` (CUDA, XPU). Both
+    restore with torch's "maybe exchange", which leaves a previous device that has no context
+    without one (a plain set_device would create a context on GPU 0 in a cuda:1 worker). Other
+    back ends on older torch: read the index, set it, and set it back."""
+    accelerator = _accelerator_for(torch_module, kind)
+    manager = getattr(accelerator, "device_index", None) \
+        or getattr(getattr(torch_module, kind, None), "device", None)
+    if manager is not None:
+        with manager(index):
+            yield
+        return
+    previous = _current_index(torch_module, kind)
+    set_current_device(torch_module, kind, index)
+    try:
+        yield
+    finally:
+        set_current_device(torch_module, kind, previous)
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import warnings
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from accelbench.devices import nvml
-from accelbench.devices.base import Availability, DeviceAdapter, set_current_device
+from accelbench.devices.base import Availability, DeviceAdapter, current_device, set_current_device
 
 _DRIVER_FILE = Path("/proc/driver/nvidia/version")
 _INSTALL_HINT = "install a CUDA build of torch (the selector at pytorch.org/get-started)"
@@ -85,6 +86,9 @@ class CudaAdapter(DeviceAdapter):
 
     def make_current(self, index: int) -> None:
         set_current_device(self._torch, self.kind, index)
+
+    def current(self, index: int) -> AbstractContextManager[None]:
+        return current_device(self._torch, self.kind, index)
 
     def sensors(self, index: int) -> dict[str, Any]:
         """GPU temperature and SM clock through NVML (nvidia-ml-py), when it is installed."""

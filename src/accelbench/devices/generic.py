@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+from contextlib import AbstractContextManager
 from typing import Any
 
-from accelbench.devices.base import Availability, DeviceAdapter, set_current_device
+from accelbench.devices.base import Availability, DeviceAdapter, current_device, set_current_device
 
 
 class GenericAcceleratorAdapter(DeviceAdapter):
@@ -30,6 +31,9 @@ class GenericAcceleratorAdapter(DeviceAdapter):
 
     def make_current(self, index: int) -> None:
         set_current_device(self._torch, self.kind, index)
+
+    def current(self, index: int) -> AbstractContextManager[None]:
+        return current_device(self._torch, self.kind, index)
 
     def reset_peak_memory(self, index: int) -> None:
         reset = getattr(self._torch.accelerator, "reset_peak_memory_stats", None)

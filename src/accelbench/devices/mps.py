@@ -75,6 +75,14 @@ class MpsAdapter(DeviceAdapter):
     distributed_backend = "gloo"
     # The GPU shares the SoC with the CPU cores that drive it: both are counted.
     energy_sources = ("powermetrics-cpu-gpu",)
+    # MPS's timing events (aten/src/ATen/mps/MPSEvent.mm, MPSGuardImpl.mm) disturb and fail the
+    # loop they would time: every record commits the command buffer (MPSGuardImpl::record passes
+    # syncEvent=true); elapsed_time raises unless the end's timestamp is after the start's (torch
+    # releases with `end_time > start_time` raise for two events that complete together, as the
+    # pair around a fetch does in a device-bound step); before the per-record "generation" fix,
+    # an event recorded again could read its previous recording's timestamp; and reading one
+    # waits for the whole stream (COMMIT_AND_WAIT).
+    step_events_safe = False
 
     def __init__(self, torch_module: Any = None, facts: MacFacts | None = None) -> None:
         if torch_module is None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any
 
-from accelbench.devices.base import Availability, DeviceAdapter, set_current_device
+from accelbench.devices.base import Availability, DeviceAdapter, current_device, set_current_device
 
 
 class XpuAdapter(DeviceAdapter):
@@ -43,6 +44,9 @@ class XpuAdapter(DeviceAdapter):
 
     def make_current(self, index: int) -> None:
         set_current_device(self._torch, self.kind, index)
+
+    def current(self, index: int) -> AbstractContextManager[None]:
+        return current_device(self._torch, self.kind, index)
 
     def reset_peak_memory(self, index: int) -> None:
         self._torch.xpu.reset_peak_memory_stats(index)

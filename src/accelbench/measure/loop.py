@@ -15,7 +15,9 @@ so on an asynchronous device the fetch overlaps the device's queued work. A wind
 its k steps and k fetches. The wait for input is the time the *device* sat idle waiting for a
 batch (see ``accelbench.measure.input_wait``): on the CPU the fetch time, on an accelerator the
 gap the fetch left in the device's queue, measured with timing events, so a device-bound case
-whose loader looks slow from the host is not called input-bound.
+whose loader looks slow from the host is not called input-bound. Where the device's events are
+not safe around every step (MPS: each record commits the command buffer) the timed window
+records none, and the host fetch time is kept as an upper bound.
 
 Only full batches are timed under ``--steps`` and ``--time-budget``: an epoch's partial last
 batch is a different step (and under ``torch.compile`` a recompilation), so the stream skips it.
@@ -140,7 +142,7 @@ class Measured:
     warmup_time_s: float | None = None
     #: Seconds the device sat idle waiting for input over the measured steps (see input_wait.py).
     input_wait_s: float = 0.0
-    #: How ``input_wait_s`` was measured (input_wait.HOST, EVENTS or UPPER_BOUND).
+    #: How ``input_wait_s`` was measured (input_wait.HOST, EVENTS or one of its upper bounds).
     input_wait_method: str = ""
     #: Seconds the host spent fetching batches over the measured steps.
     input_fetch_s: float = 0.0
