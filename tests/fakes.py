@@ -118,6 +118,59 @@ class FakeCuda:
         self._context("max_memory_allocated", index)
         return 0
 
+    # torch.cuda's device selection as torch 2.14 implements it (torch/cuda/__init__.py).
+    def current_device(self) -> int:
+        return self.current
+
+    def has_context(self, index: int) -> bool:
+        return any(device == index for _, device in self.contexts)
+
+    def _exchange_device(self, index: int) -> int:
+        """Select ``index`` (creating its context), returning the device selected before."""
+        previous = self.current
+        if index >= 0 and index != previous:
+            self.set_device(index)
+        return previous
+
+    def _maybe_exchange_device(self, index: int) -> int:
+        """Select ``index`` again without creating a context on it: c10's MaybeExchangeDevice
+        calls cudaSetDevice only for a device whose primary context exists, else records it."""
+        previous = self.current
+        if index >= 0 and index != previous:
+            if self.has_context(index):
+                self.set_device(index)
+            else:
+                self.current = index
+        return previous
+
+    def device(self, index: int) -> Any:
+        """``torch.cuda.device(index)``: exchange on entry, maybe-exchange back on exit."""
+        return _ExchangeGuard(self._exchange_device, self._maybe_exchange_device, index)
+
+
+class _ExchangeGuard:
+    """The shape of torch.cuda.device and torch.accelerator.device_index."""
+
+    def __init__(self, exchange: Any, maybe_exchange: Any, index: int) -> None:
+        self.exchange, self.maybe_exchange, self.index = exchange, maybe_exchange, index
+        self.previous = -1
+
+    def __enter__(self) -> None:
+        self.previous = self.exchange(self.index)
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.maybe_exchange(self.previous)
+
+
+def with_accelerator_device_index(torch_module: Any) -> Any:
+    """A :func:`fake_cuda_torch` whose ``torch.accelerator`` has torch >= 2.8's
+    ``device_index`` context manager and ``current_device_index`` (over the same FakeCuda)."""
+    cuda = torch_module.cuda
+    torch_module.accelerator.current_device_index = cuda.current_device
+    torch_module.accelerator.device_index = lambda index: _ExchangeGuard(
+        cuda._exchange_device, cuda._maybe_exchange_device, index)
+    return torch_module
+
 
 def fake_gpu_uuid(index: int) -> str:
     return f"0000000{index}-aaaa-bbbb-cccc-dddddddddddd"

@@ -20,6 +20,7 @@ from fakes import (
     fake_gpu_uuid,
     fake_torch,
     mps_like_tensor,
+    with_accelerator_device_index,
 )
 from torch import nn
 
@@ -376,3 +377,95 @@ def test_devices_expose_the_adapter_facts() -> None:
     device = Device(CudaAdapter(fake_torch()), "cuda", 0)
     assert device.pin_memory and not device.memory_is_lower_bound
     assert "max_memory_allocated" in device.memory_source
+
+
+# --- issue 19, 14. the probe worker and selftest make their device current, and restore -----------
+@pytest.mark.parametrize("accelerator_guard", [True, False], ids=["torch.accelerator", "torch.cuda"])
+def test_device_current_sets_and_restores_without_a_context_on_the_previous_gpu(
+        accelerator_guard: bool) -> None:
+    # A cuda:1 worker starts with GPU 0 "current" but never touched: making cuda:1 current and
+    # back must not create a context on GPU 0 (torch's maybe-exchange on the way back).
+    fake = fake_cuda_torch(count=2)
+    if accelerator_guard:
+        with_accelerator_device_index(fake)  # torch >= 2.8; else torch.cuda.device
+    device = Device(CudaAdapter(fake), "cuda", 1)
+    with device.current():
+        assert fake.cuda.current == 1
+    assert fake.cuda.current == 0
+    assert fake.cuda.contexts == [("set_device", 1)]
+
+
+def test_device_current_restores_a_device_that_has_a_context() -> None:
+    fake = fake_cuda_torch(count=2)
+    fake.cuda.synchronize(0)  # GPU 0 has a context
+    with Device(CudaAdapter(fake), "cuda", 1).current():
+        pass
+    assert fake.cuda.current == 0 and fake.cuda.contexts[-1] == ("set_device", 0)
+
+
+def test_device_current_without_torchs_guards_reads_and_sets_back() -> None:
+    # A back end known only through torch.accelerator on torch 2.6/2.7: no device_index, no
+    # torch.<kind>.device.
+    from types import SimpleNamespace
+
+    state = {"index": 0}
+    accelerator = SimpleNamespace(
+        current_accelerator=lambda: SimpleNamespace(type="hpu"), device_count=lambda: 2,
+        current_device_index=lambda: state["index"],
+        set_device_index=lambda index: state.update(index=index))
+    adapter = GenericAcceleratorAdapter("hpu", SimpleNamespace(accelerator=accelerator))
+    with Device(adapter, "hpu", 1).current():
+        assert state["index"] == 1
+    assert state["index"] == 0
+
+
+def test_single_device_kinds_have_nothing_to_make_current() -> None:
+    with Device(CpuAdapter(), "cpu").current(), \
+            Device(MpsAdapter(fake_torch(), MAC_FACTS_ARM), "mps").current():
+        pass
+
+
+def _two_fake_gpus() -> tuple[Any, DeviceSet, Device, Device]:
+    fake = with_accelerator_device_index(fake_cuda_torch(count=2))
+    devices = DeviceSet([CpuAdapter(), CudaAdapter(fake)])
+    return fake, devices, devices.select("cuda:1")[0], devices.select("cuda:0")[0]
+
+
+def test_selftest_runs_each_devices_checks_with_it_current(monkeypatch) -> None:
+    # The checks of cuda:1 ran with GPU 0 current (a timing event records on the current
+    # device's stream: GPU 0 was timed), and parity's make_current(1) leaked into cuda:0's.
+    from accelbench.selftest import suite
+    from accelbench.selftest.result import CheckResult
+
+    fake, devices, gpu1, gpu0 = _two_fake_gpus()
+    seen: list[tuple[str, int]] = []
+
+    def checks(group: str, device: Device, devices: DeviceSet, quick: bool) -> list[Any]:
+        def check() -> CheckResult:
+            seen.append((f"{group} {device.name}", fake.cuda.current))
+            if group == "parity":
+                device.make_current()  # as check_case does for every case
+            return CheckResult(group, "current", device.name, "pass", "")
+        return [check]
+
+    monkeypatch.setattr(suite, "_checks", checks)
+    suite.run_selftest(devices, [gpu1, gpu0], groups=("timing", "parity"))
+    assert seen == [("timing cuda:1", 1), ("parity cuda:1", 1),
+                    ("timing cuda:0", 0), ("parity cuda:0", 0)]
+    assert fake.cuda.current == 0
+
+
+def test_an_inline_probe_runs_with_its_device_current_and_restores_it() -> None:
+    from accelbench.probes.work import ProbeWork
+
+    fake, devices, gpu1, _ = _two_fake_gpus()
+    seen: list[int] = []
+
+    def run(torch_device: str) -> Trial:
+        seen.append(fake.cuda.current)
+        return Trial()
+
+    feature = Feature("where", "which device is current", run, timed=False, kinds=("cuda",))
+    ProbeWork([feature], devices.select("cpu")[0]).inline(gpu1, None)
+    assert seen == [1]
+    assert fake.cuda.current == 0

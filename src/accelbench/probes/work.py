@@ -53,8 +53,8 @@ class ProbeWork(CaseWork[Device]):
         return record.probes
 
     def inline(self, device: Device, progress: Progress | None) -> DeviceProbe:  # type: ignore[override]
-        return device_probe(device, probe_device(device, self.features, self.cpu, progress,
-                                               self.references, self._traceback_shower(device)))
+        return device_probe(device, probe_on(device, self.features, self.cpu, progress,
+                                             self.references, self._traceback_shower(device)))
 
     def spec(self, device: Device, features: Sequence[Feature] | None = None) -> dict[str, Any]:
         return {"device": device.name, "features": [f.name for f in features or self.features],
@@ -129,8 +129,17 @@ def probe_from_spec(spec: dict[str, Any], report: Report) -> DeviceProbe:
         if shower is not None:
             shower(name, cell)
 
-    return device_probe(device, probe_device(device, features, cpu, report.progress, work.references,
-                                           on_cell))
+    return device_probe(device, probe_on(device, features, cpu, report.progress, work.references,
+                                         on_cell))
+
+
+def probe_on(device: Device, features: Sequence[Feature], cpu: Device, progress: Progress | None,
+             references: References, on_cell: Callable[[str, Cell], None] | None) -> dict[str, Cell]:
+    """The features on ``device`` made current for them, the previous device current again after:
+    work that names no device (a timing event's record, a stream) goes to the current one, and
+    an inline probe of cuda:1 must not leave cuda:1 current for whatever runs next."""
+    with device.current():
+        return probe_device(device, list(features), cpu, progress, references, on_cell)
 
 
 def probe_record(devices: DeviceSet, chosen: list[Device], features: list[Feature],

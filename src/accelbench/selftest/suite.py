@@ -39,16 +39,20 @@ def run_selftest(devices: DeviceSet, chosen: list[Device], groups: tuple[str, ..
     started = time.perf_counter()
     results: list[CheckResult] = []
     for device in chosen:
-        for group in groups:
-            for check in _checks(group, device, devices, quick):
-                try:
-                    outcome = check()
-                except Exception as error:  # a crashing check is a failing check
-                    outcome = crashed(group, f"{group} checks", device.name, error)
-                for result in outcome if isinstance(outcome, list) else [outcome]:
-                    results.append(result)
-                    if on_result is not None:
-                        on_result(result)
+        # The device is current for its checks (a timing event records on the current device's
+        # stream: selftest on cuda:1 would time GPU 0), and the one before it is current again
+        # after, so a check that makes its device current (parity's) cannot leak into the next.
+        with device.current():
+            for group in groups:
+                for check in _checks(group, device, devices, quick):
+                    try:
+                        outcome = check()
+                    except Exception as error:  # a crashing check is a failing check
+                        outcome = crashed(group, f"{group} checks", device.name, error)
+                    for result in outcome if isinstance(outcome, list) else [outcome]:
+                        results.append(result)
+                        if on_result is not None:
+                            on_result(result)
     return {
         "kind": "selftest", "accelbench_version": __version__,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
