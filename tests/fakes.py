@@ -521,3 +521,35 @@ class EventQueueAdapter(FakeQueueAdapter):
     def timing_event(self, index: int) -> Any:
         self.events.append(self.make_event(self))
         return self.events[-1]
+
+
+# --- a GPU's matrix products: host launch cost, device time by FLOPs ----------------------------
+class FakeGpuProducts(TorchFunctionMode):
+    """While active, ``torch.mm`` runs the way it does on a GPU behind ``adapter`` (a
+    FakeQueueAdapter): the host spends ``launch_s`` (a busy wait, like a kernel launch) and
+    returns at once with a result of the right shape (zeros: nothing is computed), and the
+    device's queue gets 2mkn / ``flops`` seconds
+    of work. Small products are launch-bound, large ones device-bound, as on the hardware."""
+
+    def __init__(self, adapter: FakeQueueAdapter, flops: float = 1e11,
+                 launch_s: float = 50e-6) -> None:
+        super().__init__()
+        self.adapter, self.flops, self.launch_s = adapter, flops, launch_s
+        self.launches = 0
+        self._results: dict[tuple[int, int], Any] = {}
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        import torch
+
+        if func not in (torch.mm, torch.Tensor.mm):
+            return func(*args, **(kwargs or {}))
+        first, second = args[0], args[1]
+        (m, k), n = first.shape, second.shape[1]
+        end = time.perf_counter() + self.launch_s
+        while time.perf_counter() < end:
+            pass
+        self.launches += 1
+        self.adapter.enqueue(2.0 * m * k * n / self.flops)
+        if (m, n) not in self._results:
+            self._results[m, n] = first.new_zeros((m, n))
+        return self._results[m, n]

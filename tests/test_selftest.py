@@ -11,7 +11,7 @@ import time
 
 import pytest
 import torch
-from fakes import FakeQueueAdapter
+from fakes import FakeGpuProducts, FakeQueueAdapter
 
 from accelbench.cli import main
 from accelbench.devices import Device, DeviceSet
@@ -19,6 +19,7 @@ from accelbench.devices.cpu import CpuAdapter
 from accelbench.measure import loop as loop_module
 from accelbench.measure.roofline import Roofline
 from accelbench.selftest import ceilings, memory, parity, precision, timing
+from accelbench.selftest import work as timing_work
 from accelbench.selftest.result import FAIL, PASS
 
 
@@ -41,6 +42,12 @@ class QueuedWork:
 
     def units_for(self, seconds: float) -> int:
         return max(1, round(seconds / self.unit_s))
+
+    def doubled(self, units: int):
+        return self.step(2 * units)
+
+    def describe(self, units: int) -> str:
+        return f"{units} -> {2 * units} ms queued"
 
 
 class NoWaitQueueAdapter(FakeQueueAdapter):
@@ -77,6 +84,41 @@ def test_doubling_fails_when_synchronize_does_not_wait() -> None:
     device, work = _queue_device(NoWaitQueueAdapter())
     result = timing.check_doubling(device, 0.01, "large", rounds=3, work=work)
     assert result.status == FAIL
+
+
+# A GPU's products (FakeGpuProducts): the host spends 50 us launching each, the device 2mkn/1e11
+# seconds computing it, so 128² products are launch-bound and 512² ones device-bound. One CPU
+# thread, as selftest's timing checks run: the loop's finiteness check is then not slowed by
+# an intra-op thread that a busy machine descheduled.
+def test_on_a_gpu_the_doubling_check_fails_when_synchronize_does_not_wait(monkeypatch) -> None:
+    # With 128² products twice as many launches took twice the host time whether or not the
+    # sync waited: this check passed (ratio 2.0) a synchronize that does nothing.
+    monkeypatch.setattr(timing_work, "MAX_DEVICE_SIDE", 1024)  # the sizing never gets device-bound
+    adapter = NoWaitQueueAdapter()
+    with FakeGpuProducts(adapter), timing.single_thread():
+        result = timing.check_doubling(Device(adapter, "fake"), 0.005, "large", rounds=3)
+    assert result.status == FAIL and result.figures["ratio"] < 1.5, result.detail
+    assert result.figures["device_bound"] is False and "not device-bound" in result.detail
+
+
+def test_on_a_gpu_the_doubling_and_window_checks_pass_when_synchronize_waits() -> None:
+    adapter = FakeQueueAdapter()
+    device = Device(adapter, "fake")
+    with FakeGpuProducts(adapter) as products, timing.single_thread():
+        doubling = timing.check_doubling(device, 0.005, "large", rounds=3)
+        launches = products.launches
+        window = timing.check_windowed_agrees(device, 0.005, window=4, rounds=3)
+    assert doubling.status == PASS, doubling.detail
+    assert doubling.figures["device_bound"] and doubling.figures["side"] == 512
+    assert launches > 0  # the check's products went through the fake GPU
+    assert window.status == PASS, window.detail
+
+
+def test_on_a_gpu_the_window_check_fails_when_the_sync_itself_costs() -> None:
+    adapter = SlowSyncQueueAdapter()
+    with FakeGpuProducts(adapter), timing.single_thread():
+        result = timing.check_windowed_agrees(Device(adapter, "fake"), 0.005, window=4, rounds=3)
+    assert result.status == FAIL and result.figures["ratio"] < 0.8, result.detail
 
 
 class WrappingClock:

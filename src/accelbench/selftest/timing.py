@@ -7,6 +7,10 @@ quantile of its raw samples and each comparison is the median of many short inte
 (A, B, A, B ...): a busy spell then stretches both sides of a round alike. CPU kernels
 run on one thread here: with every core busy, a multi-threaded kernel waits for its slowest,
 descheduled thread, which is noise about the machine, not about the timer.
+
+The work is sized so the device, not the host's kernel launches, sets a step's time
+(``accelbench.selftest.work``): otherwise a ``synchronize()`` that does not wait still reads a
+plausible figure.
 """
 
 from __future__ import annotations
@@ -26,49 +30,15 @@ from accelbench.devices.base import Availability, DeviceAdapter
 from accelbench.measure.loop import StepLoop
 from accelbench.options import StopRule
 from accelbench.selftest.result import CheckResult, verdict
+from accelbench.selftest.work import DeviceBoundWork, StepWork, Work, default_work
 
 GROUP = "timing"
 DOUBLING_TOLERANCE = 0.10
 AGREEMENT_TOLERANCE = 0.10
 #: The measured step must hold at least this share of a planted delay.
 DELAY_SEEN = 0.8
-SIDE = 128
 #: A timing check is run again (up to this many times in all) before it is called failed.
 ATTEMPTS = 3
-
-
-class Work:
-    """Steps made of ``units`` square products on the device: work of a known relative size."""
-
-    def __init__(self, device: Device, side: int = SIDE) -> None:
-        generator = torch.Generator().manual_seed(0)
-        self.a = torch.randn(side, side, generator=generator).to(device.torch_device)
-        # An orthogonal factor keeps the chain's values the same size however long it is: a
-        # shrinking chain reaches subnormal numbers, which x86 CPUs compute many times slower.
-        self.b = torch.linalg.qr(torch.randn(side, side, generator=generator))[0].to(device.torch_device)
-        self.device = device
-
-    def step(self, units: int) -> Callable[[Any], Any]:
-        def run(batch: Any) -> Any:
-            out = self.a
-            for _ in range(units):
-                out = torch.mm(out, self.b)
-            return out
-        return run
-
-    def units_for(self, seconds: float) -> int:
-        """How many products make a step of about ``seconds`` on this device now."""
-        run = self.step(8)
-        run(None)
-        trials = []
-        for _ in range(5):  # the fastest: a descheduled trial would make the steps too short
-            self.device.synchronize()
-            start = time.perf_counter()
-            run(None)
-            self.device.synchronize()
-            trials.append(time.perf_counter() - start)
-        per_unit = max(min(trials) / 8, 1e-7)
-        return max(1, round(seconds / per_unit))
 
 
 class _WindowLoop(StepLoop):
@@ -118,31 +88,42 @@ def _rounds(rounds: int, first: Callable[[], float], second: Callable[[], float]
     return ratios
 
 
+def _work_figures(work: StepWork) -> dict[str, Any]:
+    if not isinstance(work, DeviceBoundWork):
+        return {}
+    return {"side": work.side, "product_s": work.product_s, "launch_s": work.launch_s,
+            "device_bound": work.device_bound}
+
+
 def check_doubling(device: Device, step_s: float, label: str, rounds: int = 5,
-                   work: Work | None = None) -> CheckResult:
-    """Twice the products per step must read twice the time, within 10%."""
-    work = work or Work(device)
+                   work: StepWork | None = None) -> CheckResult:
+    """Twice the work per step must read twice the time, within 10%. On an asynchronous device
+    the work is device-bound and doubled within the same launches, so a synchronisation that does
+    not wait reads about 1x (see the module's docstring)."""
+    work = work or default_work(device)
     units = work.units_for(step_s)
     # Small steps are shorter than a scheduler time slice, so on a busy machine some run
     # uninterrupted (the low quantile reads those); large ones span many slices, and a fair
     # share stretches them in proportion to their work.
     steps = max(8, min(40, round(0.05 / step_s)))
     ratios = _rounds(rounds, lambda: loop_reading(device, work.step(units), steps),
-                     lambda: loop_reading(device, work.step(2 * units), steps))
+                     lambda: loop_reading(device, work.doubled(units), steps))
     ratio = statistics.median(ratios)
     ok = abs(ratio - 2.0) <= 2.0 * DOUBLING_TOLERANCE
     return CheckResult(GROUP, f"doubling the work doubles the time ({label} steps)", device.name,
-                       verdict(ok), f"{units} -> {2 * units} units of work: 2x work read "
+                       verdict(ok), f"{work.describe(units)}: 2x work read "
                        f"{ratio:.3f}x the time (median of {rounds} "
                        f"rounds, {min(ratios):.3f}-{max(ratios):.3f}); allowed 1.8-2.2",
-                       {"ratio": ratio, "ratios": ratios, "units": units, "step_s": step_s})
+                       {"ratio": ratio, "ratios": ratios, "units": units, "step_s": step_s,
+                        **_work_figures(work)})
 
 
 def check_windowed_agrees(device: Device, step_s: float = 0.002, window: int = 8,
-                          rounds: int = 5, work: Work | None = None) -> CheckResult:
+                          rounds: int = 5, work: StepWork | None = None) -> CheckResult:
     """A step timed in windows of ``window`` steps (one sync each) and timed with a sync after
-    every step must read the same: else the sync itself is being measured."""
-    work = work or Work(device)
+    every step must read the same: else the sync itself is being measured. On an asynchronous
+    device the step is device-bound work, so the per-step side really waits for the device."""
+    work = work or default_work(device)
     step = work.step(work.units_for(step_s))
     steps = window * 8
     # Means on both sides: a window's sample is the mean of its steps, and a median of single
@@ -154,7 +135,7 @@ def check_windowed_agrees(device: Device, step_s: float = 0.002, window: int = 8
     return CheckResult(GROUP, "windowed and per-step synchronised figures agree", device.name,
                        verdict(ok), f"windows of {window} read {ratio:.3f}x the per-step "
                        f"figure (median of {rounds} rounds); allowed 0.9-1.1",
-                       {"ratio": ratio, "ratios": ratios, "window": window})
+                       {"ratio": ratio, "ratios": ratios, "window": window, **_work_figures(work)})
 
 
 class DelayQueue(Protocol):
