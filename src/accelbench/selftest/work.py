@@ -84,8 +84,7 @@ class Work:
         return self.step(2 * units)
 
     def describe(self, units: int) -> str:
-        side = self.b.shape[0]
-        return f"{units} -> {2 * units} products of {side}x{side}"
+        return f"{units} -> {2 * units} units of work"
 
 
 class DeviceBoundWork:
