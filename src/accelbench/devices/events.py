@@ -6,6 +6,10 @@ Two events recorded around a host-side pause (fetching the next batch) complete 
 them is exactly how long the device idled because of the pause: zero while queued work covered
 it. Reading that time needs both events complete, so it is read after a synchronisation the
 caller makes anyway (a window's end), never by waiting for the device.
+
+A record with no stream goes to the *current* device's stream (torch/csrc/Event.cpp), so the
+caller makes the device current first (``Device.current()``). Whether events may be recorded
+around every step at all is the adapter's ``step_events_safe`` (not on MPS), asked by the caller.
 """
 
 from __future__ import annotations
