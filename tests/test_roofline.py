@@ -10,8 +10,11 @@ import pytest
 from fakes import FakeAsyncAdapter
 
 from accelbench.devices import Device, DeviceSet
+from accelbench.engine.precision import get_precision
+from accelbench.engine.runner import Case, achieved_flops, skeleton_result
 from accelbench.measure import bandwidth, peak, roofline
 from accelbench.measure.roofline import Roofline, device_roofline, merge_best
+from accelbench.options import RunOptions
 
 
 @pytest.fixture
@@ -27,6 +30,7 @@ def small(tmp_path, monkeypatch):
     monkeypatch.setattr(bandwidth, "TRANSFER_BYTES", 2**20)
     monkeypatch.setattr(bandwidth, "LAUNCHES", 50)
     monkeypatch.setattr(bandwidth, "REPEATS", 2)
+    monkeypatch.setattr(bandwidth, "MIN_WINDOW_S", 0.005)
     monkeypatch.setattr(peak, "MIN_SIDE", 32)
     monkeypatch.setattr(peak, "CPU_MAX_SIDE", 64)
     monkeypatch.setattr(peak, "MIN_REPEAT_S", 0.002)
@@ -55,6 +59,26 @@ def test_the_cpu_roofline_is_measured_then_cached(cpu, small, monkeypatch) -> No
 
     monkeypatch.setattr(roofline, "measure_roofline", must_not_measure)
     assert device_roofline(cpu) == first
+
+
+def test_an_amp_case_and_the_roofline_read_one_peak(cpu, small) -> None:
+    """Item 5: the amp peak is its autocast dtype's pure product, the figure the roofline shows
+    for it; and they stay one figure after a case's re-check raises the peak."""
+    measured = device_roofline(cpu)
+    amp = _case_figures(cpu, "amp-bf16")
+    assert amp["peak_flops"] == measured.flops_for("amp-bf16") == measured.matmul_flops["bf16"]
+    raised = 2 * measured.matmul_flops["bf16"]  # as a later, quieter re-check would find it
+    peak.record_measurement(cpu, "bf16", peak.MatmulTiming(raised, 64, 4, 2))
+    assert device_roofline(cpu).flops_for("amp-bf16") == raised
+    assert _case_figures(cpu, "amp-bf16")["peak_flops"] == raised
+    assert device_roofline(cpu).method["matmul_bf16"] == {"matrix_side": 64, "products_per_sync": 4}
+
+
+def _case_figures(device: Device, precision: str) -> dict:
+    """What the runner stores in a finished case's ``flops`` (mnist, batch 8, 10 ms steps)."""
+    result = skeleton_result(Case("mnist", "train", device, 8, precision), RunOptions(size="tiny"))
+    result.step_times = [0.01] * 5
+    return achieved_flops(result, device, get_precision(precision))
 
 
 def _figures(device: str, flops: float, bandwidth_: float, latency: float) -> Roofline:
