@@ -137,3 +137,16 @@ def test_cli_prints_the_cached_roofline(cli, cpu, tmp_path, monkeypatch) -> None
     table = cli("roofline", "--device", "cpu", env=env)
     assert "150.0 GFLOP/s" in table.stdout and "6.5 GB/s" in table.stdout
     assert "7 µs" in table.stdout and "CPU is the host" in table.stdout
+
+
+def test_the_table_says_how_many_copies_each_bandwidth_window_queued() -> None:
+    from accelbench.render.roofline_table import roofline_rows
+
+    figures = Roofline("cuda:0", "x", {}, 3e12, 5e-6, {}, {}, "2026-01-01T00:00:00+00:00",
+                       method={"bandwidth_buffer_bytes": 128 * 2**20, "bandwidth_copies_per_sync": 1200})
+    rows = {row[0]: row for row in roofline_rows(figures)}
+    assert rows["memory bandwidth"][2] == "copy of 128 MiB (read + write), 1200 a sync"
+    older = Roofline("cuda:0", "x", {}, 3e12, 5e-6, {}, {}, "2026-01-01T00:00:00+00:00",
+                     method={"bandwidth_buffer_bytes": 128 * 2**20})  # cached before the count
+    assert {row[0]: row for row in roofline_rows(older)}["memory bandwidth"][2] == \
+        "copy of 128 MiB (read + write)"
