@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from datetime import datetime, timedelta, timezone
+from types import SimpleNamespace
 
 import pytest
 import torch
 from fakes import FakeAsyncAdapter
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from accelbench.devices import Device, DeviceSet
 from accelbench.engine.precision import get_precision
@@ -32,14 +35,17 @@ def own_cache(tmp_path, monkeypatch):
 
 
 class Readings:
-    """A stand-in timer returning planned FLOP/s figures, counting how often it was asked."""
+    """A stand-in timer returning planned FLOP/s figures, counting how often it was asked (and
+    recording what it was asked for)."""
 
     def __init__(self, *values: float) -> None:
-        self.values, self.calls = list(values), 0
+        self.values, self.calls, self.asked = list(values), 0, []
 
-    def __call__(self, device, precision, side=None) -> peak.MatmulTiming:
+    def __call__(self, device, precision, side=None, repeats=peak.REPEATS,
+                 products=None) -> peak.MatmulTiming:
         self.calls += 1
-        return peak.MatmulTiming(self.values.pop(0), 64, 1, 1)
+        self.asked.append((side, repeats, products))
+        return peak.MatmulTiming(self.values.pop(0), 64, 3, repeats)
 
 
 # --- defect 5: the peak is measured under the case's precision settings ---------------------
@@ -49,35 +55,71 @@ def test_the_peak_is_measured_under_the_case_precision_settings(cpu, own_cache, 
     real = peak._timed_products
 
     def spy(device, precision, a, b, count):
-        with peak.autocast(device, precision):
-            product_dtype = torch.mm(a[:2, :2], b[:2, :2]).dtype
-        seen[precision.name] = (torch.get_float32_matmul_precision(), a.dtype, product_dtype)
+        seen[precision.name] = (torch.get_float32_matmul_precision(), a.dtype,
+                                torch.mm(a[:2, :2], b[:2, :2]).dtype)
         return real(device, precision, a, b, count)
 
     monkeypatch.setattr(peak, "_timed_products", spy)
-    for name in ("fp32", "tf32", "bf16", "amp-bf16"):
+    for name in ("fp32", "tf32", "bf16"):
         peak.peak_figure(cpu, get_precision(name), side=32)
     assert seen["fp32"] == ("highest", torch.float32, torch.float32)
     assert seen["tf32"] == ("high", torch.float32, torch.float32)
     assert seen["bf16"] == ("highest", torch.bfloat16, torch.bfloat16)
-    assert seen["amp-bf16"] == ("highest", torch.float32, torch.bfloat16)
     keys = json.loads(own_cache.read_text())["entries"]
-    assert {key.split("|")[2] for key in keys} == {
-        "float32", "float32,matmul=high", "bfloat16", "float32,autocast=bfloat16"}
+    assert {key.split("|")[2] for key in keys} == {"float32", "float32,matmul=high", "bfloat16"}
+
+
+class DispatchLog(TorchDispatchMode):
+    """Counts the aten ops run while active, and the dtypes of the products' operands."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Counter[str] = Counter()
+        self.product_dtypes: set[torch.dtype] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops[func.overloadpacket.__name__] += 1
+        if func is torch.ops.aten.mm.default:
+            self.product_dtypes.update(arg.dtype for arg in args[:2])
+        return func(*args, **(kwargs or {}))
+
+
+def test_the_amp_peak_times_pure_half_precision_products(cpu, own_cache, monkeypatch) -> None:
+    """Item 5: under autocast every product of fp32 operands casts both again (autocast caches
+    casts only of leaf tensors that require grad), which read the amp peak 5-8% high on a GPU:
+    the timed products must be nothing but bf16 products."""
+    monkeypatch.setattr(peak, "MIN_REPEAT_S", 0.005)
+    log = DispatchLog()
+    real = peak._timed_products
+
+    def logged(*args):
+        with log:
+            return real(*args)
+
+    monkeypatch.setattr(peak, "_timed_products", logged)
+    amp = peak.peak_figure(cpu, "amp-bf16", side=32)
+    assert log.ops["mm"] > 0 and log.product_dtypes == {torch.bfloat16}
+    assert log.ops["_to_copy"] == 0, f"casts timed with the products: {dict(log.ops)}"
+    # one amp peak: the amp-bf16 case and a bf16 case are held against the same figure
+    assert amp.settings == "bfloat16" and peak.peak_figure(cpu, "bf16") == amp
+
+
+def _case_figures(device: Device, precision: str, step_s: float = 0.01) -> dict:
+    """What the runner stores in a finished case's ``flops`` (mnist, batch 8: 72 MFLOP a
+    sample, 5.7e10 FLOP/s at 10 ms a step)."""
+    result = skeleton_result(Case("mnist", "train", device, 8, precision), RunOptions(size="tiny"))
+    result.step_times = [step_s] * 5
+    return achieved_flops(result, device, get_precision(precision))
 
 
 def test_each_result_stores_the_peak_it_was_divided_by(cpu, own_cache, monkeypatch) -> None:
-    options = RunOptions(size="tiny")
     timer = Readings(4e11, 9e11)
     monkeypatch.setattr(peak, "time_matmul", timer)
-    figures = {}
-    for name in ("tf32", "amp-bf16"):
-        result = skeleton_result(Case("mnist", "train", cpu, 8, name), options)
-        result.step_times = [0.01] * 5
-        figures[name] = achieved_flops(result, cpu, get_precision(name))
+    figures = {name: _case_figures(cpu, name) for name in ("tf32", "amp-bf16")}
     tf32, amp = figures["tf32"], figures["amp-bf16"]
     assert (tf32["peak_settings"], tf32["peak_flops"]) == ("float32,matmul=high", 4e11)
-    assert (amp["peak_settings"], amp["peak_flops"]) == ("float32,autocast=bfloat16", 9e11)
+    # an amp-bf16 case computes its products in bf16: it is held against bf16's products
+    assert (amp["peak_settings"], amp["peak_flops"]) == ("bfloat16", 9e11)
     assert amp["peak_precision"] == "amp-bf16" and amp["peak_dtype"] == "bfloat16"
     datetime.fromisoformat(tf32["peak_measured_at"])
     assert tf32["fraction_of_peak"] == pytest.approx(tf32["achieved_flops"] / 4e11)
@@ -121,6 +163,107 @@ def test_a_cache_of_the_old_format_is_measured_again(cpu, own_cache, monkeypatch
     own_cache.write_text(json.dumps({"version": 1, "entries": {key: {"flops": 107e9}}}))
     monkeypatch.setattr(peak, "time_matmul", Readings(185e9))
     assert peak.measured_peak_flops(cpu, torch.float32) == 185e9
+
+
+def _checked_ago(path, seconds: float) -> None:
+    """As if every entry was last checked ``seconds`` ago (its best figure stays)."""
+    data = json.loads(path.read_text())
+    when = (datetime.now(timezone.utc) - timedelta(seconds=seconds)).isoformat(timespec="seconds")
+    for entry in data["entries"].values():
+        entry["checked_at"] = when
+    path.write_text(json.dumps(data))
+
+
+#: Other processes on a shared machine can slow one reading 3x (README): a real-hardware check is
+#: tried up to this many times, as selftest's are; the code before the fix fails every attempt.
+ATTEMPTS = 3
+
+
+def test_a_peak_poisoned_by_a_busy_machine_is_raised_by_the_next_run(cpu, peak_cache, tmp_path,
+                                                                     monkeypatch) -> None:
+    """Issue 19's scenario on this CPU: a first run beside two busy loops cached a third of the
+    peak; a run minutes later on a quiet machine must use a peak within 15% of a fresh
+    measurement, though its case (like any ordinary case) never beats the cached figure."""
+    key = peak.cache_key(cpu, "fp32")
+    minutes_ago = (datetime.now(timezone.utc) - timedelta(minutes=5)).isoformat(timespec="seconds")
+    seen = []
+    for attempt in range(ATTEMPTS):
+        monkeypatch.setenv("ACCELBENCH_PEAK_CACHE", str(peak_cache))
+        real = peak.peak_figure(cpu, "fp32")  # the session's measurement, the best seen
+        entry = peak.read_cache(peak_cache)[key]
+        poisoned = tmp_path / f"poisoned-{attempt}" / "peak_flops.json"
+        peak.write_cache(poisoned, {key: {**entry, "flops": real.flops / 3, "last_flops": real.flops / 3,
+                                          "measured_at": minutes_ago, "checked_at": minutes_ago}})
+        monkeypatch.setenv("ACCELBENCH_PEAK_CACHE", str(poisoned))
+        quiet_run = _case_figures(cpu, "fp32", step_s=10.0)  # an ordinary case: far below the peak
+        fresh = peak.time_matmul(cpu, "fp32")
+        assert quiet_run["achieved_flops"] < real.flops / 3  # it does not beat the poisoned peak
+        seen.append(f"the run used {quiet_run['peak_flops'] / 1e9:.1f} GFLOP/s, a fresh measurement "
+                    f"read {fresh.flops / 1e9:.1f} (the busy run had cached {real.flops / 3e9:.1f})")
+        if quiet_run["peak_flops"] >= 0.85 * fresh.flops:
+            return
+    pytest.fail("; ".join(seen))
+
+
+class VirtualDevice:
+    """A device of known speed on a virtual clock: each product moves the clock on by its FLOPs
+    over the rate, times ``slowdown`` (the other processes sharing it), so the readings are
+    exact whatever else this machine runs."""
+
+    def __init__(self, flops_per_s: float) -> None:
+        self.flops_per_s, self.slowdown, self.now = flops_per_s, 1.0, 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def mm(self, a, b):
+        self.now += 2.0 * a.shape[0] ** 3 / self.flops_per_s * self.slowdown
+        return a
+
+
+def test_a_busy_reading_is_corrected_exactly(cpu, own_cache, monkeypatch) -> None:
+    """The same scenario on a device of known speed (deterministic): busy at a third of its
+    rate, then quiet minutes later."""
+    device = VirtualDevice(1e12)  # the case below achieves 5.7e10 FLOP/s: it beats no peak
+    monkeypatch.setattr(peak.torch, "mm", device.mm)
+    monkeypatch.setattr(peak, "time", SimpleNamespace(perf_counter=device.perf_counter))
+    device.slowdown = 3.0
+    busy = peak.peak_figure(cpu, "fp32", side=512)
+    _checked_ago(own_cache, 300)
+    device.slowdown = 1.0
+    quiet_run = _case_figures(cpu, "fp32")
+    fresh = peak.time_matmul(cpu, "fp32", side=512).flops
+    assert busy.flops == pytest.approx(1e12 / 3) and fresh == pytest.approx(1e12)
+    assert quiet_run["achieved_flops"] < busy.flops  # no case beats even the poisoned peak
+    assert quiet_run["peak_flops"] == pytest.approx(fresh, rel=0.15)
+
+
+def test_a_recheck_is_short_and_runs_at_most_once_a_minute(cpu, own_cache, monkeypatch) -> None:
+    timer = Readings(100e9, 150e9, 140e9)
+    monkeypatch.setattr(peak, "time_matmul", timer)
+    assert peak.peak_figure(cpu, "fp32").flops == 100e9
+    assert peak.peak_figure(cpu, "fp32").flops == 100e9 and timer.calls == 1  # checked just now
+    _checked_ago(own_cache, peak.RECHECK_AFTER_S + 1)
+    assert peak.peak_figure(cpu, "fp32", at_least=1e9).flops == 150e9 and timer.calls == 2
+    # the re-check is short: the cached side and queue length, RECHECK_REPEATS windows
+    assert timer.asked[1] == (64, peak.RECHECK_REPEATS, 3)
+    _checked_ago(own_cache, peak.RECHECK_AFTER_S + 1)
+    assert peak.peak_figure(cpu, "fp32").flops == 150e9 and timer.calls == 3  # a lower one: kept
+    entry = next(iter(json.loads(own_cache.read_text())["entries"].values()))
+    assert entry["last_flops"] == 140e9
+    assert peak.peak_figure(cpu, "fp32", recheck=False).flops == 150e9 and timer.calls == 3
+
+
+def test_a_failed_recheck_keeps_the_cached_peak(cpu, own_cache, monkeypatch) -> None:
+    monkeypatch.setattr(peak, "time_matmul", Readings(100e9))
+    peak.peak_figure(cpu, "fp32")
+    _checked_ago(own_cache, peak.RECHECK_AFTER_S + 1)
+
+    def out_of_memory(*args, **kwargs):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(peak, "time_matmul", out_of_memory)
+    assert peak.peak_figure(cpu, "fp32").flops == 100e9
 
 
 # --- defect 6: many products per synchronisation -------------------------------------------

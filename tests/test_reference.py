@@ -64,3 +64,18 @@ def test_ratios_and_features() -> None:
 def test_every_reference_has_a_source() -> None:
     for item in (*EPOCH_REFERENCES, *MODEL_SIZES, *RATIO_CLAIMS, *FEATURE_FINDINGS):
         assert item.source.document and item.source.description
+
+
+def test_apple_chip_figures_are_those_published() -> None:
+    from accelbench.reference.published import APPLE_CHIPS
+
+    chips = {c.chip: c for c in APPLE_CHIPS}
+    # "M1 2.6 / 68 GB/s; ... M2 Ultra 27.2 / 800; M3 100 GB/s, ..., M3 Max 300-400, ... M4 Max 410-546"
+    assert (chips["M1"].fp32_flops, chips["M1"].bandwidth_bytes_per_s) == (2.6e12, (68e9, 68e9))
+    assert chips["M1 Ultra"].fp32_flops == 21e12 and chips["M2 Ultra"].fp32_flops == 27.2e12
+    assert chips["M2 Pro"].fp32_flops == 6.8e12 and chips["M2 Max"].fp32_flops == 13.6e12
+    assert chips["M3 Pro"].fp32_flops is None  # Apple gave no TFLOPS figure from the M3 on
+    assert chips["M3 Max"].bandwidth_bytes_per_s == (300e9, 400e9)
+    assert chips["M4 Max"].bandwidth_bytes_per_s == (410e9, 546e9)
+    assert len(chips) == 15 and all(c.source.citation.startswith("Apple's press release")
+                                    for c in APPLE_CHIPS)

@@ -10,8 +10,11 @@ import pytest
 from fakes import FakeAsyncAdapter
 
 from accelbench.devices import Device, DeviceSet
+from accelbench.engine.precision import get_precision
+from accelbench.engine.runner import Case, achieved_flops, skeleton_result
 from accelbench.measure import bandwidth, peak, roofline
 from accelbench.measure.roofline import Roofline, device_roofline, merge_best
+from accelbench.options import RunOptions
 
 
 @pytest.fixture
@@ -27,6 +30,7 @@ def small(tmp_path, monkeypatch):
     monkeypatch.setattr(bandwidth, "TRANSFER_BYTES", 2**20)
     monkeypatch.setattr(bandwidth, "LAUNCHES", 50)
     monkeypatch.setattr(bandwidth, "REPEATS", 2)
+    monkeypatch.setattr(bandwidth, "MIN_WINDOW_S", 0.005)
     monkeypatch.setattr(peak, "MIN_SIDE", 32)
     monkeypatch.setattr(peak, "CPU_MAX_SIDE", 64)
     monkeypatch.setattr(peak, "MIN_REPEAT_S", 0.002)
@@ -55,6 +59,27 @@ def test_the_cpu_roofline_is_measured_then_cached(cpu, small, monkeypatch) -> No
 
     monkeypatch.setattr(roofline, "measure_roofline", must_not_measure)
     assert device_roofline(cpu) == first
+
+
+def test_an_amp_case_and_the_roofline_read_one_peak(cpu, small) -> None:
+    """Item 5: the amp peak is its autocast dtype's pure product, the figure the roofline shows
+    for it; and they stay one figure after a case's re-check raises the peak."""
+    measured = device_roofline(cpu)
+    amp = _case_figures(cpu, "amp-bf16")
+    assert amp["peak_flops"] == measured.flops_for("amp-bf16") == measured.matmul_flops["bf16"]
+    raised = 2 * measured.matmul_flops["bf16"]  # as a later, quieter re-check would find it
+    peak.record_measurement(cpu, "bf16", peak.MatmulTiming(raised, 64, 4, 2))
+    assert device_roofline(cpu).flops_for("amp-bf16") == raised
+    assert _case_figures(cpu, "amp-bf16")["peak_flops"] == raised
+    assert device_roofline(cpu).method["matmul_bf16"] == {"matrix_side": 64, "products_per_sync": 4}
+
+
+def _case_figures(device: Device, precision: str) -> dict:
+    """What the runner stores in a finished case's ``flops`` (mnist, batch 8, 10 s steps: 5.7e7
+    FLOP/s, far below any peak, so it never has the peak measured again)."""
+    result = skeleton_result(Case("mnist", "train", device, 8, precision), RunOptions(size="tiny"))
+    result.step_times = [10.0] * 5
+    return achieved_flops(result, device, get_precision(precision))
 
 
 def _figures(device: str, flops: float, bandwidth_: float, latency: float) -> Roofline:
@@ -112,3 +137,16 @@ def test_cli_prints_the_cached_roofline(cli, cpu, tmp_path, monkeypatch) -> None
     table = cli("roofline", "--device", "cpu", env=env)
     assert "150.0 GFLOP/s" in table.stdout and "6.5 GB/s" in table.stdout
     assert "7 µs" in table.stdout and "CPU is the host" in table.stdout
+
+
+def test_the_table_says_how_many_copies_each_bandwidth_window_queued() -> None:
+    from accelbench.render.roofline_table import roofline_rows
+
+    figures = Roofline("cuda:0", "x", {}, 3e12, 5e-6, {}, {}, "2026-01-01T00:00:00+00:00",
+                       method={"bandwidth_buffer_bytes": 128 * 2**20, "bandwidth_copies_per_sync": 1200})
+    rows = {row[0]: row for row in roofline_rows(figures)}
+    assert rows["memory bandwidth"][2] == "copy of 128 MiB (read + write), 1200 a sync"
+    older = Roofline("cuda:0", "x", {}, 3e12, 5e-6, {}, {}, "2026-01-01T00:00:00+00:00",
+                     method={"bandwidth_buffer_bytes": 128 * 2**20})  # cached before the count
+    assert {row[0]: row for row in roofline_rows(older)}["memory bandwidth"][2] == \
+        "copy of 128 MiB (read + write)"

@@ -1,17 +1,22 @@
 """A device's roofline: the ceilings a workload can be held against.
 
-Matrix-product FLOP/s per precision (through :mod:`accelbench.measure.peak`, so ``% peak`` and
-the roofline agree), memory bandwidth, kernel-launch latency and host<->device transfer rates
-(pinned and pageable). ``device_roofline`` is the stable entry point: it returns the cached
-figures and measures only what is missing or older than the peak's MAX_AGE_DAYS. Like the peak,
-the cache keeps the best figure seen (highest rate, lowest latency): a busy moment can only spoil
-a ceiling, so a worse reading never replaces a better one.
+Matrix-product FLOP/s per precision, memory bandwidth, kernel-launch latency and host<->device
+transfer rates (pinned and pageable). ``device_roofline`` is the stable entry point: it returns
+the cached figures and measures only what is missing or older than the peak's MAX_AGE_DAYS. Like
+the peak, the cache keeps the best figure seen (highest rate, lowest latency): a busy moment can
+only spoil a ceiling, so a worse reading never replaces a better one.
+
+The matmul figures are the peak cache's (:mod:`accelbench.measure.peak`), read afresh whenever
+the roofline is returned, so ``% peak`` and the roofline show one figure per precision even after
+a case's re-check raised a peak; an amp case is held against its autocast dtype's peak (amp-bf16
+against bf16) in both.
 
 The cache is ``roofline.json`` beside the peak cache (``ACCELBENCH_PEAK_CACHE`` moves both).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -27,7 +32,6 @@ CACHE_NAME = "roofline.json"
 CACHE_VERSION = 1
 #: Precisions whose matmul rate is measured; autocast runs its products in the autocast dtype.
 MATMUL_PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
-_SAME_PRODUCTS = {"amp-bf16": "bf16", "amp-fp16": "fp16"}
 TRANSFER_KINDS = ("pinned", "pageable")
 
 
@@ -51,8 +55,9 @@ class Roofline:
     errors: dict[str, str] = field(default_factory=dict)
 
     def flops_for(self, precision: str) -> float | None:
-        """The matmul ceiling for a case's precision (amp-bf16 computes its products in bf16)."""
-        return self.matmul_flops.get(_SAME_PRODUCTS.get(precision, precision))
+        """The matmul ceiling for a case's precision (amp-bf16 computes its products in bf16):
+        the figure its ``% peak`` is divided by."""
+        return self.matmul_flops.get(peak.product_precision(precision).name)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -127,13 +132,18 @@ def measure_roofline(device: Device, *, refresh_peaks: bool = True, fresh: bool 
     errors: dict[str, str] = {}
     flops = _matmul(device, refresh_peaks, fresh, method, errors)
     scalars = {}
-    for name, measure in (("memory_bandwidth", lambda: bandwidth.memory_bandwidth(device, buffer_bytes)),
-                          ("launch_latency", lambda: bandwidth.launch_latency(device))):
-        try:
-            scalars[name] = measure()
-        except Exception as error:
-            scalars[name] = float("nan")
-            errors[name] = f"{type(error).__name__}: {error}".splitlines()[0]
+    try:
+        copies = bandwidth.time_memory_copy(device, buffer_bytes)
+        scalars["memory_bandwidth"] = copies.bytes_per_s
+        method["bandwidth_copies_per_sync"] = copies.copies_per_sync
+    except Exception as error:
+        scalars["memory_bandwidth"] = float("nan")
+        errors["memory_bandwidth"] = f"{type(error).__name__}: {error}".splitlines()[0]
+    try:
+        scalars["launch_latency"] = bandwidth.launch_latency(device)
+    except Exception as error:
+        scalars["launch_latency"] = float("nan")
+        errors["launch_latency"] = f"{type(error).__name__}: {error}".splitlines()[0]
     h2d, d2h = _transfers(device, errors)
     return Roofline(device.name, peak.device_fingerprint(device), flops, scalars["memory_bandwidth"],
                     scalars["launch_latency"], h2d, d2h,
@@ -193,11 +203,25 @@ def remember(roofline: Roofline, device: Device, *, replace: bool = False) -> Ro
     return merged
 
 
+def with_current_peaks(roofline: Roofline, device: Device) -> Roofline:
+    """``roofline`` with each matmul figure the peak cache holds now (the figure ``% peak`` uses:
+    a case's re-check may have raised it since the roofline was measured)."""
+    flops, method = dict(roofline.matmul_flops), dict(roofline.method)
+    for name in MATMUL_PRECISIONS:
+        figure = peak.cached_figure(device, name)
+        if figure is not None:
+            flops[name] = figure.flops
+            method[f"matmul_{name}"] = {"matrix_side": figure.matrix_side,
+                                        "products_per_sync": figure.products_per_sync}
+    return dataclasses.replace(roofline, matmul_flops=flops, method=method)
+
+
 def device_roofline(device: Device, *, refresh: bool = False) -> Roofline:
     """The device's roofline: cached, or measured (about ten seconds on a CPU) when absent or
     old, and merged with the cached one (best figures kept). ``refresh`` measures everything
-    again, the matmul peaks included, and replaces what was cached."""
+    again, the matmul peaks included, and replaces what was cached. The matmul figures are the
+    peak cache's as it stands now."""
     cached = _cached(device)
-    if cached is not None and not refresh and not _is_old(cached):
-        return cached
-    return remember(measure_roofline(device, refresh_peaks=refresh), device, replace=refresh)
+    if cached is None or refresh or _is_old(cached):
+        cached = remember(measure_roofline(device, refresh_peaks=refresh), device, replace=refresh)
+    return with_current_peaks(cached, device)

@@ -161,5 +161,41 @@ FEATURE_FINDINGS: tuple[FeatureFinding, ...] = (
 )
 
 
+APPLE_CHIPS_DOC = Source("published-results.md, \"Apple's GPU figures\"",
+                         "Apple's press releases: GPU FP32 TFLOPS and unified-memory bandwidth "
+                         "per Apple silicon chip",
+                         title="Apple's press release for each chip (Apple Newsroom)",
+                         address="https://www.apple.com/newsroom/")
+
+
+@dataclass(frozen=True)
+class ChipFigures:
+    """A chip's published GPU ceilings. ``bandwidth_bytes_per_s`` is (lowest, highest): some
+    chips ship in configurations with different memory bandwidth (M3 Max 300 or 400 GB/s)."""
+
+    chip: str  # the whole chip name, as Apple writes it: "M2 Max"
+    fp32_flops: float | None  # GPU FP32 FLOP/s; None where Apple published none
+    bandwidth_bytes_per_s: tuple[float, float]
+    source: Source = APPLE_CHIPS_DOC
+
+
+def _chip(chip: str, fp32_tflops: float | None, low_gb_s: float,
+          high_gb_s: float | None = None) -> ChipFigures:
+    return ChipFigures(chip, None if fp32_tflops is None else fp32_tflops * 1e12,
+                       (low_gb_s * 1e9, (high_gb_s or low_gb_s) * 1e9))
+
+
+#: Every Apple chip of published-results.md, with its figures as published there.
+APPLE_CHIPS: tuple[ChipFigures, ...] = (
+    _chip("M1", 2.6, 68), _chip("M1 Pro", 5.2, 200), _chip("M1 Max", 10.4, 400),
+    _chip("M1 Ultra", 21, 800),
+    _chip("M2", 3.6, 100), _chip("M2 Pro", 6.8, 200), _chip("M2 Max", 13.6, 400),
+    _chip("M2 Ultra", 27.2, 800),
+    _chip("M3", None, 100), _chip("M3 Pro", None, 150), _chip("M3 Max", None, 300, 400),
+    _chip("M3 Ultra", None, 819),
+    _chip("M4", None, 120), _chip("M4 Pro", None, 273), _chip("M4 Max", None, 410, 546),
+)
+
+
 def epoch_references(workload: str, mode: str) -> list[EpochReference]:
     return [ref for ref in EPOCH_REFERENCES if ref.matches(workload, mode)]

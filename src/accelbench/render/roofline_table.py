@@ -26,9 +26,11 @@ def roofline_rows(roofline: Roofline) -> list[tuple[str, str, str]]:
         elif f"matmul_{name}" in errors:
             rows.append((f"matmul {name}", "n/a", errors[f"matmul_{name}"]))
     bandwidth = roofline.memory_bandwidth_bytes_per_s
+    copies = method.get("bandwidth_copies_per_sync")  # absent in rooflines measured before it
     rows.append(("memory bandwidth", "n/a" if math.isnan(bandwidth) else format_bytes_rate(bandwidth),
                  errors.get("memory_bandwidth") or
-                 f"copy of {method.get('bandwidth_buffer_bytes', 0) / 2**20:.0f} MiB (read + write)"))
+                 f"copy of {method.get('bandwidth_buffer_bytes', 0) / 2**20:.0f} MiB (read + write)"
+                 + (f", {copies} a sync" if copies else "")))
     latency = roofline.launch_latency_s
     rows.append(("launch latency", "n/a" if math.isnan(latency) else format_seconds(latency),
                  errors.get("launch_latency") or

@@ -1,6 +1,7 @@
 """Ceiling checks: the matmul FLOP/s per precision and the memory bandwidth accelbench measures
 (the roofline, measured afresh and then shared with ``accelbench roofline``) must lie within
-plausible bounds: the vendor's figure where the device is known, else physical bounds.
+plausible bounds: the vendor's figure where the accelerator's whole chip name is in the vendor
+table (:mod:`accelbench.selftest.vendor`), else physical bounds.
 
 Above the upper bound is impossible (a timer that under-reads, work that was skipped); below the
 lower bound means the measurement did not exercise the device (a timer that over-reads, a
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from accelbench.devices import Device
 from accelbench.measure.roofline import MATMUL_PRECISIONS, Roofline
 from accelbench.selftest.result import SKIP, CheckResult, verdict
-from accelbench.selftest.vendor import vendor_figures
+from accelbench.selftest.vendor import VendorFigures, vendor_figures
 
 GROUP = "peak"
 #: Around a vendor figure: boost clocks can beat it a little; a fifth of it is not plausible
@@ -28,7 +29,7 @@ MAX_CLOCK_HZ = 6.0e9
 #: Physical lower bounds: far below any CPU core of the last 15 years, even time-shared.
 CPU_MIN_FLOPS_PER_CORE = {"fp32": 1e8, "tf32": 1e8, "bf16": 1e7, "fp16": 1e7}
 CPU_BANDWIDTH_PER_CORE = 60e9
-ACCELERATOR_MAX_FLOPS, ACCELERATOR_MAX_BANDWIDTH = 5e15, 10e12
+ACCELERATOR_MIN_FLOPS, ACCELERATOR_MAX_FLOPS, ACCELERATOR_MAX_BANDWIDTH = 1e9, 5e15, 10e12
 MIN_BANDWIDTH = 1e8
 
 
@@ -43,10 +44,19 @@ def _cores(info: dict) -> int:
     return int(info.get("logical_cores") or info.get("physical_cores") or 1)
 
 
+def _vendor(device: Device, info: dict) -> VendorFigures | None:
+    # Published figures are the GPU's: a Mac's CPU is named like its chip ("Apple M2 Max") but
+    # reaches nothing like its GPU's rate.
+    return None if device.is_cpu else vendor_figures(str(info.get("name", "")))
+
+
 def flops_bounds(device: Device, info: dict, precision: str) -> Bounds:
-    vendor = vendor_figures(str(info.get("name", "")))
-    if vendor is not None:
+    vendor = _vendor(device, info)
+    if vendor is not None and precision in vendor.matmul_flops:
         figure = vendor.matmul_flops[precision]
+        if precision in vendor.upper_only:
+            return Bounds(ACCELERATOR_MIN_FLOPS, VENDOR_ABOVE * figure,
+                          f"{vendor.source}; no published {precision} rate: upper estimate only")
         return Bounds(VENDOR_BELOW * figure, VENDOR_ABOVE * figure, vendor.source)
     if device.is_cpu:
         cores = _cores(info)
@@ -54,14 +64,16 @@ def flops_bounds(device: Device, info: dict, precision: str) -> Bounds:
                       cores * MAX_CLOCK_HZ * FLOPS_PER_CYCLE[precision],
                       f"{cores} cores x {MAX_CLOCK_HZ / 1e9:g} GHz x "
                       f"{FLOPS_PER_CYCLE[precision]} FLOP/cycle")
-    return Bounds(1e9, ACCELERATOR_MAX_FLOPS, "unknown accelerator: physical bounds")
+    basis = "unknown accelerator: physical bounds" if vendor is None \
+        else f"no published {precision} figure for the {vendor.chip}: physical bounds"
+    return Bounds(ACCELERATOR_MIN_FLOPS, ACCELERATOR_MAX_FLOPS, basis)
 
 
 def bandwidth_bounds(device: Device, info: dict) -> Bounds:
-    vendor = vendor_figures(str(info.get("name", "")))
+    vendor = _vendor(device, info)
     if vendor is not None:
-        figure = vendor.memory_bandwidth_bytes_per_s
-        return Bounds(VENDOR_BELOW * figure, VENDOR_ABOVE * figure, vendor.source)
+        low, high = vendor.bandwidth_bytes_per_s
+        return Bounds(VENDOR_BELOW * low, VENDOR_ABOVE * high, vendor.source)
     if device.is_cpu:
         cores = _cores(info)
         return Bounds(MIN_BANDWIDTH, cores * CPU_BANDWIDTH_PER_CORE,

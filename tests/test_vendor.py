@@ -1,0 +1,106 @@
+"""selftest's vendor table matches whole chip names (issue 19, item 4): an M1 Ultra, an M2 Max or an
+M3 Pro is judged against its own published figures, never a smaller sibling's; a chip the table
+does not know gets physical bounds; NVIDIA's boards still match."""
+
+from __future__ import annotations
+
+import pytest
+from fakes import FakeQueueAdapter
+
+from accelbench.devices import Device
+from accelbench.measure.roofline import Roofline
+from accelbench.selftest import ceilings
+from accelbench.selftest.result import FAIL, PASS
+from accelbench.selftest.vendor import chip_name, vendor_figures
+
+
+class NamedAdapter(FakeQueueAdapter):
+    def __init__(self, name: str, **info) -> None:
+        super().__init__()
+        self.name, self.extra = name, info
+
+    def info(self, index: int) -> dict:
+        return {"name": self.name, **self.extra}
+
+
+def _mac(chip: str) -> Device:
+    """An Apple GPU as accelbench's MPS adapter names it (the CPU brand string has "Apple")."""
+    return Device(NamedAdapter(f"Apple Apple {chip} GPU (MPS)"), "mps")
+
+
+def _judge(device: Device, fp32: float, bandwidth: float) -> dict[str, str]:
+    figures = Roofline(device.name, "x", {"fp32": fp32, "tf32": fp32, "fp16": fp32, "bf16": fp32 / 4},
+                       bandwidth, 1e-5, {}, {}, "2026-01-01T00:00:00+00:00",
+                       method={"bandwidth_buffer_bytes": 512 * 2**20})
+    return {r.name.split(" within")[0]: r.status for r in ceilings.judge_roofline(device, figures)}
+
+
+# Apple's published GPU FP32 TFLOPS and memory GB/s (shared/reference/published-results.md)
+@pytest.mark.parametrize(("chip", "tflops", "gb_s"), [
+    ("M1", 2.6, 68), ("M1 Pro", 5.2, 200), ("M1 Max", 10.4, 400), ("M1 Ultra", 21, 800),
+    ("M2", 3.6, 100), ("M2 Pro", 6.8, 200), ("M2 Max", 13.6, 400), ("M2 Ultra", 27.2, 800),
+])
+def test_each_apple_chip_gets_its_own_published_figures(chip: str, tflops: float, gb_s: float) -> None:
+    figures = vendor_figures(f"Apple Apple {chip} GPU (MPS)")
+    assert figures is not None and figures.chip == chip
+    assert figures.matmul_flops["fp32"] == pytest.approx(tflops * 1e12)
+    assert figures.bandwidth_bytes_per_s == pytest.approx((gb_s * 1e9, gb_s * 1e9))
+    # a sound reading of this chip (80% of its figures) passes
+    results = _judge(_mac(chip), 0.8 * tflops * 1e12, 0.8 * gb_s * 1e9)
+    assert set(results.values()) == {PASS}, results
+
+
+def test_big_chips_are_not_failed_against_their_small_siblings() -> None:
+    # An M1 Ultra reading 17 TFLOPS and 700 GB/s was judged against the M1's 2.6 TFLOPS and
+    # 68 GB/s (first substring hit), 1.1x of which it "exceeded": a correct Mac failed.
+    assert set(_judge(_mac("M1 Ultra"), 17e12, 700e9).values()) == {PASS}
+    assert set(_judge(_mac("M2 Max"), 11e12, 350e9).values()) == {PASS}
+    # ... and the bounds still bite: beyond an M2 Max's own figures is impossible
+    too_fast = _judge(_mac("M2 Max"), 20e12, 600e9)
+    assert too_fast["matmul fp32 FLOP/s"] == FAIL and too_fast["memory bandwidth"] == FAIL
+
+
+def test_a_chip_with_published_bandwidth_only_gets_physical_flops_bounds() -> None:
+    m3_pro = _mac("M3 Pro")
+    info = m3_pro.info()
+    assert ceilings.bandwidth_bounds(m3_pro, info).high == pytest.approx(1.1 * 150e9)
+    assert ceilings.bandwidth_bounds(m3_pro, info).low == pytest.approx(0.2 * 150e9)
+    flops = ceilings.flops_bounds(m3_pro, info, "fp32")
+    assert (flops.low, flops.high) == (ceilings.ACCELERATOR_MIN_FLOPS, ceilings.ACCELERATOR_MAX_FLOPS)
+    assert "no published fp32 figure for the M3 Pro" in flops.basis
+    # a chip sold with two memory configurations: both pass
+    m3_max = _mac("M3 Max")
+    bounds = ceilings.bandwidth_bounds(m3_max, m3_max.info())
+    assert bounds.low == pytest.approx(0.2 * 300e9) and bounds.high == pytest.approx(1.1 * 400e9)
+
+
+@pytest.mark.parametrize("name", ["Apple Apple M5 GPU (MPS)", "Apple Apple M4 Ultra GPU (MPS)",
+                                  "NVIDIA RTX A1000", "NVIDIA H100 NVL", "Intel(R) Arc(TM) A770"])
+def test_an_unknown_chip_gets_physical_bounds(name: str) -> None:
+    device = Device(NamedAdapter(name), "fake")
+    assert vendor_figures(name) is None
+    flops = ceilings.flops_bounds(device, device.info(), "fp32")
+    assert (flops.low, flops.high) == (ceilings.ACCELERATOR_MIN_FLOPS, ceilings.ACCELERATOR_MAX_FLOPS)
+    assert flops.basis == "unknown accelerator: physical bounds"
+    assert ceilings.bandwidth_bounds(device, device.info()).high == ceilings.ACCELERATOR_MAX_BANDWIDTH
+
+
+@pytest.mark.parametrize(("name", "chip", "fp32"), [
+    ("NVIDIA H100 80GB HBM3", "H100 SXM", 67e12), ("NVIDIA H100 PCIe", "H100 PCIe", 51.2e12),
+    ("NVIDIA A100-SXM4-80GB", "A100", 19.5e12), ("NVIDIA A100 80GB PCIe", "A100", 19.5e12),
+])
+def test_nvidia_names_still_match(name: str, chip: str, fp32: float) -> None:
+    assert chip_name(name) == chip
+    figures = vendor_figures(name)
+    assert figures is not None and figures.matmul_flops["fp32"] == fp32
+    device = Device(NamedAdapter(name), "cuda")
+    assert ceilings.flops_bounds(device, device.info(), "fp32").high == pytest.approx(1.1 * fp32)
+
+
+def test_a_macs_cpu_is_not_held_to_its_gpus_figures() -> None:
+    # The CPU of a Mac is named by its brand string ("Apple M2 Max"); the published figures are
+    # the GPU's, so the CPU keeps its physical bounds.
+    cpu = Device(NamedAdapter("Apple M2 Max", logical_cores=12), "cpu")
+    bounds = ceilings.flops_bounds(cpu, cpu.info(), "bf16")
+    assert "12 cores" in bounds.basis and bounds.low == 12 * ceilings.CPU_MIN_FLOPS_PER_CORE["bf16"]
+    assert "12 cores" in ceilings.bandwidth_bounds(cpu, cpu.info()).basis
