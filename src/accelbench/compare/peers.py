@@ -55,6 +55,8 @@ class PeerResult:
     #: The citation of a published reference; "" for a shared (measured) result.
     published: str = ""
     caveats: str = ""
+    #: Samples per epoch of the work (lets a published epoch time become a throughput).
+    dataset_size: int = 0
 
     @property
     def model_key(self) -> str:
@@ -98,6 +100,15 @@ class Placement:
         return sum(group.count for group in self.groups)
 
 
+@dataclass(frozen=True)
+class PeerComparison:
+    """One of the user's cases (run label, device) placed among its peers."""
+
+    run_label: str
+    device: str
+    placement: Placement
+
+
 def _percentiles(values: Sequence[float]) -> tuple[float, float, float]:
     array = np.asarray(values, dtype=float)
     low, median, high = np.percentile(array, [LOW_PERCENTILE, 50, HIGH_PERCENTILE])
@@ -111,6 +122,15 @@ def _group(peers: Sequence[PeerResult]) -> ModelGroup:
     machines = len({p.machine_id for p in peers if p.machine_id}) or len(peers)
     return ModelGroup(spellings.most_common(1)[0][0], len(peers), machines, median, low, high,
                       max(p.throughput for p in peers), published)
+
+
+def group_peers(peers: Iterable[PeerResult]) -> list[ModelGroup]:
+    """Peers (of one key) grouped by device model, fastest median first; published figures form
+    groups of their own, never pooled with measured ones."""
+    by_model: dict[tuple[str, bool], list[PeerResult]] = {}
+    for peer in peers:
+        by_model.setdefault((peer.model_key, bool(peer.published)), []).append(peer)
+    return sorted((_group(members) for members in by_model.values()), key=lambda g: -g.median)
 
 
 def percentile_of(value: float, values: Sequence[float]) -> float:
@@ -202,6 +222,8 @@ def published_peers(workload: str, mode: str, dataset_size: int) -> list[PeerRes
         for kind, seconds, model in (("cpu", ref.cpu_epoch_s, f"CPU of {ref.machine}"),
                                      (ref.accelerator, ref.accel_epoch_s, ref.machine)):
             if seconds and kind:
-                peers.append(PeerResult(_published_key(ref, workload, kind), kind, model, dataset_size / seconds,
-                                        published=ref.source.citation, caveats=ref.caveats))
+                peers.append(PeerResult(_published_key(ref, workload, kind), kind, model,
+                                        dataset_size / seconds,
+                                        published=ref.source.citation, caveats=ref.caveats,
+                                        dataset_size=dataset_size))
     return peers

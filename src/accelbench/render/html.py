@@ -115,7 +115,7 @@ def _comparison_section(comparisons: Sequence[WorkloadComparison]) -> list[Marku
     for plain in layout.tables:
         parts.append(el("h3", plain.title))
         parts.append(table(plain.columns, plain.rows,
-                           row_class=lambda index, flags=plain.published: "published" if flags[index] else None))
+                           row_class=lambda i, flags=plain.published: "published" if flags[i] else None))
     parts.append(el("ul", *(el("li", line) for line in layout.notes), class_="note"))
     return parts
 

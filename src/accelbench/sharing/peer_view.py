@@ -91,10 +91,13 @@ def peer_of(line: dict[str, Any]) -> PeerResult | None:
         return None
     device = section(line, "device")
     kind = text(device.get("kind"), "device.kind")
-    throughput = number(section(line, "figures").get("samples_per_s"), "figures.samples_per_s")
+    figures = section(line, "figures")
+    throughput = number(figures.get("samples_per_s"), "figures.samples_per_s")
+    dataset_size = figures.get("dataset_size")
     if throughput <= 0:
         raise BadLine("field 'figures.samples_per_s' must be positive")
     return PeerResult(key_of(line), sys.intern(kind), sys.intern(text(device.get("model"), "device.model")),
                       throughput, settings_of(line, kind),
                       machine_id=text(line.get("machine_id"), "machine_id", default=""),
-                      content_hash=line["hash"])
+                      content_hash=line["hash"],
+                      dataset_size=dataset_size if isinstance(dataset_size, int) and dataset_size > 0 else 0)

@@ -12,6 +12,7 @@ address patterns (IPv4, IPv6, e-mail, absolute paths). A string that holds one i
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import re
@@ -53,10 +54,8 @@ def identifying_tokens(record: RunRecord) -> set[str]:
     machine = record.environment.get("machine")
     hostname = str(machine.get("hostname", "")) if isinstance(machine, dict) else ""
     tokens |= {hostname, hostname.split(".")[0]}
-    try:
+    with contextlib.suppress(KeyError, OSError):  # no user name in the password database (containers)
         tokens.add(getpass.getuser())
-    except (KeyError, OSError):  # no user name in the password database (containers)
-        pass
     tokens |= set(_path_parts(str(Path.home())))
     for name in _NAMING_VARIABLES:
         tokens |= set(_path_parts(os.environ.get(name, "")))

@@ -110,6 +110,16 @@ def documents(spec: str) -> Iterator[tuple[str, Iterator[tuple[int, bytes]]]]:
         raise UsageError(f"source {spec!r} is not {SOURCE_HELP}")
 
 
+def check_sources(specs: Iterable[str]) -> None:
+    """Fail early on a local source that is not there (an address is only known when read)."""
+    for spec in specs:
+        if spec.startswith("hf://"):
+            if _HF.fullmatch(spec) is None:
+                raise UsageError(f"source {spec!r} is not hf://datasets/ORG/NAME[@REVISION][/FOLDER]")
+        elif not spec.startswith(("http://", "https://")) and not Path(spec).exists():
+            raise UsageError(f"source {spec!r} is not {SOURCE_HELP}")
+
+
 def _folder_documents(folder: Path, spec: str) -> Iterator[tuple[str, Iterator[tuple[int, bytes]]]]:
     if not folder.is_dir():
         raise UsageError(f"source {spec}: {folder} is not a folder")
