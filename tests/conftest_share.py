@@ -28,6 +28,8 @@ MODELS: dict[str, tuple[str, float, int]] = {
     "NVIDIA GeForce RTX 4090": ("cuda:0", 30000.0, 3),
 }
 
+H100_MODEL, EPYC_MODEL = "NVIDIA H100 80GB HBM3", "AMD EPYC 7763 64-Core Processor"
+
 
 def steps_for(throughput: float, batch: int = 64, n: int = 40, seed: int = 0, spread: float = 0.01) -> list[float]:
     rng = np.random.default_rng(seed)
@@ -56,7 +58,7 @@ def environment(device: str, model: str, *, hostname: str = "peer-host", threads
 
 def result(model: str, throughput: float, *, seed: int = 0, threads: int = 64, flags: dict | None = None,
            batch: int = 64, workload: str = "mnist", data: str = "synthetic", **fields: Any) -> CaseResult:
-    device = MODELS[model][0] if model in MODELS else fields.pop("device", "cpu")
+    device = fields.pop("device", MODELS.get(model, ("cpu",))[0])
     kind = device.split(":", 1)[0]
     fields.setdefault("step_times", steps_for(throughput, batch, seed=seed))
     return CaseResult(workload=workload, mode="train", device=device, batch_size=batch, device_name=model,
