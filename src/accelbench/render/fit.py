@@ -73,8 +73,9 @@ class FittedTable:
         self.right = set(right)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        table = Table(title=Text(self.title, style="bold"), title_justify="left", box=box.SIMPLE_HEAD,
-                      pad_edge=False, padding=(0, 0), show_edge=False)
+        # The title is a line of its own: it wraps at the console's width, not the table's.
+        yield Text(self.title, style="bold")
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 0), show_edge=False)
         for column, width in zip(self.columns, fit_widths(self.columns, self.rows, options.max_width),
                                  strict=True):
             table.add_column(column, width=width, justify="right" if column in self.right else "left",
