@@ -31,7 +31,8 @@ MODELS: dict[str, tuple[str, float, int]] = {
 H100_MODEL, EPYC_MODEL = "NVIDIA H100 80GB HBM3", "AMD EPYC 7763 64-Core Processor"
 
 
-def steps_for(throughput: float, batch: int = 64, n: int = 40, seed: int = 0, spread: float = 0.01) -> list[float]:
+def steps_for(throughput: float, batch: int = 64, n: int = 40, seed: int = 0,
+              spread: float = 0.01) -> list[float]:
     rng = np.random.default_rng(seed)
     median = batch / throughput
     return [float(v) for v in median * (1 + spread * rng.standard_normal(n)).clip(0.9, 1.1)]
@@ -63,7 +64,8 @@ def result(model: str, throughput: float, *, seed: int = 0, threads: int = 64, f
     fields.setdefault("step_times", steps_for(throughput, batch, seed=seed))
     return CaseResult(workload=workload, mode="train", device=device, batch_size=batch, device_name=model,
                       threads=threads, data=data, dataset_size=60000,
-                      backend_flags=flags if flags is not None else (TF32_ON if kind == "cuda" else CPU_FLAGS),
+                      backend_flags=flags if flags is not None
+                      else (TF32_ON if kind == "cuda" else CPU_FLAGS),
                       **fields)
 
 

@@ -117,7 +117,8 @@ def test_the_machine_id_stays_until_a_new_one_is_asked_for(tmp_path: Path, inlin
 
 def test_the_same_result_counts_once_with_or_without_samples(tmp_path: Path) -> None:
     record = run("dup01", [result(EPYC_MODEL, 900.0, device="cpu")], environment("cpu", EPYC_MODEL))
-    plain, with_samples = build_bundle([record], "a" * 16), build_bundle([record], "b" * 16, with_samples=True)
+    plain = build_bundle([record], "a" * 16)
+    with_samples = build_bundle([record], "b" * 16, with_samples=True)
     (tmp_path / "one.jsonl").write_text(plain.text())
     (tmp_path / "two.jsonl").write_text(plain.text() + with_samples.text())
     sampled = json.loads(with_samples.lines[0])
@@ -192,9 +193,11 @@ def test_bad_usage_is_one_line(tmp_path: Path, inline_cli) -> None:
                 tmp_path / "r.json")
     assert_one_line_error(inline_cli("share", str(tmp_path / "r.json")), "-o FILE.jsonl", "--dry-run")
     assert_one_line_error(inline_cli("share", "--dry-run"), "no history database")
-    assert_one_line_error(inline_cli("share", str(tmp_path / "r.json"), "-o", str(tmp_path / "no" / "b.jsonl")),
+    missing_folder = str(tmp_path / "no" / "b.jsonl")
+    assert_one_line_error(inline_cli("share", str(tmp_path / "r.json"), "-o", missing_folder),
                           "does not exist")
-    assert_one_line_error(inline_cli("compare", "--against", str(tmp_path / "r.json")), "--against needs runs")
+    assert_one_line_error(inline_cli("compare", "--against", str(tmp_path / "r.json")),
+                          "--against needs runs")
     assert_one_line_error(inline_cli("site", str(tmp_path / "r.json")), "--output/-o")
     (tmp_path / "file").write_text("x")
     assert_one_line_error(inline_cli("site", str(tmp_path), "-o", str(tmp_path / "file")), "is a file")

@@ -52,7 +52,8 @@ def test_an_http_source(tmp_path: Path, server: tuple[str, Path], inline_cli) ->
     out = " ".join(compared.stdout.split())
     assert "against 33 shared result(s)" in out and "below" in out
     assert "threads 8; peers: 64 (10 of 10)" in out
-    assert_one_line_error(inline_cli("compare", str(_mine(tmp_path)), "--against", f"{address}/missing.jsonl"),
+    missing = f"{address}/missing.jsonl"
+    assert_one_line_error(inline_cli("compare", str(_mine(tmp_path)), "--against", missing),
                           "HTTP 404")
 
 
@@ -94,7 +95,8 @@ def test_run_against_a_bundle_on_a_real_tiny_run(tmp_path: Path, cli) -> None:
     done = cli("run", "mnist", "--size", "tiny", "--steps", "3", "--device", "cpu", "--mode", "train",
                "--isolation", "none", "--quiet", "--against", str(bundle), env={"COLUMNS": "100"})
     assert done.returncode == 0, done.stderr
-    assert "against 6 shared result(s)" in " ".join(done.stdout.split()) and EPYC_MODEL.split()[0] in done.stdout
+    assert "against 6 shared result(s)" in " ".join(done.stdout.split())
+    assert EPYC_MODEL.split()[0] in done.stdout
     missing = cli("run", "mnist", "--size", "tiny", "--steps", "3", "--device", "cpu",
                   "--against", str(tmp_path / "absent.jsonl"))
     assert_one_line_error(missing, "absent.jsonl")

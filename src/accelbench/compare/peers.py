@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from accelbench.compare.key import KEY_FIELDS
-from accelbench.reference.published import EpochReference, epoch_references
+from accelbench.reference.published import TF32_CAVEAT, EpochReference, epoch_references
 
 #: Below this many results of the user's device model, the verdict is "too few peers".
 MIN_PEERS = 5
@@ -204,7 +204,7 @@ def place(mine: PeerResult, peers: Iterable[PeerResult]) -> Placement:
 def _published_key(ref: EpochReference, workload: str, kind: str) -> tuple[Any, ...]:
     """What the published run did, in the key's terms: the published configuration on real data;
     fp32 on an Ampere-or-later GPU ran cuDNN in TF32 (the reference's caveat says so)."""
-    precision = "tf32" if "TF32" in ref.caveats and kind == "cuda" else "fp32"
+    precision = "tf32" if TF32_CAVEAT in ref.caveats and kind == "cuda" else "fp32"
     fields = {"workload": workload, "workload_version": 1, "mode": ref.mode,
               "batch_size": ref.batch_size, "precision": precision, "compile_backend": "",
               "channels_last": False, "data": "real", "size": "published"}

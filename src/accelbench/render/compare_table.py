@@ -122,8 +122,10 @@ def _earliest_pair(case: CaseResult, pairs: list[Pair], earlier: list[str]) -> P
 
 
 def vs_cell(row: MachineRow, group: WorkloadComparison, letters: dict[str, str], notes: Footnotes) -> str:
+    """With two runs the header says which ("vs A"); with more, each verdict names its run."""
     labels = list(dict.fromkeys(r.run.label for r in group.rows))
     earlier = labels[:labels.index(row.run.label)]
+    name_run = len(labels) > 2
     cells = []
     cases = [case for case in (row.cpu, row.accel) if case is not None]
     for case in cases:
@@ -132,8 +134,10 @@ def vs_cell(row: MachineRow, group: WorkloadComparison, letters: dict[str, str],
             continue
         text = verdict_word(pair.verdict, notes, pair.power_note,
                             f"{letters.get(pair.a_label, pair.a_label)}")
-        prefix = f"{case.device.split(':', 1)[0]} " if len(cases) > 1 else ""
-        cells.append(f"{prefix}{letters.get(pair.a_label, pair.a_label)}: {text}")
+        parts = [case.device.split(":", 1)[0]] if len(cases) > 1 else []
+        if name_run:
+            parts.append(letters.get(pair.a_label, pair.a_label))
+        cells.append(f"{' '.join(parts)}: {text}" if parts else text)
     return "; ".join(cells)
 
 
@@ -188,7 +192,10 @@ def comparison_layout(comparisons: list[WorkloadComparison]) -> Layout:
             if ref.caveats:
                 caveats.setdefault(f"{ref.machine}: {ref.caveats}", None)
         keep = non_empty_columns(COLUMNS, rows)
-        tables.append(PlainTable(f"{group.workload} · {group.mode}", [COLUMNS[i] for i in keep],
+        labels = list(dict.fromkeys(r.run.label for r in group.rows))
+        columns = [f"vs {letters[labels[0]]}" if name == "vs" and len(labels) == 2 else name
+                   for name in COLUMNS]
+        tables.append(PlainTable(f"{group.workload} · {group.mode}", [columns[i] for i in keep],
                                  [[row[i] for i in keep] for row in rows], published))
     lines = notes.lines()
     lines.append(EPOCH_NOTE)
@@ -216,22 +223,28 @@ def comparison_renderable(comparisons: list[WorkloadComparison]) -> Group:
 
 
 def reference_renderable() -> Group:
-    """Every built-in published figure, for ``accelbench compare --reference`` with no runs."""
+    """Every built-in published figure, for ``accelbench compare --reference`` with no runs; each
+    source is cited once, under the tables, and marked where it is used."""
+    sources = Footnotes()
     epoch_rows = [[ref.workload, ref.mode, ref.machine, f"{ref.memory_gb:g} GB" if ref.memory_gb else "n/a",
-                   *reference_cells(ref)[5:9], ref.source.citation, ref.caveats]
+                   *reference_cells(ref)[5:9], sources.add(ref.source.citation), ref.caveats]
                   for ref in EPOCH_REFERENCES]
     epoch = FittedTable(f"Epoch times ({PUBLISHED_LABEL})", ("workload", "mode", "machine", "memory",
                         "CPU time", "accelerator", "accelerator time", "speedup", "source", "caveats"),
                         epoch_rows)
     sizes = FittedTable(f"Model sizes ({PUBLISHED_LABEL})", ("model", "parameters",
                         "GMACs (224x224, batch 1)", "source"),
-                        [[m.model, f"{m.parameters:,}", f"{m.gmacs:.2f}", m.source.citation]
+                        [[m.model, f"{m.parameters:,}", f"{m.gmacs:.2f}", sources.add(m.source.citation)]
                          for m in MODEL_SIZES])
     ratios = FittedTable(f"Stated ratios ({PUBLISHED_LABEL})", ("claim", "ratio", "machine", "workloads",
                          "source", "caveats"),
-                         [[r.claim, f"{r.qualifier} {r.ratio:g}x", r.machine, r.workloads, r.source.citation,
-                           r.caveats] for r in RATIO_CLAIMS])
+                         [[r.claim, f"{r.qualifier} {r.ratio:g}x", r.machine, r.workloads,
+                           sources.add(r.source.citation), r.caveats] for r in RATIO_CLAIMS])
     features = FittedTable(f"Feature findings ({PUBLISHED_LABEL})", ("device", "feature", "status", "detail",
-                           "source"), [[f.device, f.feature, f.status, f.detail, f.source.citation]
-                                       for f in FEATURE_FINDINGS])
-    return Group(epoch, sizes, ratios, features)
+                           "source"),
+                           [[f.device, f.feature, f.status, f.detail, sources.add(f.source.citation)]
+                            for f in FEATURE_FINDINGS])
+    spaced: list[FittedTable | Text] = []
+    for table in (epoch, sizes, ratios, features):
+        spaced += [table, Text("")]
+    return Group(*spaced, Text("sources:"), *(Text(line) for line in sources.lines()))

@@ -46,17 +46,45 @@ def non_empty_columns(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> 
     return [i for i in range(len(columns)) if any(row[i].strip() for row in rows)]
 
 
+def wrapped_lines(cell: str, width: int) -> int:
+    """How many lines ``cell`` takes at ``width``, wrapped between words (greedy, as rich does)."""
+    total = 0
+    for paragraph in cell.splitlines() or [""]:
+        lines, used = 1, 0
+        for word in paragraph.split():
+            if used and used + 1 + len(word) > width:
+                lines, used = lines + 1, len(word)
+            else:
+                used += len(word) + (1 if used else 0)
+        total += lines
+    return total
+
+
 def fit_widths(columns: Sequence[str], rows: Sequence[Sequence[str]], max_width: int) -> list[int]:
+    """Natural widths, narrowed one character at a time where it costs least: first the table's
+    height (a row is as tall as its tallest cell), then the number of wrapped cells, then the widest
+    column goes first; never below a column's longest word."""
     cells = [[column, *(row[i] for row in rows)] for i, column in enumerate(columns)]
     least = [max((len(word) for cell in column for word in cell.split()), default=1) for column in cells]
     widths = [max((len(line) for cell in column for line in cell.splitlines()), default=1)
               for column in cells]
     available = max_width - (len(widths) + 1)  # one blank between and beside columns
+    lines = [[wrapped_lines(cell, width) for cell in column]
+             for column, width in zip(cells, widths, strict=True)]
+
+    def cost(i: int) -> tuple[int, int, int]:
+        trial = [wrapped_lines(cell, widths[i] - 1) for cell in cells[i]]
+        height = sum(max(trial[r], *(lines[c][r] for c in range(len(cells)) if c != i))
+                     for r in range(len(trial)))
+        return height, sum(trial) - sum(lines[i]), -widths[i]
+
     while sum(widths) > available:
         shrinkable = [i for i, width in enumerate(widths) if width > least[i]]
         if not shrinkable:
             break
-        widths[max(shrinkable, key=lambda i: widths[i])] -= 1
+        chosen = min(shrinkable, key=cost)
+        widths[chosen] -= 1
+        lines[chosen] = [wrapped_lines(cell, widths[chosen]) for cell in cells[chosen]]
     return widths
 
 
