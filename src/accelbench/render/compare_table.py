@@ -3,7 +3,7 @@
 Each run gets a letter (A, B, ...). A row is one run's machine row in the published style (CPU
 epoch time, accelerator, its epoch time, speedup), and its "vs" cell holds, for each device kind
 in the row, the verdict against the earliest earlier run that did the same work: a short word and
-the throughput ratio ("can't tell 0.89x¹"). What a verdict rests on (processes, the reason it
+the throughput ratio ("0.89x can't tell¹"). What a verdict rests on (processes, the reason it
 cannot be called, why two cases are not comparable, a power-state difference) is a footnote, each
 text once for the whole comparison, and the rule itself is said once at the end. Empty columns
 (the accelerator columns of a CPU-only comparison) are left out. Cells are plain text; the
@@ -94,10 +94,10 @@ def speedup_cell(row: MachineRow) -> str:
 
 
 def verdict_word(verdict: Verdict, notes: Footnotes, power_note: str = "", against: str = "") -> str:
-    """"can't tell 0.89x¹", "faster 1.32x [1.25–1.40]": the word, the throughput ratio, its 95%
+    """"0.89x can't tell¹", "1.32x faster [1.25–1.40]": the throughput ratio, the word, the 95%
     interval where there is one, and a mark for what stops it being called."""
     word = _SHORT.get(verdict.verdict, verdict.verdict)
-    text = f"{word} {verdict.ratio:.2f}x" if verdict.ratio is not None else word
+    text = f"{verdict.ratio:.2f}x {word}" if verdict.ratio is not None else word
     if verdict.low is not None and verdict.high is not None:
         text += f" [{verdict.low:.2f}–{verdict.high:.2f}]"
     if verdict.noisy:
