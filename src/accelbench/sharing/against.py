@@ -40,7 +40,8 @@ def compare_against(runs: Sequence[tuple[str, RunRecord]], sources: Sequence[str
                     selftest: SelftestLookup | None = None) -> tuple[list[PeerComparison], Loaded]:
     """Every finished timing case of ``runs`` (label, record) placed among the sources' results."""
     mine = [(label, case, peer) for label, record in runs for case, peer in own_peers(record, selftest)]
-    loaded = load_peers(sources, warn, keys={peer.key for _, _, peer in mine})
+    loaded = load_peers(sources, warn, keys={peer.key for _, _, peer in mine},
+                        settings_for={peer.model_key for _, _, peer in mine})
     by_key: dict[tuple[object, ...], list[PeerResult]] = {}
     for peer in loaded.peers:
         by_key.setdefault(peer.key, []).append(peer)

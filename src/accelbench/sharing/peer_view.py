@@ -11,8 +11,8 @@ import sys
 from typing import Any
 
 from accelbench.compare.key import KEY_DEFAULTS, KEY_FIELDS
-from accelbench.compare.peers import PeerResult
-from accelbench.sharing.bundle import BadLine, number, section, text
+from accelbench.compare.peers import PeerResult, model_key
+from accelbench.sharing.bundle import MAX_STRING, BadLine, number, section, text
 
 #: A machine whose load per CPU was at least this high was busy with other work.
 BUSY_LOAD = 0.5
@@ -70,23 +70,32 @@ def settings_of(line: dict[str, Any], kind: str) -> dict[str, str]:
             if value is not None and value != ""}
 
 
+#: (field, default, its exact type): bool is not accepted for an int field, nor an int for a bool.
+_KEY_TYPES = tuple((name, KEY_DEFAULTS[name], type(KEY_DEFAULTS[name])) for name in KEY_FIELDS)
+
+
 def key_of(line: dict[str, Any]) -> tuple[Any, ...]:
     key = section(line, "key")
     values = []
-    for name in KEY_FIELDS:
-        value = key.get(name, KEY_DEFAULTS[name])
-        value = KEY_DEFAULTS[name] if value is None else value
-        if not isinstance(value, type(KEY_DEFAULTS[name])) or isinstance(value, bool) != isinstance(
-                KEY_DEFAULTS[name], bool):
-            raise BadLine(f"key field {name!r} must be a {type(KEY_DEFAULTS[name]).__name__}")
-        if isinstance(value, str):
-            value = sys.intern(text(value, f"key.{name}"))
+    for name, default, kind in _KEY_TYPES:
+        value = key.get(name)
+        if value is None:
+            value = default
+        elif type(value) is not kind:
+            raise BadLine(f"key field {name!r} must be a {kind.__name__}")
+        elif kind is str:
+            if len(value) > MAX_STRING:
+                raise BadLine(f"field 'key.{name}' is longer than {MAX_STRING} characters")
+            value = sys.intern(value)
         values.append(value)
     return tuple(values)
 
 
-def peer_of(line: dict[str, Any]) -> PeerResult | None:
-    """The line as a peer; None for a case that did not finish (shared with its status only)."""
+def peer_of(line: dict[str, Any], settings_for: set[str] | None = None) -> PeerResult | None:
+    """The line as a peer; None for a case that did not finish (shared with its status only).
+
+    ``settings_for``: the device models (model_key) whose settings are wanted; other peers only
+    count towards their model's figures, and reading settings is most of a line's cost."""
     if line.get("status") != "ok":
         return None
     device = section(line, "device")
@@ -96,8 +105,10 @@ def peer_of(line: dict[str, Any]) -> PeerResult | None:
     dataset_size = figures.get("dataset_size")
     if throughput <= 0:
         raise BadLine("field 'figures.samples_per_s' must be positive")
-    return PeerResult(key_of(line), sys.intern(kind), sys.intern(text(device.get("model"), "device.model")),
-                      throughput, settings_of(line, kind),
+    model = sys.intern(text(device.get("model"), "device.model"))
+    wanted = settings_for is None or model_key(model) in settings_for
+    return PeerResult(key_of(line), sys.intern(kind), model, throughput,
+                      settings_of(line, kind) if wanted else {},
                       machine_id=text(line.get("machine_id"), "machine_id", default=""),
                       content_hash=line["hash"],
                       dataset_size=dataset_size if isinstance(dataset_size, int) and dataset_size > 0 else 0)

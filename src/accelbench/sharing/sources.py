@@ -140,8 +140,10 @@ def _needles(workloads: set[str] | None) -> list[bytes] | None:
     return sorted(needles)
 
 
-def load_peers(specs: Iterable[str], warn: Warn, keys: set[tuple[Any, ...]] | None = None) -> Loaded:
-    """Every usable result of the sources (only those of ``keys`` when given), once each."""
+def load_peers(specs: Iterable[str], warn: Warn, keys: set[tuple[Any, ...]] | None = None,
+               settings_for: set[str] | None = None) -> Loaded:
+    """Every usable result of the sources (only those of ``keys`` when given), once each; the
+    recorded settings only of the device models in ``settings_for`` (model_key) when given."""
     loaded, seen = Loaded(), set()
     needles = _needles({key[0] for key in keys} if keys is not None else None)
     for spec in specs:
@@ -156,7 +158,7 @@ def load_peers(specs: Iterable[str], warn: Warn, keys: set[tuple[Any, ...]] | No
                     continue
                 try:
                     line = parse_line(raw.decode("utf-8"))
-                    peer = peer_of(line)
+                    peer = peer_of(line, settings_for)
                 except UnicodeDecodeError:
                     reason = "not UTF-8 text"
                 except BadLine as error:
