@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -101,3 +102,12 @@ def test_run_against_a_bundle_on_a_real_tiny_run(tmp_path: Path, cli) -> None:
                   "--against", str(tmp_path / "absent.jsonl"))
     assert_one_line_error(missing, "absent.jsonl")
     assert "Saved to" not in missing.stdout  # refused before anything ran
+
+
+def test_a_real_selftest_is_remembered_and_shared(tmp_path: Path, cli, inline_cli) -> None:
+    checked = cli("selftest", "--device", "cpu", "--only", "precision", "--quick")
+    assert checked.returncode == 0, checked.stderr
+    shared = inline_cli("share", str(_mine(tmp_path)), "--dry-run")
+    assert shared.returncode == 0, shared.stderr
+    validity = json.loads(shared.stdout.splitlines()[0])["validity"]
+    assert validity["selftest"] == "passed" and validity["selftest_groups"] == ["precision"]

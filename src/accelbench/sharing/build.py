@@ -108,6 +108,8 @@ def _validity(case: CaseResult, selftest: Mapping[str, Any] | None) -> dict[str,
     summary, trend = case.summary(), case.drift() if case.step_times else None
     return {"selftest": ("passed" if selftest.get("passed") else "failed") if selftest else "not run",
             "selftest_date": str(selftest.get("date", ""))[:10] if selftest else None,
+            # A pass of some groups (--only) says less than a pass of all of them.
+            "selftest_groups": [str(g) for g in selftest.get("groups", [])] if selftest else None,
             "noisy": bool(summary.noisy) if summary else None,
             "drift": bool(trend["drifting"]) if trend else None,
             "precision_reached": case.precision_reached(), "stop_reason": case.stop_reason}

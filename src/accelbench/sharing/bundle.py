@@ -17,7 +17,7 @@ a dataset without a header to keep in step. Its sections (version 1)::
                  fact's value, or null where the OS did not say)
     figures      samples_per_s, its CI, median/p10/mean step, rel_iqr, epoch_s and epoch_kind,
                  dataset_size, measured_steps, peak_memory_bytes, input_fraction
-    validity     selftest (passed | failed | not run) and its date, noisy, drift,
+    validity     selftest (passed | failed | not run), its date and groups, noisy, drift,
                  precision_reached, stop_reason
     processes    with --repeat: one summary per worker process (status, median/p10/mean step)
     samples      only with --with-samples: the step times, one list per process
