@@ -88,6 +88,7 @@ def test_a_hugging_face_dataset_offline(tmp_path: Path, cli) -> None:
     assert_one_line_error(missing, "cannot read source hf://datasets/acme/nothing-here")
 
 
+@pytest.mark.slow
 def test_run_against_a_bundle_on_a_real_tiny_run(tmp_path: Path, cli) -> None:
     """The mnist tiny train case (batch 8) of a real run, among six shared results of that work."""
     peers = [run(f"tiny{i:04d}", [result(EPYC_MODEL, 400.0 + 10 * i, seed=i, batch=8, size="tiny")],

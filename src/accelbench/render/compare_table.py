@@ -44,6 +44,7 @@ RULE_CAPTION = ("faster/slower only when the 95% interval of the throughput rati
 EPOCH_NOTE = "epoch: meas. = whole epochs ran; proj. = dataset size / batch x mean step time"
 VS_NOTE = ("vs: each device's throughput over the same work's in the earlier run of that letter "
            "(0.89x = 11% fewer samples/s), [95% interval]")
+NOISY_NOTE = "noisy: a side's step times spread by more than 10% of their median (IQR)"
 SPEEDUP_NOTE = "speedup: the accelerator's throughput over the same run's CPU; ? = can't tell yet"
 _SHORT = {FASTER: "faster", SLOWER: "slower", SAME: "same", CANT_TELL: "can't tell",
           NOT_COMPARABLE: "not comparable", NOT_RUN: "did not run"}
@@ -201,6 +202,8 @@ def comparison_layout(comparisons: list[WorkloadComparison]) -> Layout:
     lines.append(EPOCH_NOTE)
     if any(g.pairs for g in comparisons):
         lines.append(VS_NOTE)
+    if any(p.verdict.noisy for g in comparisons for p in g.pairs):
+        lines.append(NOISY_NOTE)
     if any(r.speedup_verdict for g in comparisons for r in g.rows):
         lines.append(SPEEDUP_NOTE)
     if any(g.pairs for g in comparisons) or any(r.speedup_verdict for g in comparisons for r in g.rows):
