@@ -30,7 +30,7 @@ padding:0 1em;color:#222}
 h1{margin-bottom:.2em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:1.6em;font-size:1.15em}
 table{border-collapse:collapse;margin:.8em 0;font-size:.9em}
 th,td{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}
-td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}
+caption{text-align:left;font-weight:600;padding:.3em 0}td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}
 tr.published td{font-style:italic;color:#666;background:#fafafa}
 .note{color:#555;font-size:.9em}nav{margin:.5em 0 1em}a{color:#0645ad}
 """
@@ -74,7 +74,7 @@ def _number(text: str) -> Markup:
     return el("td", text, class_="n")
 
 
-def _group_row(group: ModelGroup, link: bool = True) -> Markup:
+def _group_row(group: ModelGroup, link: bool = True, source: bool = True) -> Markup:
     name: Any = group.device_model
     if link and not group.published:
         name = el("a", group.device_model, href=_device_file(group.device_model))
@@ -84,16 +84,19 @@ def _group_row(group: ModelGroup, link: bool = True) -> Markup:
     return el("tr", el("td", name), _number(count), _number(format_rate(group.median)),
               _number(f"{format_rate(group.low)}–{format_rate(group.high)}"),
               _number(format_rate(group.best)),
-              el("td", group.published), class_="published" if group.published else None)
+              el("td", group.published) if source else None, class_="published" if group.published else None)
 
 
 GROUP_HEADERS = ("device model", "results", "median samples/s", "p10–p90", "best", "source")
 
 
 def _groups_table(groups: Sequence[ModelGroup], caption: str, link: bool = True) -> Markup:
+    """The source column only where a published figure is in the table."""
+    source = any(g.published for g in groups)
+    headers = GROUP_HEADERS if source else GROUP_HEADERS[:-1]
     return el("table", el("caption", caption),
-              el("thead", el("tr", *(el("th", h) for h in GROUP_HEADERS))),
-              el("tbody", *(_group_row(g, link) for g in groups)))
+              el("thead", el("tr", *(el("th", h) for h in headers))),
+              el("tbody", *(_group_row(g, link, source) for g in groups)))
 
 
 def _with_published(key: KeyTuple, peers: list[PeerResult]) -> list[PeerResult]:
