@@ -30,7 +30,8 @@ padding:0 1em;color:#222}
 h1{margin-bottom:.2em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:1.6em;font-size:1.15em}
 table{border-collapse:collapse;margin:.8em 0;font-size:.9em}
 th,td{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}
-caption{text-align:left;font-weight:600;padding:.3em 0}td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}
+caption{text-align:left;font-weight:600;padding:.3em 0}
+td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}
 tr.published td{font-style:italic;color:#666;background:#fafafa}
 .note{color:#555;font-size:.9em}nav{margin:.5em 0 1em}a{color:#0645ad}
 """
