@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("accelbench.cli.sweep", "throughput per batch size and device; saturation and crossover"),
     "selftest": ("accelbench.cli.selftest", "prove this device's figures can be trusted (pass/fail)"),
     "roofline": ("accelbench.cli.roofline", "measured ceilings: FLOP/s, bandwidth, launch latency"),
+    "share": ("accelbench.cli.share", "write stored runs as a bundle others can compare against"),
+    "site": ("accelbench.cli.site", "a static results site from shared bundles"),
 }
 
 

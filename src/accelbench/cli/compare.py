@@ -1,17 +1,21 @@
-"""``accelbench compare A B [C ...]``: runs (history ids or result files) side by side."""
+"""``accelbench compare A B [C ...] [--against SOURCE...]``: runs (history ids or result files) side
+by side, and each of their results among shared results of the same work."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
 from accelbench.cli.history import add_db_option
 from accelbench.compare import LabelledRun, compare_runs
 from accelbench.errors import UsageError
 from accelbench.render.compare_table import comparison_renderable, reference_renderable
+from accelbench.results import RunRecord
 from accelbench.store.history import HistoryDB, default_db_path
 from accelbench.store.jsonfile import load_record
 
@@ -22,8 +26,36 @@ def add_parser(subparsers: Any) -> None:
                         help="run ids (or unique prefixes) from the history, or result JSON files")
     parser.add_argument("--reference", action="store_true",
                         help="add the built-in published results (alone: list them all)")
+    add_against_argument(parser)
     add_db_option(parser)
     parser.set_defaults(execute=execute)
+
+
+def add_against_argument(parser: argparse.ArgumentParser) -> None:
+    """``--against SOURCE...``, shared by compare and run."""
+    parser.add_argument("--against", nargs="+", action="extend", default=[], metavar="SOURCE",
+                        help="place each result among shared results of the same work: a bundle "
+                        "file, a folder of bundles, an http(s) address or hf://datasets/ORG/NAME")
+
+
+def print_against(console: Console, runs: list[tuple[str, RunRecord]], sources: list[str]) -> int:
+    """Each finished timing case of ``runs`` among the sources' results; warnings go to stderr."""
+    from accelbench.render.peers_table import peers_renderable
+    from accelbench.sharing.against import compare_against
+    from accelbench.store.selftest_latest import latest_selftest
+
+    def warn(message: str) -> None:
+        sys.stderr.write(f"accelbench: warning: {message}\n")
+
+    comparisons, loaded = compare_against(runs, sources, warn, latest_selftest)
+    if not comparisons:
+        raise UsageError("the runs given hold no finished timing case to place among shared results")
+    console.print(peers_renderable(comparisons))
+    duplicates = f", {loaded.duplicates} duplicate(s) counted once" if loaded.duplicates else ""
+    skipped = f", {loaded.skipped} skipped" if loaded.skipped else ""
+    console.print(Text(f"read {loaded.lines:,} shared result(s) from {len(loaded.sources)} source(s)"
+                       f"{skipped}{duplicates}", style="dim"))
+    return 0
 
 
 def _looks_like_file(spec: str) -> bool:
@@ -64,6 +96,8 @@ def load_runs(specs: list[str], db_path: Path | None) -> list[LabelledRun]:
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
     console = Console()
+    if args.against and not args.runs:
+        raise UsageError("--against needs runs to place: give run ids or result files")
     if not args.runs:
         if not args.reference:
             raise UsageError("give runs to compare (history ids or result files), or --reference")
@@ -73,5 +107,8 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     comparisons = compare_runs(runs, with_reference=args.reference)
     if not comparisons:
         raise UsageError("the runs given hold no cases to compare")
-    console.print(comparison_renderable(comparisons))
+    if not args.against or len(runs) > 1 or args.reference:
+        console.print(comparison_renderable(comparisons))
+    if args.against:
+        return print_against(console, [(run.label, run.record) for run in runs], args.against)
     return 0

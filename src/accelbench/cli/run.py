@@ -12,6 +12,7 @@ from rich.console import Console
 
 from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import add_saving_arguments
+from accelbench.cli.compare import add_against_argument, print_against
 from accelbench.cli.driven import run_driven
 from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
@@ -38,6 +39,7 @@ def add_parser(subparsers: Any) -> None:
                         "launch-, compute-, memory-, input- or kernel-bound")
     parser.add_argument("--wide", action="store_true",
                         help="the full table (spread, FLOP/s, memory, input wait, repeats, profile)")
+    add_against_argument(parser)
     add_saving_arguments(parser)
     parser.set_defaults(execute=execute)
 
@@ -51,6 +53,10 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     if args.output:
         check_writable(args.output)
     check_data(options)
+    if args.against:
+        from accelbench.sharing.sources import check_sources
+
+        check_sources(args.against)  # a missing bundle is known before a long run
     from accelbench.engine.runner import plan, run_plan  # torch: only once the usage is known good
 
     devices = DeviceSet.current()
@@ -63,10 +69,10 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
                         live=not args.quiet)
 
     return run_driven(drive, args.output, args.db, lambda record, saved: _show(
-        record, saved, args.output, args.wide))
+        record, saved, args.output, args.wide, args.against))
 
 
-def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool) -> None:
+def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool, against: list[str]) -> None:
     out = Console(width=None if sys.stdout.isatty() else 160)
     out.print(run_table(record, wide))
     for line in diagnosis_lines(record):
@@ -76,3 +82,5 @@ def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool) -> No
     if output:
         out.print(f"Result written to {output}")
     out.print(f"Saved to {saved}")
+    if against:
+        print_against(out, [(record.run_id, record)], against)

@@ -1,18 +1,25 @@
-"""Comparison tables in the published style, as plain cells (shared with the HTML report) and rich.
+"""Comparison tables: one compact table per workload and mode, shared by the terminal and the report.
 
-Every cell that holds text from a result is wrapped in ``rich.text.Text`` so that a machine name or
-an error text such as "[red]" is shown as written rather than read as rich markup.
+Each run gets a letter (A, B, ...). A row is one run's machine row in the published style (CPU
+epoch time, accelerator, its epoch time, speedup), and its "vs" cell holds, for each device kind
+in the row, the verdict against the earliest earlier run that did the same work: a short word and
+the throughput ratio ("0.89x can't tell¹"). What a verdict rests on (processes, the reason it
+cannot be called, why two cases are not comparable, a power-state difference) is a footnote, each
+text once for the whole comparison, and the rule itself is said once at the end. Empty columns
+(the accelerator columns of a CPU-only comparison) are left out. Cells are plain text; the
+terminal wraps them between words only (render/fit.py).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 
 from accelbench.compare import MachineRow, Pair, WorkloadComparison, describe
 from accelbench.compare.key import config_label
-from accelbench.compare.verdict import CANT_TELL, SAME, interval_text
+from accelbench.compare.verdict import CANT_TELL, FASTER, NOT_COMPARABLE, NOT_RUN, SAME, SLOWER, Verdict
 from accelbench.measure.memory import format_bytes
 from accelbench.reference.published import (
     EPOCH_REFERENCES,
@@ -22,55 +29,130 @@ from accelbench.reference.published import (
     RATIO_CLAIMS,
     EpochReference,
 )
+from accelbench.render.fit import FittedTable, Footnotes, non_empty_columns
 from accelbench.render.format import format_seconds
 from accelbench.results import CaseResult
 
-MACHINE_COLUMNS = ("run", "machine", "memory", "config", "CPU time", "accelerator", "accelerator time",
-                   "speedup")
-PAIR_COLUMNS = ("A", "B", "device A", "device B", "config", "B vs A", "power state")
-#: How verdicts are reached, for table captions (terminal and HTML).
+COLUMNS = ("", "run", "machine", "memory", "config", "CPU epoch", "accelerator", "accel. epoch",
+           "speedup", "vs")
+RIGHT = ("memory", "CPU epoch", "accel. epoch", "speedup")
+#: How verdicts are reached: said once per comparison (terminal and HTML).
 RULE_CAPTION = ("faster/slower only when the 95% interval of the throughput ratio across worker "
                 "processes (--repeat) excludes 1 and the ratio is beyond the +-5% noise band; "
                 "same within noise when the interval lies inside it; can't tell otherwise "
                 "(fewer than 4 processes a side are never called)")
+EPOCH_NOTE = "epoch: meas. = whole epochs ran; proj. = dataset size / batch x mean step time"
+VS_NOTE = ("vs: each device's throughput over the same work's in the earlier run of that letter "
+           "(0.89x = 11% fewer samples/s), [95% interval]")
+NOISY_NOTE = "noisy: a side's step times spread by more than 10% of their median (IQR)"
+SPEEDUP_NOTE = "speedup: the accelerator's throughput over the same run's CPU; ? = can't tell yet"
+_SHORT = {FASTER: "faster", SLOWER: "slower", SAME: "same", CANT_TELL: "can't tell",
+          NOT_COMPARABLE: "not comparable", NOT_RUN: "did not run"}
+
+
+@dataclass
+class PlainTable:
+    """A table as plain strings: the terminal fits it, the report escapes it."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    published: list[bool] = field(default_factory=list)
+
+
+@dataclass
+class Layout:
+    tables: list[PlainTable]
+    #: Said once under all the tables: footnotes, then the explanations that apply.
+    notes: list[str]
+
+
+def letter(index: int) -> str:
+    return chr(ord("A") + index) if index < 26 else f"R{index + 1}"
 
 
 def epoch_cell(case: CaseResult | None) -> str:
-    """Epoch time labelled measured/projected, or the status of a case that did not finish."""
+    """Epoch time, measured or projected, or the status of a case that did not finish."""
     if case is None:
         return ""
     if not case.ok:
-        first = case.error.splitlines()[0][:80] if case.error else ""
+        first = case.error.splitlines()[0][:60] if case.error else ""
         return f"{case.status}: {first}" if first else case.status
     epoch = case.epoch_time()
     if epoch:
-        return f"{format_seconds(epoch[0])} ({epoch[3]})"
+        return f"{format_seconds(epoch[0])} {epoch[3][:4]}."
     rate = case.throughput()
-    return f"{rate:,.0f} samples/s (no epoch size)" if rate else "n/a"
+    return f"{rate:,.0f}/s (no epoch size)" if rate else "n/a"
 
 
 def speedup_cell(row: MachineRow) -> str:
-    """The speedup with what the rule says about it: "5.02x (95% CI 4.8–5.3, 3 vs 3 processes)"."""
     verdict = row.speedup_verdict
     if verdict is None:
         return ""
     if row.speedup is None:
-        return describe(verdict)
-    if verdict.verdict == CANT_TELL:
-        return f"{row.speedup:.2f}x (can't tell: {interval_text(verdict)})"
-    suffix = "same within noise, " if verdict.verdict == SAME else ""
-    return f"{row.speedup:.2f}x ({suffix}{interval_text(verdict)})"
+        return _SHORT.get(verdict.verdict, verdict.verdict)
+    return f"{row.speedup:.2f}x" + ("" if verdict.called or verdict.verdict == SAME else "?")
 
 
-def machine_cells(row: MachineRow) -> list[str]:
+def verdict_word(verdict: Verdict, notes: Footnotes, power_note: str = "", against: str = "") -> str:
+    """"0.89x can't tell¹", "1.32x faster [1.25–1.40]": the throughput ratio, the word, the 95%
+    interval where there is one, and a mark for what stops it being called."""
+    word = _SHORT.get(verdict.verdict, verdict.verdict)
+    text = f"{verdict.ratio:.2f}x {word}" if verdict.ratio is not None else word
+    if verdict.low is not None and verdict.high is not None:
+        text += f" [{verdict.low:.2f}–{verdict.high:.2f}]"
+    if verdict.noisy:
+        text += " noisy"
+    marks = ""
+    if verdict.verdict == CANT_TELL and verdict.reason:
+        marks += notes.add(f"can't tell: {verdict.reason}")
+    elif verdict.verdict in (NOT_COMPARABLE, NOT_RUN):
+        marks += notes.add(describe(verdict))
+    if power_note:
+        marks += notes.add(f"power state against {against} differs: {power_note}")
+    return text + marks
+
+
+def _earliest_pair(case: CaseResult, pairs: list[Pair], earlier: list[str]) -> Pair | None:
+    """The pair of ``case`` against the earliest earlier run that did the same work (else the
+    earliest earlier run it could not be compared with)."""
+    mine = [p for p in pairs if p.b is case and p.a_label in earlier]
+    mine.sort(key=lambda p: earlier.index(p.a_label))
+    comparable = [p for p in mine if p.verdict.verdict != NOT_COMPARABLE]
+    return (comparable or mine or [None])[0]
+
+
+def vs_cell(row: MachineRow, group: WorkloadComparison, letters: dict[str, str], notes: Footnotes) -> str:
+    """With two runs the header says which ("vs A"); with more, each verdict names its run."""
+    labels = list(dict.fromkeys(r.run.label for r in group.rows))
+    earlier = labels[:labels.index(row.run.label)]
+    name_run = len(labels) > 2
+    cells = []
+    cases = [case for case in (row.cpu, row.accel) if case is not None]
+    for case in cases:
+        pair = _earliest_pair(case, group.pairs, earlier)
+        if pair is None:
+            continue
+        text = verdict_word(pair.verdict, notes, pair.power_note,
+                            f"{letters.get(pair.a_label, pair.a_label)}")
+        parts = [case.device.split(":", 1)[0]] if len(cases) > 1 else []
+        if name_run:
+            parts.append(letters.get(pair.a_label, pair.a_label))
+        cells.append(f"{' '.join(parts)}: {text}" if parts else text)
+    return "; ".join(cells)
+
+
+def machine_cells(row: MachineRow, group: WorkloadComparison, letters: dict[str, str],
+                  notes: Footnotes) -> list[str]:
     accel = row.accel
     accel_name = ""
     if accel is not None:
         accel_name = f"{accel.device} ({accel.device_name})" if accel.device_name else accel.device
     either = row.cpu or accel
-    return [row.run.label, row.run.machine, format_bytes(row.run.memory_bytes) if row.run.memory_bytes
-            else "n/a", config_label(either) if either else "", epoch_cell(row.cpu), accel_name,
-            epoch_cell(accel), speedup_cell(row)]
+    return [letters.get(row.run.label, ""), row.run.label, row.run.machine,
+            format_bytes(row.run.memory_bytes) if row.run.memory_bytes else "",
+            config_label(either) if either else "", epoch_cell(row.cpu), accel_name, epoch_cell(accel),
+            speedup_cell(row), vs_cell(row, group, letters, notes)]
 
 
 def published_time(seconds: float | None) -> str:
@@ -85,64 +167,87 @@ def reference_cells(ref: EpochReference) -> list[str]:
     if speedup is None and ref.cpu_epoch_s and ref.accel_epoch_s:
         speedup = ref.cpu_epoch_s / ref.accel_epoch_s
     derived = " (derived)" if ref.derived else ""
-    return [PUBLISHED_LABEL, ref.machine,
-            f"{ref.memory_gb:g} GB" if ref.memory_gb else "n/a", "published",
-            published_time(ref.cpu_epoch_s),
-            ref.accelerator or "", published_time(ref.accel_epoch_s) + (derived if ref.accel_epoch_s else ""),
-            f"{speedup:.2f}x" if speedup else ""]
+    return ["", "published", ref.machine, f"{ref.memory_gb:g} GB" if ref.memory_gb else "",
+            f"batch {ref.batch_size}", published_time(ref.cpu_epoch_s), ref.accelerator or "",
+            published_time(ref.accel_epoch_s) + (derived if ref.accel_epoch_s else ""),
+            f"{speedup:.2f}x" if speedup else "", ""]
 
 
-def pair_cells(pair: Pair) -> list[str]:
-    return [pair.a_label, pair.b_label, pair.a.device, pair.b.device, config_label(pair.a),
-            describe(pair.verdict), f"differs: {pair.power_note}" if pair.power_note else "same or n/a"]
+def run_letters(comparisons: list[WorkloadComparison]) -> dict[str, str]:
+    labels = dict.fromkeys(row.run.label for group in comparisons for row in group.rows)
+    return {label: letter(index) for index, label in enumerate(labels)}
 
 
-def _table(title: str, columns: tuple[str, ...], rows: list[list[str]], styles: list[str] | None = None,
-           caption: str | None = None) -> Table:
-    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    for index, cells in enumerate(rows):
-        table.add_row(*(Text(cell) for cell in cells), style=styles[index] if styles else None)
-    return table
+def comparison_layout(comparisons: list[WorkloadComparison]) -> Layout:
+    """Every comparison as plain tables and the notes said once under them."""
+    letters, notes = run_letters(comparisons), Footnotes()
+    tables: list[PlainTable] = []
+    citations: dict[str, None] = {}
+    caveats: dict[str, None] = {}
+    for group in comparisons:
+        rows = [machine_cells(row, group, letters, notes) for row in group.rows]
+        rows += [reference_cells(ref) for ref in group.references]
+        published = [False] * len(group.rows) + [True] * len(group.references)
+        for ref in group.references:
+            citations.setdefault(ref.source.citation, None)
+            if ref.caveats:
+                caveats.setdefault(f"{ref.machine}: {ref.caveats}", None)
+        keep = non_empty_columns(COLUMNS, rows)
+        labels = list(dict.fromkeys(r.run.label for r in group.rows))
+        columns = [f"vs {letters[labels[0]]}" if name == "vs" and len(labels) == 2 else name
+                   for name in COLUMNS]
+        tables.append(PlainTable(f"{group.workload} · {group.mode}", [columns[i] for i in keep],
+                                 [[row[i] for i in keep] for row in rows], published))
+    lines = notes.lines()
+    lines.append(EPOCH_NOTE)
+    if any(g.pairs for g in comparisons):
+        lines.append(VS_NOTE)
+    if any(p.verdict.noisy for g in comparisons for p in g.pairs):
+        lines.append(NOISY_NOTE)
+    if any(r.speedup_verdict for g in comparisons for r in g.rows):
+        lines.append(SPEEDUP_NOTE)
+    if any(g.pairs for g in comparisons) or any(r.speedup_verdict for g in comparisons for r in g.rows):
+        lines.append(f"verdicts: {RULE_CAPTION}")
+    if citations:
+        lines.append(f"published rows are {PUBLISHED_LABEL} (sources: {'; '.join(citations)})")
+        lines += [f"caveat, {text}" for text in caveats]
+    return Layout(tables, lines)
 
 
 def comparison_renderable(comparisons: list[WorkloadComparison]) -> Group:
-    parts: list[Table] = []
-    for group in comparisons:
-        rows = [machine_cells(row) for row in group.rows]
-        styles = [""] * len(rows)
-        rows += [reference_cells(ref) for ref in group.references]
-        styles += ["dim italic"] * len(group.references)
-        caption = ("epoch times: measured = whole epochs ran; projected = dataset size / batch x mean "
-                   "step time")
-        if group.references:
-            caption += f"; italic rows are {PUBLISHED_LABEL} (sources: "
-            caption += ", ".join(dict.fromkeys(ref.source.citation for ref in group.references)) + ")"
-        parts.append(_table(f"{group.workload} · {group.mode}", MACHINE_COLUMNS, rows, styles, caption))
-        if group.pairs:
-            parts.append(_table(f"{group.workload} · {group.mode}: run against run", PAIR_COLUMNS,
-                                [pair_cells(p) for p in group.pairs], caption=RULE_CAPTION))
+    layout = comparison_layout(comparisons)
+    parts: list[FittedTable | Text] = []
+    for table in layout.tables:
+        parts += [FittedTable(table.title, table.columns, table.rows,
+                              ["dim italic" if published else "" for published in table.published], RIGHT),
+                  Text("")]
+    parts += [Text(line, style="dim") for line in layout.notes]
     return Group(*parts)
 
 
 def reference_renderable() -> Group:
-    """Every built-in published figure, for ``accelbench compare --reference`` with no runs."""
-    # The listing has no config column (its rows are all published): drop that cell.
-    epoch_rows = [[ref.workload, ref.mode, *(cell for index, cell in enumerate(reference_cells(ref))
-                                             if index not in (0, 3)), ref.source.citation, ref.caveats]
+    """Every built-in published figure, for ``accelbench compare --reference`` with no runs; each
+    source is cited once, under the tables, and marked where it is used."""
+    sources = Footnotes()
+    epoch_rows = [[ref.workload, ref.mode, ref.machine, f"{ref.memory_gb:g} GB" if ref.memory_gb else "n/a",
+                   *reference_cells(ref)[5:9], sources.add(ref.source.citation), ref.caveats]
                   for ref in EPOCH_REFERENCES]
-    epoch = _table(f"Epoch times ({PUBLISHED_LABEL})", ("workload", "mode", "machine", "memory",
-                   "CPU time", "accelerator", "accelerator time", "speedup", "source", "caveats"),
-                   epoch_rows)
-    sizes = _table(f"Model sizes ({PUBLISHED_LABEL})", ("model", "parameters", "GMACs (224x224, batch 1)",
-                   "source"), [[m.model, f"{m.parameters:,}", f"{m.gmacs:.2f}", m.source.citation]
-                               for m in MODEL_SIZES])
-    ratios = _table(f"Stated ratios ({PUBLISHED_LABEL})", ("claim", "ratio", "machine", "workloads",
-                    "source", "caveats"),
-                    [[r.claim, f"{r.qualifier} {r.ratio:g}x", r.machine, r.workloads, r.source.citation,
-                      r.caveats] for r in RATIO_CLAIMS])
-    features = _table(f"Feature findings ({PUBLISHED_LABEL})", ("device", "feature", "status", "detail",
-                      "source"), [[f.device, f.feature, f.status, f.detail, f.source.citation]
-                                  for f in FEATURE_FINDINGS])
-    return Group(epoch, sizes, ratios, features)
+    epoch = FittedTable(f"Epoch times ({PUBLISHED_LABEL})", ("workload", "mode", "machine", "memory",
+                        "CPU time", "accelerator", "accelerator time", "speedup", "source", "caveats"),
+                        epoch_rows)
+    sizes = FittedTable(f"Model sizes ({PUBLISHED_LABEL})", ("model", "parameters",
+                        "GMACs (224x224, batch 1)", "source"),
+                        [[m.model, f"{m.parameters:,}", f"{m.gmacs:.2f}", sources.add(m.source.citation)]
+                         for m in MODEL_SIZES])
+    ratios = FittedTable(f"Stated ratios ({PUBLISHED_LABEL})", ("claim", "ratio", "machine", "workloads",
+                         "source", "caveats"),
+                         [[r.claim, f"{r.qualifier} {r.ratio:g}x", r.machine, r.workloads,
+                           sources.add(r.source.citation), r.caveats] for r in RATIO_CLAIMS])
+    features = FittedTable(f"Feature findings ({PUBLISHED_LABEL})", ("device", "feature", "status", "detail",
+                           "source"),
+                           [[f.device, f.feature, f.status, f.detail, sources.add(f.source.citation)]
+                            for f in FEATURE_FINDINGS])
+    spaced: list[FittedTable | Text] = []
+    for table in (epoch, sizes, ratios, features):
+        spaced += [table, Text("")]
+    return Group(*spaced, Text("sources:"), *(Text(line) for line in sources.lines()))

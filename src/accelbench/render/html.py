@@ -19,14 +19,7 @@ from accelbench.compare import LabelledRun, WorkloadComparison
 from accelbench.parity.shown import judged_label
 from accelbench.reference.published import FEATURE_FINDINGS, PUBLISHED_LABEL, RATIO_CLAIMS
 from accelbench.render import figures, html_sections
-from accelbench.render.compare_table import (
-    MACHINE_COLUMNS,
-    PAIR_COLUMNS,
-    RULE_CAPTION,
-    machine_cells,
-    pair_cells,
-    reference_cells,
-)
+from accelbench.render.compare_table import comparison_layout
 from accelbench.results import Parity, ProbeCell
 from accelbench.store.history import TimelinePoint
 
@@ -116,23 +109,14 @@ def _diagnosis_section(runs: Sequence[LabelledRun]) -> list[Markup]:
 
 
 def _comparison_section(comparisons: Sequence[WorkloadComparison]) -> list[Markup]:
+    """One table per workload and mode (the terminal's layout), the notes once after them all."""
+    layout = comparison_layout(list(comparisons))
     parts: list[Markup] = []
-    for group in comparisons:
-        rows = [machine_cells(row) for row in group.rows] + [reference_cells(r) for r in group.references]
-        first_ref = len(group.rows)
-        parts.append(el("h3", f"{group.workload} · {group.mode}"))
-        parts.append(table(MACHINE_COLUMNS, rows,
-                           row_class=lambda index, first=first_ref: "published" if index >= first else None,
-                           caption="Epoch times (measured or projected from the mean step time)"))
-        if group.references:
-            sources = "; ".join(dict.fromkeys(r.source.citation for r in group.references))
-            caveats = "; ".join(dict.fromkeys(f"{r.machine}: {r.caveats}" for r in group.references
-                                              if r.caveats))
-            parts.append(el("p", f"Italic rows: {PUBLISHED_LABEL}. Sources: {sources}. Caveats: {caveats}",
-                            class_="note"))
-        if group.pairs:
-            parts.append(table(PAIR_COLUMNS, [pair_cells(p) for p in group.pairs],
-                               caption=f"Run against run: {RULE_CAPTION}"))
+    for plain in layout.tables:
+        parts.append(el("h3", plain.title))
+        parts.append(table(plain.columns, plain.rows,
+                           row_class=lambda i, flags=plain.published: "published" if flags[i] else None))
+    parts.append(el("ul", *(el("li", line) for line in layout.notes), class_="note"))
     return parts
 
 

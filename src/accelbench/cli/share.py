@@ -1,0 +1,67 @@
+"""``accelbench share [RUN...] -o FILE``: stored runs as a bundle that is safe to post publicly."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from accelbench.cli.compare import load_runs
+from accelbench.cli.history import add_db_option, open_db
+from accelbench.errors import UsageError
+from accelbench.store.history import default_db_path
+from accelbench.store.jsonfile import check_writable, write_atomic
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("share", help="write stored runs as a bundle others can compare against")
+    parser.add_argument("runs", nargs="*", metavar="RUN",
+                        help="run ids (or prefixes) or result files (default: every timing run in "
+                        "the history)")
+    parser.add_argument("--output", "-o", type=Path, metavar="FILE.jsonl",
+                        help="the bundle to write (JSON lines)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print exactly what would be shared, and write nothing")
+    parser.add_argument("--with-samples", action="store_true",
+                        help="also share the raw step times (larger; summaries are shared anyway)")
+    parser.add_argument("--new-machine-id", action="store_true",
+                        help="make a new random machine id for this install before sharing")
+    add_db_option(parser)
+    parser.set_defaults(execute=execute)
+
+
+def _stored_runs(db: Path | None) -> list[str]:
+    path = db or default_db_path()
+    if not path.exists():
+        raise UsageError(f"no runs given and no history database at {path}; give RUN ids or result files")
+    with open_db(path) as history:
+        ids = [row.run_id for row in history.list_runs(kind="run")]
+    if not ids:
+        raise UsageError(f"no runs given and the history at {path} holds no timing runs")
+    return ids
+
+
+def execute(args: argparse.Namespace, argv: list[str]) -> int:
+    from accelbench.sharing.build import build_bundle
+    from accelbench.sharing.machine_id import machine_id
+    from accelbench.store.selftest_latest import latest_selftest
+
+    if args.output is None and not args.dry_run:
+        raise UsageError("give the bundle file to write with -o FILE.jsonl, or --dry-run to see it")
+    if args.output is not None and not args.dry_run:
+        check_writable(args.output)
+    runs = load_runs(list(args.runs) or _stored_runs(args.db), args.db)
+    bundle = build_bundle([run.record for run in runs], machine_id(new=args.new_machine_id),
+                          selftest=latest_selftest, with_samples=args.with_samples)
+    for note in bundle.skipped:
+        sys.stderr.write(f"accelbench: note: {note}\n")
+    if not bundle.lines:
+        raise UsageError("nothing to share: the runs given hold no timing cases")
+    if args.dry_run:
+        sys.stdout.write(bundle.text())
+        sys.stderr.write(f"dry run: {len(bundle.lines)} result(s) would be shared; nothing written\n")
+        return 0
+    write_atomic(args.output, bundle.text())
+    sys.stderr.write(f"{len(bundle.lines)} result(s) from {len(runs)} run(s) written to {args.output}\n")
+    return 0

@@ -1,0 +1,48 @@
+"""``accelbench site SOURCE... -o DIR``: a static results site (plain HTML and CSS) anyone can host."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from accelbench.errors import UsageError
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser("site", help="a static results site from shared bundles")
+    parser.add_argument("sources", nargs="+", metavar="SOURCE",
+                        help="bundle files, folders of bundles, http(s) addresses or hf://datasets/ORG/NAME")
+    parser.add_argument("--output", "-o", type=Path, required=True, metavar="DIR",
+                        help="folder to write the site into (made if missing)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.set_defaults(execute=execute)
+
+
+def execute(args: argparse.Namespace, argv: list[str]) -> int:
+    from accelbench.render.site import render_site
+    from accelbench.sharing.sources import load_peers
+    from accelbench.store.jsonfile import write_atomic
+
+    folder: Path = args.output
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"output {folder} is a file; give a folder for the site")
+
+    def warn(message: str) -> None:
+        sys.stderr.write(f"accelbench: warning: {message}\n")
+
+    loaded = load_peers(args.sources, warn)
+    if not loaded.peers:
+        raise UsageError("the sources hold no usable shared result to put on a site")
+    pages = render_site(loaded.peers, datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in pages.items():
+            write_atomic(folder / name, text)
+    except OSError as error:
+        raise UsageError(f"cannot write the site into {folder}: {error.strerror or error}") from None
+    sys.stderr.write(f"site of {len(loaded.peers):,} result(s) ({len(pages)} pages) written to "
+                     f"{folder / 'index.html'}\n")
+    return 0

@@ -1,0 +1,229 @@
+"""Is my machine normal? One result placed among other people's results of the same work.
+
+A peer is a shared result (a line of a bundle, see ``accelbench.sharing``) or a published
+reference with the same comparability key (``compare/key.py``, the one key every comparison uses).
+Peers are grouped by device model; for each group: how many results from how many machines, the
+median, the spread (10th-90th percentile) and the best. The user's result is placed among the peers
+of its own device model: its percentile, its ratio to the median, and a verdict:
+
+  * fewer than ``MIN_PEERS`` results of that model: "too few peers" (said, not judged);
+  * inside the peers' 10th-90th percentile: "normal" for this device;
+  * below or above it: "below its peers" / "above its peers", with the recorded settings in which
+    the user's result differs from most peers (TF32, cuDNN benchmark, power state, threads, torch
+    version, loader workers, noisy ...) as likely reasons. A setting ranks higher when the peers
+    that share the user's value measured close to the user's figure.
+
+The figure is throughput (samples per second at the median step time), the same for every peer.
+This module knows nothing of the bundle format: ``PeerResult`` is the neutral shape both the
+sharing code and the published references are turned into.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from accelbench.compare.key import KEY_FIELDS
+from accelbench.reference.published import TF32_CAVEAT, EpochReference, epoch_references
+
+#: Below this many results of the user's device model, the verdict is "too few peers".
+MIN_PEERS = 5
+#: The band a normal result falls in: the peers' 10th to 90th percentile.
+LOW_PERCENTILE, HIGH_PERCENTILE = 10, 90
+NORMAL, BELOW, ABOVE, TOO_FEW = "normal", "below its peers", "above its peers", "too few peers"
+#: At most this many likely reasons are named for one verdict.
+MAX_REASONS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class PeerResult:
+    """One result as peers see it: what work (key), on what (device model), how fast, and the
+    recorded settings that can explain the figure (label -> shown value)."""
+
+    key: tuple[Any, ...]
+    device_kind: str
+    device_model: str
+    throughput: float
+    settings: Mapping[str, str] = field(default_factory=dict)
+    machine_id: str = ""
+    content_hash: str = ""
+    #: The citation of a published reference; "" for a shared (measured) result.
+    published: str = ""
+    caveats: str = ""
+    #: Samples per epoch of the work (lets a published epoch time become a throughput).
+    dataset_size: int = 0
+
+    @property
+    def model_key(self) -> str:
+        return model_key(self.device_model)
+
+
+def model_key(model: str) -> str:
+    """Device models group case- and space-insensitively ("NVIDIA  A100" is "nvidia a100")."""
+    return " ".join(model.split()).casefold()
+
+
+@dataclass(frozen=True)
+class ModelGroup:
+    """The peers of one device model for one key."""
+
+    device_model: str
+    count: int
+    machines: int
+    median: float
+    low: float
+    high: float
+    best: float
+    published: str = ""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The user's result among its peers: every device model's group, and the verdict."""
+
+    mine: PeerResult
+    groups: list[ModelGroup]
+    #: The group of the user's own device model (None when no peer has it).
+    own: ModelGroup | None
+    verdict: str
+    percentile: float | None = None
+    ratio_to_median: float | None = None
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def peer_count(self) -> int:
+        return sum(group.count for group in self.groups)
+
+
+@dataclass(frozen=True)
+class PeerComparison:
+    """One of the user's cases (run label, device) placed among its peers."""
+
+    run_label: str
+    device: str
+    placement: Placement
+
+
+def _percentiles(values: Sequence[float]) -> tuple[float, float, float]:
+    array = np.asarray(values, dtype=float)
+    low, median, high = np.percentile(array, [LOW_PERCENTILE, 50, HIGH_PERCENTILE])
+    return float(low), float(median), float(high)
+
+
+def _group(peers: Sequence[PeerResult]) -> ModelGroup:
+    low, median, high = _percentiles([p.throughput for p in peers])
+    spellings = Counter(p.device_model for p in peers)
+    published = "; ".join(dict.fromkeys(p.published for p in peers if p.published))
+    machines = len({p.machine_id for p in peers if p.machine_id}) or len(peers)
+    return ModelGroup(spellings.most_common(1)[0][0], len(peers), machines, median, low, high,
+                      max(p.throughput for p in peers), published)
+
+
+def group_peers(peers: Iterable[PeerResult]) -> list[ModelGroup]:
+    """Peers (of one key) grouped by device model, fastest median first; published figures form
+    groups of their own, never pooled with measured ones."""
+    by_model: dict[tuple[str, bool], list[PeerResult]] = {}
+    for peer in peers:
+        by_model.setdefault((peer.model_key, bool(peer.published)), []).append(peer)
+    return sorted((_group(members) for members in by_model.values()), key=lambda g: -g.median)
+
+
+def percentile_of(value: float, values: Sequence[float]) -> float:
+    """The share of ``values`` below ``value`` (ties count half), in percent."""
+    below = sum(v < value for v in values)
+    equal = sum(v == value for v in values)
+    return 100.0 * (below + 0.5 * equal) / len(values)
+
+
+def _ratio_text(ratio: float) -> str:
+    return f"{ratio:.2f}x"
+
+
+def likely_reasons(mine: PeerResult, peers: Sequence[PeerResult]) -> list[str]:
+    """Settings in which ``mine`` differs from most of ``peers`` that state them, closest first.
+
+    "TF32 (matmul) off; peers: on (18 of 20); the 2 with off: median 0.14x of the rest" - the
+    last part says whether the setting goes with the difference among the peers themselves."""
+    ranked: list[tuple[float, str]] = []
+    for label, value in mine.settings.items():
+        stated = [p for p in peers if label in p.settings]
+        if not stated:
+            continue
+        counts = Counter(p.settings[label] for p in stated)
+        common, common_count = counts.most_common(1)[0]
+        if common == value or common_count * 2 < len(stated):
+            continue
+        text = f"{label} {value}; peers: {common} ({common_count} of {len(stated)})"
+        same = [p.throughput for p in stated if p.settings[label] == value]
+        closeness = math.inf
+        if same:
+            typical = float(np.median([p.throughput for p in stated if p.settings[label] == common]))
+            with_mine = float(np.median(same))
+            text += f"; the {len(same)} with {value}: {_ratio_text(with_mine / typical)} of the others"
+            closeness = abs(math.log(with_mine / mine.throughput))
+        ranked.append((closeness, text))
+    ranked.sort(key=lambda item: item[0])
+    return [text for _, text in ranked[:MAX_REASONS]]
+
+
+def place(mine: PeerResult, peers: Iterable[PeerResult]) -> Placement:
+    """``mine`` among ``peers`` (which may include results of other keys: they are left out, and so
+    is ``mine`` itself when it was shared before: same content hash)."""
+    same_work = [p for p in peers if p.key == mine.key and p.throughput > 0
+                 and not (mine.content_hash and p.content_hash == mine.content_hash)]
+    by_model: dict[tuple[str, bool], list[PeerResult]] = {}
+    for peer in same_work:
+        # A published figure is never pooled with measured ones of the same model.
+        by_model.setdefault((peer.model_key, bool(peer.published)), []).append(peer)
+    groups = sorted((_group(members) for members in by_model.values()), key=lambda g: -g.median)
+    own_peers = by_model.get((mine.model_key, False), [])
+    own = next((g for g in groups if model_key(g.device_model) == mine.model_key and not g.published),
+               None)
+    if len(own_peers) < MIN_PEERS:
+        return Placement(mine, groups, own, TOO_FEW)
+    values = [p.throughput for p in own_peers]
+    assert own is not None
+    percentile = percentile_of(mine.throughput, values)
+    ratio = mine.throughput / own.median
+    if mine.throughput < own.low:
+        verdict = BELOW
+    elif mine.throughput > own.high:
+        verdict = ABOVE
+    else:
+        verdict = NORMAL
+    reasons = likely_reasons(mine, own_peers) if verdict != NORMAL else []
+    return Placement(mine, groups, own, verdict, percentile, ratio, reasons)
+
+
+# --- published references as peers ----------------------------------------------------------------
+def _published_key(ref: EpochReference, workload: str, kind: str) -> tuple[Any, ...]:
+    """What the published run did, in the key's terms: the published configuration on real data;
+    fp32 on an Ampere-or-later GPU ran cuDNN in TF32 (the reference's caveat says so)."""
+    precision = "tf32" if TF32_CAVEAT in ref.caveats and kind == "cuda" else "fp32"
+    fields = {"workload": workload, "workload_version": 1, "mode": ref.mode,
+              "batch_size": ref.batch_size, "precision": precision, "compile_backend": "",
+              "channels_last": False, "data": "real", "size": "published"}
+    return tuple(fields[name] for name in KEY_FIELDS)
+
+
+def published_peers(workload: str, mode: str, dataset_size: int) -> list[PeerResult]:
+    """The published epoch times of ``workload`` as peers: throughput = dataset size / epoch time
+    (an epoch as published may include evaluation: the caveats say so). The CPU column and the
+    accelerator column of a published row are two results."""
+    if dataset_size <= 0:
+        return []
+    peers = []
+    for ref in epoch_references(workload, mode):
+        for kind, seconds, model in (("cpu", ref.cpu_epoch_s, f"CPU of {ref.machine}"),
+                                     (ref.accelerator, ref.accel_epoch_s, ref.machine)):
+            if seconds and kind:
+                peers.append(PeerResult(_published_key(ref, workload, kind), kind, model,
+                                        dataset_size / seconds,
+                                        published=ref.source.citation, caveats=ref.caveats,
+                                        dataset_size=dataset_size))
+    return peers

@@ -1,0 +1,112 @@
+""""Is my machine normal?": one compact table per user case against its peers (compare/peers.py).
+
+The first row is the user's own device model: its peers' count, median, 10th-90th percentile and
+best, then the user's figure, percentile, ratio to the median and a short verdict with a mark;
+then the other device models that did the same work, fastest first (published ones marked). What
+the verdict rests on (likely reasons, or too few peers) is a footnote, each text once, and the
+rule is said once under all the tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Group
+from rich.text import Text
+
+from accelbench.compare.key import KEY_FIELDS, config_label
+from accelbench.compare.peers import (
+    ABOVE,
+    BELOW,
+    HIGH_PERCENTILE,
+    LOW_PERCENTILE,
+    MIN_PEERS,
+    NORMAL,
+    TOO_FEW,
+    ModelGroup,
+    PeerComparison,
+    Placement,
+)
+from accelbench.reference.published import PUBLISHED_LABEL
+from accelbench.render.compare_table import PlainTable
+from accelbench.render.fit import FittedTable, Footnotes
+from accelbench.render.format import format_rate
+
+COLUMNS = ("device model", "results", "median/s", f"p{LOW_PERCENTILE}–p{HIGH_PERCENTILE}", "best/s",
+           "you/s", "pct", "x median", "verdict")
+RIGHT = ("results", "median/s", f"p{LOW_PERCENTILE}–p{HIGH_PERCENTILE}", "best/s", "you/s", "pct",
+         "x median")
+#: Other device models shown per table; the rest are counted in one row.
+MAX_OTHER_MODELS = 8
+_WORD = {NORMAL: "normal", BELOW: "below", ABOVE: "above", TOO_FEW: "too few"}
+RULE = (f"verdict: among results of the same work on the same device model; normal = within the "
+        f"peers' {LOW_PERCENTILE}th-{HIGH_PERCENTILE}th percentile; below/above its peers otherwise, "
+        f"with the recorded settings in which yours differs from most of theirs as likely reasons; "
+        f"fewer than {MIN_PEERS} results: too few to judge. Figures: samples/s at the median step")
+
+
+def _title(comparison: PeerComparison) -> str:
+    mine = comparison.placement.mine
+    key = dict(zip(KEY_FIELDS, mine.key, strict=True))
+    return (f"{key['workload']} · {key['mode']} · {config_label(key)} on {mine.device_model} "
+            f"({comparison.device}, {comparison.run_label}): against {comparison.placement.peer_count} "
+            f"shared result(s)")
+
+
+def _group_cells(group: ModelGroup, notes: Footnotes) -> list[str]:
+    name = group.device_model
+    if group.published:
+        name += " (published)" + notes.add(f"{PUBLISHED_LABEL}: {group.published}")
+    count = f"{group.count}" if group.published or group.machines == group.count else \
+        f"{group.count} ({group.machines} machines)"
+    return [name, count, format_rate(group.median), f"{format_rate(group.low)}–{format_rate(group.high)}",
+            format_rate(group.best)]
+
+
+def _verdict_cell(placement: Placement, notes: Footnotes) -> str:
+    word = _WORD[placement.verdict]
+    if placement.verdict == TOO_FEW:
+        have = placement.own.count if placement.own else 0
+        return word + notes.add(f"too few peers: {have} result(s) of this device model did the same "
+                                f"work; {MIN_PEERS} are needed to judge")
+    if placement.reasons:
+        return word + notes.add(f"{placement.verdict}; likely reasons: " + " | ".join(placement.reasons))
+    if placement.verdict != NORMAL:
+        return word + notes.add(f"{placement.verdict}; no recorded setting differs from most peers'")
+    return word
+
+
+def peers_layout(comparisons: Sequence[PeerComparison]) -> tuple[list[PlainTable], list[str]]:
+    notes = Footnotes()
+    tables = []
+    for comparison in comparisons:
+        placement = comparison.placement
+        own = placement.own
+        mine = placement.mine
+        first = (_group_cells(own, notes) if own else [mine.device_model, "0", "", "", ""])
+        first += [format_rate(mine.throughput),
+                  f"{placement.percentile:.0f}" if placement.percentile is not None else "",
+                  f"{placement.ratio_to_median:.2f}x" if placement.ratio_to_median is not None else "",
+                  _verdict_cell(placement, notes)]
+        rows, published = [first], [False]
+        others = [g for g in placement.groups if g is not own]
+        for group in others[:MAX_OTHER_MODELS]:
+            rows.append([*_group_cells(group, notes), "", "", "", ""])
+            published.append(bool(group.published))
+        if len(others) > MAX_OTHER_MODELS:
+            rest = others[MAX_OTHER_MODELS:]
+            rows.append([f"{len(rest)} more device models", str(sum(g.count for g in rest)), "", "", "",
+                         "", "", "", ""])
+            published.append(False)
+        tables.append(PlainTable(_title(comparison), list(COLUMNS), rows, published))
+    return tables, [*notes.lines(), RULE]
+
+
+def peers_renderable(comparisons: Sequence[PeerComparison]) -> Group:
+    tables, notes = peers_layout(comparisons)
+    parts: list[FittedTable | Text] = []
+    for table in tables:
+        styles = ["bold", *("dim italic" if p else "" for p in table.published[1:])]
+        parts += [FittedTable(table.title, table.columns, table.rows, styles, RIGHT), Text("")]
+    parts += [Text(line, style="dim") for line in notes]
+    return Group(*parts)

@@ -1,0 +1,53 @@
+"""The user's runs against shared results: ``compare --against`` and ``run --against``.
+
+The user's cases become peers through the very line ``share`` would write (so a result the user
+already shared is recognised by its content hash and not counted as its own peer); the sources
+are read for those keys only; the published references join as peers of the same shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from accelbench.compare.peers import PeerComparison, PeerResult, place, published_peers
+from accelbench.results import CaseResult, RunRecord
+from accelbench.sharing import privacy
+from accelbench.sharing.build import SHARED_KINDS, SelftestLookup, case_line
+from accelbench.sharing.bundle import dump_line, parse_line
+from accelbench.sharing.peer_view import peer_of
+from accelbench.sharing.sources import Loaded, Warn, load_peers
+
+
+def own_peers(record: RunRecord,
+              selftest: SelftestLookup | None = None) -> list[tuple[CaseResult, PeerResult]]:
+    """Each finished timing case of ``record`` with its peer view."""
+    if record.kind not in SHARED_KINDS:
+        return []
+    tokens = privacy.identifying_tokens(record)
+    out = []
+    for case in record.cases:
+        if not case.ok or case.skipped or not case.throughput():
+            continue
+        line = privacy.scrub(case_line(record, case, "", selftest(case.device) if selftest else None),
+                             tokens)
+        peer = peer_of(parse_line(dump_line(line)))
+        if peer is not None:
+            out.append((case, peer))
+    return out
+
+
+def compare_against(runs: Sequence[tuple[str, RunRecord]], sources: Sequence[str], warn: Warn,
+                    selftest: SelftestLookup | None = None) -> tuple[list[PeerComparison], Loaded]:
+    """Every finished timing case of ``runs`` (label, record) placed among the sources' results."""
+    mine = [(label, case, peer) for label, record in runs for case, peer in own_peers(record, selftest)]
+    loaded = load_peers(sources, warn, keys={peer.key for _, _, peer in mine},
+                        settings_for={peer.model_key for _, _, peer in mine})
+    by_key: dict[tuple[object, ...], list[PeerResult]] = {}
+    for peer in loaded.peers:
+        by_key.setdefault(peer.key, []).append(peer)
+    comparisons = []
+    for label, case, peer in mine:
+        published = published_peers(case.workload, case.mode, case.dataset_size)
+        comparisons.append(PeerComparison(label, case.device,
+                                          place(peer, by_key.get(peer.key, []) + published)))
+    return comparisons, loaded

@@ -1,0 +1,183 @@
+"""A bundle from stored runs: one line per case, built field by field (the privacy rule).
+
+Every value is named here: what explains a figure goes in (device model and count, memory, OS,
+versions, the comparability key, backend flags, threads, loader workers, power state, validity);
+nothing else is read. Host names, user names, paths (data_dir, workload files, the command line),
+environment variables, error texts, tracebacks and stderr tails are never copied; a case that did
+not finish is shared with its status only. ``privacy.scrub`` then checks every string that did go
+in against what would identify this machine's user.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelbench.engine.repeat import process_figure
+from accelbench.results import CaseResult, RunRecord
+from accelbench.sharing import privacy
+from accelbench.sharing.bundle import dump_line
+from accelbench.store.jsonfile import clean_for_json
+
+#: Only timing runs are shared: a check's or probe's cases time something else.
+SHARED_KINDS = ("run",)
+SelftestLookup = Callable[[str], Mapping[str, Any] | None]
+
+
+@dataclass
+class Bundle:
+    lines: list[str] = field(default_factory=list)
+    #: One note per run or case that was left out, and why.
+    skipped: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        return "".join(line + "\n" for line in self.lines)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _scalar(value: Any) -> Any:
+    return value if isinstance(value, str | int | float | bool) or value is None else None
+
+
+def _power(environment: Mapping[str, Any]) -> dict[str, Any]:
+    """Each power fact's value (null where the OS did not say); GPU power limits without the
+    GPUs' UUIDs (an UUID names one physical board)."""
+    facts = {}
+    for name, fact in _dict(environment.get("power")).items():
+        value = fact.get("value") if isinstance(fact, dict) else None
+        if name == "gpu_power_limit_w" and isinstance(value, dict):
+            value = sorted(v for v in value.values() if isinstance(v, int | float))
+        elif isinstance(value, dict):
+            value = {str(k): _scalar(v) for k, v in value.items()}
+        else:
+            value = _scalar(value)
+        facts[str(name)] = value
+    return facts
+
+
+def _device(record: RunRecord, case: CaseResult) -> dict[str, Any]:
+    environment = record.environment
+    kind = case.device.split(":", 1)[0]
+    info = _dict(_dict(environment.get("devices")).get(case.device))
+    count = _dict(_dict(environment.get("availability")).get(kind)).get("count")
+    device = {"kind": kind, "model": case.device_name or str(info.get("name") or kind),
+              "count": count if isinstance(count, int) else 1,
+              "memory_bytes": _scalar(info.get("memory_total_bytes"))}
+    for name in ("compute_capability", "driver_version", "macos_version", "cuda_version", "hip_version"):
+        if info.get(name) is not None:
+            device[name] = _scalar(info.get(name))
+    return device
+
+
+def _host(environment: Mapping[str, Any]) -> dict[str, Any]:
+    machine, cpu = _dict(environment.get("machine")), _dict(_dict(environment.get("devices")).get("cpu"))
+    return {"os": _scalar(machine.get("system")), "os_release": _scalar(machine.get("release")),
+            "architecture": _scalar(machine.get("architecture")), "cpu": _scalar(cpu.get("name")),
+            "cores": _scalar(cpu.get("physical_cores")), "logical_cores": _scalar(cpu.get("logical_cores")),
+            "memory_bytes": _scalar(cpu.get("memory_total_bytes")),
+            "python": _scalar(_dict(environment.get("python")).get("version"))}
+
+
+def _software(environment: Mapping[str, Any]) -> dict[str, Any]:
+    torch, cpu = _dict(environment.get("torch")), _dict(_dict(environment.get("devices")).get("cpu"))
+    return {"torch": _scalar(torch.get("version")), "cuda": _scalar(torch.get("cuda_build")),
+            "hip": _scalar(torch.get("hip_build")), "cudnn": _scalar(torch.get("cudnn")),
+            "blas": _scalar(cpu.get("blas")), "parallel_backend": _scalar(cpu.get("parallel_backend"))}
+
+
+def _figures(case: CaseResult) -> dict[str, Any]:
+    summary = case.summary()
+    if not case.ok or summary is None:
+        return {}
+    epoch = case.epoch_time()
+    ci = case.throughput_ci()
+    return {"samples_per_s": case.throughput(), "samples_per_s_ci": list(ci) if ci else None,
+            "median_step_s": summary.median, "p10_step_s": process_figure(case.step_times),
+            "mean_step_s": summary.mean, "rel_iqr": summary.rel_iqr,
+            "epoch_s": epoch[0] if epoch else None, "epoch_kind": epoch[3] if epoch else None,
+            "dataset_size": case.dataset_size, "measured_steps": case.measured_steps,
+            "steps_per_sample": case.steps_per_sample, "peak_memory_bytes": case.peak_memory_bytes,
+            "input_fraction": case.input_fraction()}
+
+
+def _validity(case: CaseResult, selftest: Mapping[str, Any] | None) -> dict[str, Any]:
+    summary, trend = case.summary(), case.drift() if case.step_times else None
+    return {"selftest": ("passed" if selftest.get("passed") else "failed") if selftest else "not run",
+            "selftest_date": str(selftest.get("date", ""))[:10] if selftest else None,
+            # A pass of some groups (--only) says less than a pass of all of them.
+            "selftest_groups": [str(g) for g in selftest.get("groups", [])] if selftest else None,
+            "noisy": bool(summary.noisy) if summary else None,
+            "drift": bool(trend["drifting"]) if trend else None,
+            "precision_reached": case.precision_reached(), "stop_reason": case.stop_reason}
+
+
+def _processes(case: CaseResult) -> list[dict[str, Any]]:
+    out = []
+    for process in case.repeats:
+        times = process.get("step_times") or []
+        out.append({"status": str(process.get("status", "ok")),
+                    "median_step_s": _scalar(process.get("median_step_s")),
+                    "mean_step_s": _scalar(process.get("mean_step_s")),
+                    "p10_step_s": process_figure(times) if times else None,
+                    "measured_steps": _scalar(process.get("measured_steps"))})
+    return out
+
+
+def _rounded(value: Any) -> Any:
+    """Floats to 6 significant digits: far below any figure's noise, a third off every line."""
+    if isinstance(value, float):
+        return float(f"{value:.6g}")
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
+
+
+def case_line(record: RunRecord, case: CaseResult, machine_id: str,
+              selftest: Mapping[str, Any] | None = None, with_samples: bool = False) -> dict[str, Any]:
+    """The shareable dict of one case (not yet scrubbed or hashed)."""
+    line: dict[str, Any] = {
+        "machine_id": machine_id, "accelbench_version": record.accelbench_version,
+        "date": record.created_at[:10], "status": case.status,
+        "key": {"workload": case.workload, "workload_version": case.workload_version, "mode": case.mode,
+                "batch_size": case.batch_size, "precision": case.precision,
+                "compile_backend": case.compile_backend, "channels_last": case.channels_last,
+                "data": case.data, "size": case.size},
+        "device": _device(record, case), "host": _host(record.environment),
+        "software": _software(record.environment),
+        "settings": {"backend_flags": {str(k): _scalar(v) for k, v in case.backend_flags.items()},
+                     "threads": case.threads, "loader_workers": _scalar(record.options.get("workers")),
+                     "power": _power(record.environment)},
+        "figures": _figures(case), "validity": _validity(case, selftest),
+    }
+    if case.repeats:
+        line["processes"] = _processes(case)
+    if with_samples and case.ok:
+        line["samples"] = ([list(p.get("step_times") or []) for p in case.repeats] if case.repeats
+                           else [list(case.step_times)])
+    return _rounded(clean_for_json(line))  # type: ignore[no-any-return]
+
+
+def build_bundle(records: Sequence[RunRecord], machine_id: str, selftest: SelftestLookup | None = None,
+                 with_samples: bool = False) -> Bundle:
+    """Every case of every timing run, each as one scrubbed, hashed line."""
+    bundle = Bundle()
+    for record in records:
+        if record.kind not in SHARED_KINDS:
+            bundle.skipped.append(f"run {record.run_id} is a {record.kind} run: only timing runs "
+                                  "(accelbench run) are shared")
+            continue
+        tokens = privacy.identifying_tokens(record)
+        for case in record.cases:
+            if case.skipped:
+                continue
+            status = selftest(case.device) if selftest else None
+            line = privacy.scrub(case_line(record, case, "", status, with_samples), tokens)
+            # The id is random hex made here: scrubbing it could only hit a token by chance.
+            bundle.lines.append(dump_line({**line, "machine_id": machine_id}))
+    return bundle

@@ -1,0 +1,39 @@
+"""The random machine id of this install: one machine's shared results group together, and
+nothing about the machine can be read from it (it is not derived from any hardware or host fact).
+Kept in the data folder; ``accelbench share --new-machine-id`` replaces it."""
+
+from __future__ import annotations
+
+import re
+import secrets
+from pathlib import Path
+
+from accelbench.errors import UsageError
+from accelbench.store.jsonfile import write_atomic
+from accelbench.store.paths import data_home
+
+MACHINE_ID_FILE = "machine-id"
+_ID = re.compile(r"[0-9a-f]{16}")
+
+
+def machine_id_path() -> Path:
+    return data_home() / MACHINE_ID_FILE
+
+
+def machine_id(new: bool = False) -> str:
+    """This install's id (made on first use, or anew with ``new``): 16 random hex digits."""
+    path = machine_id_path()
+    if not new and path.exists():
+        try:
+            current = path.read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError) as error:
+            raise UsageError(f"cannot read the machine id {path}: {error}") from None
+        if _ID.fullmatch(current):
+            return current
+    fresh = secrets.token_hex(8)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, fresh + "\n")
+    except OSError as error:
+        raise UsageError(f"cannot write the machine id {path}: {error}") from None
+    return fresh

@@ -1,0 +1,114 @@
+"""A bundle line as a peer (compare/peers.py's PeerResult): key, device model, throughput, and the
+recorded settings that can explain a difference, as short labelled values.
+
+The same function turns the user's own cases into peers (through the line ``share`` would write),
+so the user's result and the shared ones are read by one piece of code and cannot disagree.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from accelbench.compare.key import KEY_DEFAULTS, KEY_FIELDS
+from accelbench.compare.peers import PeerResult, model_key
+from accelbench.sharing.bundle import MAX_STRING, BadLine, number, section, text
+
+#: A machine whose load per CPU was at least this high was busy with other work.
+BUSY_LOAD = 0.5
+
+
+def _on_off(value: Any) -> str | None:
+    return None if not isinstance(value, bool) else ("on" if value else "off")
+
+
+def _yes_no(value: Any) -> str | None:
+    return None if not isinstance(value, bool) else ("yes" if value else "no")
+
+
+def _power_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in sorted(value.items())) or None
+    if isinstance(value, list):
+        return ", ".join(f"{v:g} W" if isinstance(v, int | float) else str(v) for v in value) or None
+    return str(value)
+
+
+def settings_of(line: dict[str, Any], kind: str) -> dict[str, str]:
+    """Label -> value for every recorded setting that can move a figure (unstated ones left out)."""
+    settings, validity = line.get("settings") or {}, line.get("validity") or {}
+    software, host = line.get("software") or {}, line.get("host") or {}
+    flags = settings.get("backend_flags") or {}
+    power = settings.get("power") or {}
+    found: dict[str, str | None] = {
+        "float32 matmul precision": flags.get("float32_matmul_precision"),
+        "threads": str(settings["threads"]) if isinstance(settings.get("threads"), int)
+        and settings["threads"] > 0 else None,
+        "loader workers": str(settings["loader_workers"]) if isinstance(settings.get("loader_workers"), int)
+        else None,
+        "torch": software.get("torch"), "OS": host.get("os"),
+        "power source": _power_text(power.get("power_source")),
+        "CPU governor": _power_text(power.get("cpu_governor")),
+        "energy preference": _power_text(power.get("energy_performance_preference")),
+        "macOS power mode": _power_text(power.get("macos_power_mode")),
+        "noisy": _yes_no(validity.get("noisy")), "drift": _yes_no(validity.get("drift")),
+        "selftest": validity.get("selftest"),
+    }
+    load = power.get("load_per_cpu")
+    if isinstance(load, int | float) and not isinstance(load, bool):
+        found["machine load"] = "busy" if load >= BUSY_LOAD else "idle"
+    if kind == "cuda":
+        found.update({"TF32 (matmul)": _on_off(flags.get("cuda_matmul_allow_tf32")),
+                      "TF32 (cuDNN)": _on_off(flags.get("cudnn_allow_tf32")),
+                      "cuDNN benchmark": _on_off(flags.get("cudnn_benchmark")),
+                      "CUDA build": software.get("cuda") or software.get("hip"),
+                      "GPU power limit": _power_text(power.get("gpu_power_limit_w"))})
+    # Interned: a collection repeats the same few values many thousand times.
+    return {sys.intern(label): sys.intern(str(value)[:80]) for label, value in found.items()
+            if value is not None and value != ""}
+
+
+#: (field, default, its exact type): bool is not accepted for an int field, nor an int for a bool.
+_KEY_TYPES = tuple((name, KEY_DEFAULTS[name], type(KEY_DEFAULTS[name])) for name in KEY_FIELDS)
+
+
+def key_of(line: dict[str, Any]) -> tuple[Any, ...]:
+    key = section(line, "key")
+    values = []
+    for name, default, kind in _KEY_TYPES:
+        value = key.get(name)
+        if value is None:
+            value = default
+        elif type(value) is not kind:
+            raise BadLine(f"key field {name!r} must be a {kind.__name__}")
+        elif kind is str:
+            if len(value) > MAX_STRING:
+                raise BadLine(f"field 'key.{name}' is longer than {MAX_STRING} characters")
+            value = sys.intern(value)
+        values.append(value)
+    return tuple(values)
+
+
+def peer_of(line: dict[str, Any], settings_for: set[str] | None = None) -> PeerResult | None:
+    """The line as a peer; None for a case that did not finish (shared with its status only).
+
+    ``settings_for``: the device models (model_key) whose settings are wanted; other peers only
+    count towards their model's figures, and reading settings is most of a line's cost."""
+    if line.get("status") != "ok":
+        return None
+    device = section(line, "device")
+    kind = text(device.get("kind"), "device.kind")
+    figures = section(line, "figures")
+    throughput = number(figures.get("samples_per_s"), "figures.samples_per_s")
+    dataset_size = figures.get("dataset_size")
+    if throughput <= 0:
+        raise BadLine("field 'figures.samples_per_s' must be positive")
+    model = sys.intern(text(device.get("model"), "device.model"))
+    wanted = settings_for is None or model_key(model) in settings_for
+    return PeerResult(key_of(line), sys.intern(kind), model, throughput,
+                      settings_of(line, kind) if wanted else {},
+                      machine_id=text(line.get("machine_id"), "machine_id", default=""),
+                      content_hash=line["hash"],
+                      dataset_size=dataset_size if isinstance(dataset_size, int) and dataset_size > 0 else 0)
