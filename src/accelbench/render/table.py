@@ -20,7 +20,7 @@ from accelbench.compare import SAME, speedup_vs_cpu
 from accelbench.compare.key import config_label as key_config_label
 from accelbench.measure.memory import format_bytes
 from accelbench.measure.stats import drift
-from accelbench.render.diagnosis import diagnose
+from accelbench.render.diagnosis import busy_share, diagnose
 from accelbench.render.format import format_rate, format_seconds
 from accelbench.results import CaseResult, RunRecord
 
@@ -121,7 +121,7 @@ def profile_cell(case: CaseResult) -> str:
     figures = case.profile.figures
     if figures is None:
         return "failed"
-    busy = figures.busy_fraction
+    busy = busy_share(case, figures)  # against the measured step (the profiler slows steps)
     busy_text = f"{busy * 100:.0f}% busy" if busy is not None else "busy n/a"
     return f"{busy_text}, {figures.kernels_per_step:.0f}/step"
 
