@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from accelbench import __version__
-from accelbench.data.placement import place_batches, source_kind
+from accelbench.data.placement import POOL_LABEL, device_pool_bytes, place_batches, source_kind
 from accelbench.devices import Device, DeviceSet
 from accelbench.devices.environment import collect_environment
 from accelbench.engine.driver import Interrupted as Interrupted  # re-exported: callers catch it here
@@ -196,8 +196,12 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
         data = DataOptions(kind=source_kind(options.data), data_dir=options.data_dir,
                            seed=options.seed, workers=options.workers,
                            pin_memory=case.device.pin_memory)
-        batches = place_batches(workload.make_batches(case.mode, case.batch_size, data),
-                                options.data, case.device)
+        pool = workload.make_batches(case.mode, case.batch_size, data)
+        if options.data == "synthetic-device":  # its pool is the harness's memory, not the model's
+            memory.note_peak()
+        batches = place_batches(pool, options.data, case.device)
+        memory.set_aside(device_pool_bytes(batches, options.data, case.device), POOL_LABEL)
+        del pool  # the host copy of a device-resident pool is not kept
         result.dataset_size = _epoch_samples(batches, workload.samples_per_epoch(case.mode))
         result.steps_per_epoch = -(-result.dataset_size // case.batch_size)
         epoch_end = None
