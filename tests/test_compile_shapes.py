@@ -67,9 +67,9 @@ if BACKEND not in torch._dynamo.list_backends(exclude_tags=()):
     torch._dynamo.register_backend(lambda gm, inputs: RECORDER.backend(gm, inputs), name=BACKEND)
 
 
-def run(mode: str, stop: StopRule) -> Recorder:
-    global RECORDER
-    torch._dynamo.reset()  # dynamo's caches and frame states are per code object, process-wide
+def run(mode: str, stop: StopRule, reset: bool = True) -> Recorder:
+    if reset:
+        torch._dynamo.reset()  # dynamo's caches and frame states are per code object, process-wide
     RECORDER.graphs.clear()
     RECORDER.calls.clear()
     options = RunOptions(workloads=("mnist",), device="cpu", modes=(mode,), size="tiny", stop=stop,
@@ -100,6 +100,16 @@ def test_epochs_and_steps_time_the_same_static_full_batch_graph(mode: str) -> No
     assert len(steps.graphs) == 1 and not steps.graphs[0].symbolic
     assert steps.graphs[0].shapes == epochs.graphs[full_graph].shapes
     assert steps.graphs[0].code == epochs.graphs[full_graph].code
+
+
+def test_a_later_case_in_the_same_process_compiles_its_full_batch_static() -> None:
+    """Dynamo remembers the sizes a function met, process-wide: after a training case's partial
+    batch, an evaluation case of the same model code in the same process (--isolation none) must
+    still compile its full batch static (the batch dimension is marked static)."""
+    run("train", StopRule("epochs", 1))
+    later = run("eval", StopRule("steps", 3), reset=False)
+    assert later.graphs and not any(graph.symbolic for graph in later.graphs), later.graphs
+    assert {size for _, size in later.calls} == {BATCH}
 
 
 class _Broken(torch.nn.Module):

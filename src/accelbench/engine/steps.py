@@ -9,12 +9,18 @@ A compiled model and an epoch's partial last batch
 size in a dimension, dynamo's automatic dynamic shapes recompiles it with that dimension symbolic,
 and since the newest graph is tried first, every later full batch runs the symbolic graph. An epoch
 run (``--epochs``) meets its partial last batch in warm-up, so its full batches would run a
-different graph from a ``--steps`` run's. Given the full batch size (``static_batch``), a step on a
-smaller batch runs with automatic dynamic shapes off: the partial batch gets graphs of its own,
-static, in every frame it touches (also those after a graph break, which ``mark_static`` on the
-inputs would not reach), and the full batch's static graphs stay the ones that run. Only training
-and evaluation steps do this, and only for a batch smaller than the full one: shapes that legitimately
-grow elsewhere (a generation's key/value cache) keep torch's default.
+different graph from a ``--steps`` run's. Given the full batch size (``static_batch``):
+
+* a step on a smaller batch runs with automatic dynamic shapes off: the partial batch gets graphs
+  of its own, static, in every frame it touches (also those after a graph break, which marking its
+  inputs would not reach), and the full batch's static graphs stay the ones that run;
+* the batch dimension of every prepared input is marked static (``torch._dynamo.mark_static``):
+  dynamo remembers the partial batch's size per function, process-wide, so without the mark the
+  next compile of the same model code at the full size (another case in the same process, under
+  ``--isolation none``) would still make that dimension symbolic.
+
+Only compiled training and evaluation steps do this, and only for the batch dimension: shapes
+that legitimately grow elsewhere (a generation's key/value cache) keep torch's default.
 """
 
 from __future__ import annotations
@@ -43,6 +49,17 @@ def shape_policy(batch: Batch, static_batch: int | None) -> contextlib.AbstractC
     import torch._dynamo  # only for a compiled case's partial batch: the import is not free
 
     return torch._dynamo.config.patch(automatic_dynamic_shapes=False, assume_static_by_default=True)
+
+
+def mark_batch_static(batch: Batch, static_batch: int | None) -> None:
+    """Mark the batch dimension of a compiled case's prepared inputs static (module docstring)."""
+    if static_batch is None:
+        return
+    import torch._dynamo
+
+    for tensor in batch:
+        if isinstance(tensor, torch.Tensor) and tensor.dim():
+            torch._dynamo.mark_static(tensor, 0)
 
 
 class TrainStep:
@@ -79,6 +96,7 @@ class TrainStep:
         batch = prepare_batch(self.workload.to_device(batch, self.device.torch_device,
                                                       not self.device.is_cpu),
                               self.precision, self.channels_last)
+        mark_batch_static(batch, self.static_batch)
         self.optimizer.zero_grad(set_to_none=True)
         with autocast(self.device, self.precision):
             loss = self.workload.training_loss(self.model, batch)
@@ -114,6 +132,7 @@ def make_eval_step(workload: Workload, model: nn.Module, device: Device, precisi
         with shape_policy(batch, static_batch):
             prepared = prepare_batch(workload.to_device(batch, target, non_blocking), precision,
                                      channels_last)
+            mark_batch_static(prepared, static_batch)
             with torch.no_grad(), autocast(device, precision):
                 return workload.eval_step(model, prepared)
 
