@@ -195,15 +195,24 @@ class FakeNvmlError(Exception):
 
 class FakeNvml:
     """pynvml for GPUs listed in NVML's (PCI bus) order by UUID. The energy counter, like a real
-    one, advances only every ``update_s`` seconds of ``clock`` (steps of ``watts`` x ``update_s``)."""
+    one, advances only every ``update_s`` seconds of ``clock`` (steps of ``watts`` x ``update_s``).
+
+    ``mig`` maps MIG slices, by NVML's name for them, to their GPU's UUID: ``MIG-<uuid>`` as
+    drivers R470 and later name them, or ``MIG-GPU-<gpu uuid>/<gi>/<ci>`` as older ones did.
+    ``nvmlDeviceGetHandleByUUID`` finds a slice by that name only (never as ``GPU-<uuid>``); its
+    handle reads its own memory (a 1g.10gb slice) and refuses the board's sensors (temperature,
+    clocks, power, energy), which belong to the parent GPU
+    (``nvmlDeviceGetDeviceHandleFromMigDeviceHandle``). ``inits``/``shutdowns`` count NVML's
+    session calls."""
 
     NVML_TEMPERATURE_GPU = 0
     NVML_CLOCK_SM = 1
     NVMLError = FakeNvmlError
 
     def __init__(self, uuids: list[str], watts: float = 300.0, update_s: float = 0.1,
-                 clock: Any = None) -> None:
+                 clock: Any = None, mig: dict[str, str] | None = None) -> None:
         self.uuids = uuids
+        self.mig = dict(mig or {})
         self.watts, self.update_s = watts, update_s
         self.clock = clock or time.perf_counter
         self.handles_used: list[str] = []
@@ -221,12 +230,23 @@ class FakeNvml:
         return self.uuids[index]
 
     def nvmlDeviceGetHandleByUUID(self, uuid: str) -> str:  # noqa: N802
-        if uuid not in self.uuids:
+        if uuid not in self.uuids and uuid not in self.mig:
             raise FakeNvmlError("Not Found")
         return uuid
 
+    def nvmlDeviceIsMigDeviceHandle(self, handle: str) -> bool:  # noqa: N802
+        return handle in self.mig
+
+    def nvmlDeviceGetDeviceHandleFromMigDeviceHandle(self, handle: str) -> str:  # noqa: N802
+        if handle not in self.mig:
+            raise FakeNvmlError("Invalid Argument")
+        return self.mig[handle]
+
     def _use(self, handle: str) -> int:
+        """A board sensor read through ``handle``: the GPU's position; a MIG handle refuses."""
         self.handles_used.append(handle)
+        if handle in self.mig:
+            raise FakeNvmlError("Not Supported")
         return self.uuids.index(handle)
 
     def nvmlDeviceGetCount(self) -> int:  # noqa: N802
@@ -239,6 +259,9 @@ class FakeNvml:
         return 700_000  # mW
 
     def nvmlDeviceGetMemoryInfo(self, handle: str) -> Any:  # noqa: N802
+        if handle in self.mig:  # a slice's own memory
+            self.handles_used.append(handle)
+            return SimpleNamespace(free=6 * 2**30, total=10 * 2**30, used=4 * 2**30)
         position = self._use(handle)
         return SimpleNamespace(free=(10 + position) * 2**30, total=80 * 2**30, used=0)
 

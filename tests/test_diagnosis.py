@@ -152,3 +152,67 @@ def test_a_failing_roofline_leaves_its_error(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setitem(sys.modules, "accelbench.measure.roofline", module)
     (cpu,) = DeviceSet.current().select("cpu")
     assert roofline_ceilings(cpu) == {"error": "RuntimeError: no timer"}
+
+
+# --- the profiler's own host overhead (issue 19, item 9) -----------------------------------------
+def plant_host_overhead(trace: dict[str, Any], per_step_us: float) -> dict[str, Any]:
+    """The trace as a profiler that slows the host by ``per_step_us`` per step would record it:
+    each step's host work starts that much later than the last one's, so its kernels, launched
+    later, start later too; the device, fed by a slowed host, idles in between. Kernel durations
+    stay what they were (the device's work does not change)."""
+    trace = json.loads(json.dumps(trace))
+    events = trace["traceEvents"]
+    marks = sorted((e for e in events if e.get("cat") == "user_annotation"), key=lambda e: e["ts"])
+    bounds = [mark["ts"] for mark in marks[1:]] + [float("inf")]
+
+    def step_of(ts: float) -> int:
+        return next(i for i, bound in enumerate(bounds) if ts < bound)
+
+    launched = {e["args"]["correlation"]: step_of(e["ts"]) for e in events
+                if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
+    for event in events:
+        if "ts" not in event or event.get("ph") == "M":
+            continue
+        if event.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            step = launched[event["args"]["correlation"]]
+        elif event.get("ph") == "f":
+            step = launched[event["id"]]
+        else:
+            step = step_of(event["ts"])
+        if event.get("cat") == "user_annotation":
+            event["ts"] += step * per_step_us
+            event["dur"] += per_step_us
+        else:
+            event["ts"] += (step + 1) * per_step_us
+    return trace
+
+
+def test_profiler_overhead_does_not_make_a_device_bound_case_launch_bound() -> None:
+    """The compute-bound GEMM trace with 20 ms of profiler host overhead planted per step: the
+    profiled window shows the device 31% busy (below the launch-bound line), but the case's own
+    measured step, 9.3 ms, is what the busy time is judged against: 99% busy, compute-bound."""
+    trace = json.loads((PROFILES / "cuda_compute_bound.json").read_text())
+    planted = analyse_trace(plant_host_overhead(trace, 20_000), steps=3, device_is_cpu=False)
+    honest = _recorded("cuda_compute_bound.json", 3)
+    assert planted.busy_fraction * planted.step_s == pytest.approx(honest.busy_fraction * honest.step_s)
+    assert planted.busy_fraction == pytest.approx(27600 / (27850 + 3 * 20_000))  # 31%
+    assert planted.busy_fraction < 0.5  # what the verdict used to be read from
+
+    diagnosis = diagnose(_case(planted, 9.3e-3, flops_fraction=0.72, ceilings=H100_CEILINGS))
+    assert diagnosis is not None and diagnosis.word == "compute-bound", diagnosis.line
+    assert diagnosis.figures["busy_fraction"] == pytest.approx(27600 / 3 / 9.3e3)
+    assert diagnosis.figures["profiled_busy_fraction"] == planted.busy_fraction
+    assert "device busy 99% of the step (measured 9.3 ms" in diagnosis.line
+    assert "31% busy" in diagnosis.line
+    slow = diagnose(_case(planted, 9.3e-3, flops_fraction=0.05, ceilings=H100_CEILINGS))
+    assert slow is not None and slow.word == "kernel-bound"
+
+
+def test_a_really_idle_device_stays_launch_bound_however_slow_the_measured_step() -> None:
+    """Judging against the measured step can raise the busy share back, never lower it: a launch-
+    bound trace measured slower than it was profiled keeps its profiled share."""
+    figures = _recorded("cuda_launch_bound.json", 4)
+    for measured in (430e-6, 2e-3):
+        diagnosis = diagnose(_case(figures, measured, flops_fraction=0.01, ceilings=H100_CEILINGS))
+        assert diagnosis is not None and diagnosis.word == "launch-bound"
+        assert diagnosis.figures["busy_fraction"] == pytest.approx(figures.busy_fraction, rel=0.01)

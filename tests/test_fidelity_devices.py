@@ -92,7 +92,7 @@ def test_gpu_sensors_follow_torchs_numbering_not_nvmls(nvml_reversed: FakeNvml) 
     adapter = CudaAdapter(fake_cuda_torch(count=2))
     assert adapter.sensors(0) == {"gpu_temperature_c": 41, "gpu_sm_clock_mhz": 1001}
     assert adapter.sensors(1) == {"gpu_temperature_c": 40, "gpu_sm_clock_mhz": 1000}
-    assert nvml_reversed.inits == nvml_reversed.shutdowns
+    assert (nvml_reversed.inits, nvml_reversed.shutdowns) == (1, 0)  # one session per process
 
 
 def test_an_nvml_error_leaves_the_gpu_described(nvml_reversed: FakeNvml, monkeypatch) -> None:
@@ -105,7 +105,7 @@ def test_an_nvml_error_leaves_the_gpu_described(nvml_reversed: FakeNvml, monkeyp
     info = adapter.info(0)
     assert info["name"] == "Fake GPU 0" and "Not Supported" in info["memory_free_note"]
     assert "Not Supported" in adapter.sensors(0)["error"]
-    assert nvml_reversed.inits == nvml_reversed.shutdowns
+    assert (nvml_reversed.inits, nvml_reversed.shutdowns) == (1, 0)  # one session per process
 
 
 def test_case_sensors_give_the_cpu_and_the_right_gpu(nvml_reversed: FakeNvml) -> None:

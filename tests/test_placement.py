@@ -118,3 +118,23 @@ def test_data_mode_and_target_reach_the_options_from_the_command_line(
     assert main(["run", "mnist", "--steps", "5", "--target-ci", "1"]) == 2
     error = capsys.readouterr().err.strip()
     assert error.count("\n") == 0 and "--target-ci" in error and "--steps" in error
+
+
+def test_the_device_resident_pools_bytes_are_counted_once_per_storage() -> None:
+    """What the runner sets aside from the peak (issue 19, item 10): the synthetic-device pool on
+    an accelerator, each storage once (a batch repeated in the pool is one allocation); nothing
+    for the host modes, or on the CPU, where every mode's pool is the same host memory."""
+    from accelbench.data.placement import device_pool_bytes
+
+    fake = Device(FakeAsyncAdapter(), "fake", 0)
+    cpu = Device(CpuAdapter(), "cpu", 0)
+    one_batch = 4 * 2 * 4 + 4 * 8  # float32 (4, 2) and int64 (4,)
+    placed = place_batches(pool_epoch(), "synthetic-device", fake)
+    assert device_pool_bytes(placed, "synthetic-device", fake) == one_batch  # [batch] * 2: one
+    distinct = EpochBatches([(torch.ones(4, 2), torch.zeros(4, dtype=torch.long)) for _ in range(3)],
+                            12, 4)
+    assert device_pool_bytes(place_batches(distinct, "synthetic-device", fake), "synthetic-device",
+                             fake) == 3 * one_batch
+    assert device_pool_bytes(place_batches(pool_epoch(), "synthetic", fake), "synthetic", fake) == 0
+    assert device_pool_bytes(place_batches(pool_epoch(), "synthetic-device", cpu),
+                             "synthetic-device", cpu) == 0

@@ -271,3 +271,26 @@ def test_a_parity_judged_over_fewer_steps_says_so_and_draws_the_noise_floor() ->
     # The noise floor and the shaded unjudged steps are drawn: the picture differs.
     images = [re.findall(r'<img [^>]*src="([^"]+)"', html) for html in (report, plain)]
     assert images[0] and images[1] and images[0][-1] != images[1][-1]
+
+
+def test_each_cases_peak_memory_carries_its_source_tag() -> None:
+    """Issue 19: the CPU's whole-process peak RSS and CUDA's allocator peak of live tensors are
+    different quantities; the report tags each row, and keeps the full words beside the tag."""
+    run = record("mem1", [
+        case(peak_memory_bytes=900 * 2**20, memory_source="process peak RSS"),
+        case(device="cuda:0", peak_memory_bytes=3 * 2**30,
+             memory_source="CUDA caching allocator peak (torch.cuda.max_memory_allocated: live tensors)"),
+        case(device="mps:0", peak_memory_bytes=2**30, memory_is_lower_bound=True,
+             memory_source="MPS live tensors sampled at step boundaries (a lower bound)"),
+        case(device="cuda:1", step_times=[]),  # no figure: no row
+    ])
+    runs = [LabelledRun("mem1", run)]
+    html = render_report(runs, compare_runs(runs), generated_at="now")
+    assert "Peak memory and where it comes from" in html
+    section = html.split("Peak memory and where it comes from", 1)[1].split("</table>", 1)[0]
+    rows = [re.sub(r"(<[^>]+>)+", "|", row) for row in section.split("<tr>")[2:]]
+    assert len(rows) == 3, rows
+    cpu, cuda, mps = rows
+    assert "|cpu|" in cpu and "|900.0 MiB RSS|RSS|process peak RSS|" in cpu
+    assert "|cuda:0|" in cuda and "|3.0 GiB allocator|allocator|CUDA caching allocator peak" in cuda
+    assert "|mps:0|" in mps and "|≥ 1.0 GiB sampled|sampled|MPS live tensors sampled" in mps

@@ -108,6 +108,60 @@ def test_a_lower_bound_recorded_by_the_runner_is_marked() -> None:
     case = CaseResult(workload="w", mode="train", device="mps:0", batch_size=1,
                       peak_memory_bytes=2**30, memory_source="MPS allocator, sampled",
                       memory_is_lower_bound=True)
-    assert memory_cell(case) == "≥ 1.0 GiB"
-    case.memory_is_lower_bound = False
-    assert memory_cell(case) == "1.0 GiB"
+    assert memory_cell(case) == "≥ 1.0 GiB sampled"
+    case.memory_source, case.memory_is_lower_bound = "MPS allocator peak", False
+    assert memory_cell(case) == "1.0 GiB allocator"
+
+
+def _adapters() -> list[tuple[object, str]]:
+    """Every device adapter, in the state the runner reads its memory source in, and its tag."""
+    from fakes import MAC_FACTS_ARM, fake_cuda_torch, fake_torch
+
+    from accelbench.devices.cpu import CpuAdapter
+    from accelbench.devices.cuda import CudaAdapter
+    from accelbench.devices.generic import GenericAcceleratorAdapter
+    from accelbench.devices.mps import MpsAdapter
+    from accelbench.devices.xpu import XpuAdapter
+
+    counted, sampled = (MpsAdapter(fake_torch(), MAC_FACTS_ARM) for _ in range(2))
+    counted._counted, sampled._counted = True, False  # what peak_memory_bytes() found out
+    unread = MpsAdapter(fake_torch(), MAC_FACTS_ARM)
+    generic = GenericAcceleratorAdapter("privateuseone", fake_torch())
+    return [(CpuAdapter(), "RSS"), (CudaAdapter(fake_cuda_torch(1)), "allocator"),
+            (XpuAdapter(fake_torch()), "allocator"), (generic, "allocator"),
+            (counted, "allocator"), (sampled, "sampled"), (unread, "sampled")]
+
+
+def test_each_devices_memory_source_gets_its_tag() -> None:
+    """The tag (issue 19): the CPU's whole-process peak RSS and an accelerator allocator's peak of
+    live tensors are different quantities, so the column says which each row is."""
+    from accelbench.render.table import memory_cell, memory_tag
+    from accelbench.results import CaseResult
+
+    for adapter, tag in _adapters():
+        case = CaseResult(workload="w", mode="train", device="x", batch_size=1, peak_memory_bytes=2**30,
+                          memory_source=adapter.memory_source,
+                          memory_is_lower_bound=adapter.memory_is_lower_bound)
+        assert memory_tag(case) == tag, adapter.memory_source
+        assert memory_cell(case).endswith(f"GiB {tag}")
+    old = CaseResult(workload="w", mode="train", device="cpu", batch_size=1, peak_memory_bytes=2**30)
+    assert memory_cell(old) == "1.0 GiB"  # a result that recorded no source gets no tag
+
+
+def test_the_wide_table_tags_every_rows_memory_with_its_devices_source() -> None:
+    rows = record("r3", [
+        case(workload="mnist", peak_memory_bytes=900 * 2**20, memory_source="process peak RSS"),
+        case(workload="vae", device="cuda:0", peak_memory_bytes=3 * 2**30,
+             memory_source="CUDA caching allocator peak (torch.cuda.max_memory_allocated: live tensors)"),
+        case(workload="bert", device="mps:0", peak_memory_bytes=2**30, memory_is_lower_bound=True,
+             memory_source="MPS live tensors sampled at step boundaries (a lower bound)"),
+    ])
+    text = _render(rows, 300, wide=True)
+    lines = {name: next(line for line in text.splitlines() if line.lstrip().startswith(name))
+             for name in ("mnist", "vae", "bert")}
+    assert "900.0 MiB RSS" in lines["mnist"]
+    assert "3.0 GiB allocator" in lines["vae"]
+    assert "≥ 1.0 GiB sampled" in lines["bert"]
+    # The 100-column table has no memory column; with the tags it still fits, uncut.
+    narrow = _render(rows, 100)
+    assert "…" not in narrow and max(len(line.rstrip()) for line in narrow.splitlines()) <= 100

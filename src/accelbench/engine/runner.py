@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from accelbench import __version__
-from accelbench.data.placement import place_batches, source_kind
+from accelbench.data.placement import POOL_LABEL, device_pool_bytes, place_batches, source_kind
 from accelbench.devices import Device, DeviceSet
 from accelbench.devices.environment import collect_environment
 from accelbench.engine.driver import Interrupted as Interrupted  # re-exported: callers catch it here
@@ -86,11 +86,14 @@ def _epoch_samples(batches: Iterable[Any], fallback: int) -> int:
 
 def _make_step(workload: Workload, model: torch.nn.Module, case: Case) -> Callable[[Any], Any]:
     precision = get_precision(case.precision)
+    # Compiled: the full batch's graphs stay static when an epoch's partial batch comes (steps.py).
+    static_batch = case.batch_size if case.compile_backend else None
     if case.mode == "train":
         optimizer = workload.make_optimizer(model)
         return make_train_step(workload, model, optimizer, case.device, precision,
-                               case.channels_last)
-    return make_eval_step(workload, model, case.device, precision, case.channels_last)
+                               case.channels_last, static_batch=static_batch)
+    return make_eval_step(workload, model, case.device, precision, case.channels_last,
+                          static_batch=static_batch)
 
 
 _UNSUPPORTED_WORDS = ("unsupported", "not supported", "not implemented", "no kernel")
@@ -193,8 +196,12 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
         data = DataOptions(kind=source_kind(options.data), data_dir=options.data_dir,
                            seed=options.seed, workers=options.workers,
                            pin_memory=case.device.pin_memory)
-        batches = place_batches(workload.make_batches(case.mode, case.batch_size, data),
-                                options.data, case.device)
+        pool = workload.make_batches(case.mode, case.batch_size, data)
+        if options.data == "synthetic-device":  # its pool is the harness's memory, not the model's
+            memory.note_peak()
+        batches = place_batches(pool, options.data, case.device)
+        memory.set_aside(device_pool_bytes(batches, options.data, case.device), POOL_LABEL)
+        del pool  # the host copy of a device-resident pool is not kept
         result.dataset_size = _epoch_samples(batches, workload.samples_per_epoch(case.mode))
         result.steps_per_epoch = -(-result.dataset_size // case.batch_size)
         epoch_end = None

@@ -9,7 +9,9 @@ counter difference: its energy is estimated as board power times the window and 
 ``estimated``; the meter tells the loop ``min_seconds`` so that it can measure long enough to
 avoid the estimate. GPUs without the counter get board power sampled every 100 ms.
 
-The GPU is found through the one torch-index-to-NVML mapping in ``accelbench.devices.nvml``.
+The GPU is found through the one torch-index-to-NVML mapping in ``accelbench.devices.nvml``, in
+its once-per-process NVML session. A MIG slice has no energy of its own: the board's counter and
+power also count the other slices, so a slice's energy is n/a with that reason.
 """
 
 from __future__ import annotations
@@ -58,15 +60,18 @@ class NvmlSource(EnergySource):
 
     def available(self) -> tuple[bool, str]:
         try:
-            pynvml = nvml.import_nvml()
+            pynvml = nvml.nvml_session()  # once per process, left open for start() and stop()
         except nvml.NvmlUnavailable as error:
             return False, str(error)
         try:
-            pynvml.nvmlInit()  # left initialised: NVML counts inits, and stop() still reads
-            self._handle = nvml.nvml_handle(pynvml, self.index, self._torch)
+            device = nvml.nvml_target(pynvml, self.index, self._torch)
         except (pynvml.NVMLError, nvml.NvmlUnavailable) as error:
             return False, f"NVML: {error}"
-        self._nvml = pynvml
+        if device.mig:
+            return False, (f"cuda:{self.index} is a MIG slice ({device.name}): NVML's energy counter "
+                           "and power are the whole GPU's, which the other slices share, so this "
+                           "slice's energy cannot be told apart")
+        self._handle, self._nvml = device.handle, pynvml
         try:
             pynvml.nvmlDeviceGetTotalEnergyConsumption(self._handle)
         except pynvml.NVMLError:

@@ -23,7 +23,8 @@ Only full batches are timed under ``--steps`` and ``--time-budget``: an epoch's 
 batch is a different step (and under ``torch.compile`` a recompilation), so the stream skips it.
 ``--epochs`` runs whole epochs, partial batch included, as the published tables did; its warm-up
 then ends with one step on a batch of the partial batch's size, so a compiled model meets that
-shape (and recompiles) before the timed region.
+shape (and compiles the partial batch's own static graph, ``engine/steps.py``) before the timed
+region, while the full batches keep running the static graph a ``--steps`` run times.
 
 Stopping: a number of steps, whole epochs, or a time budget. Under a time budget with a target
 precision (``--target-ci PCT``), the loop also stops as soon as the median step time's 95%

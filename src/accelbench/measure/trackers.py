@@ -7,7 +7,8 @@ them (see ``runner._measure``):
 
 * the case: :class:`MemoryTracker` around building the model, warm-up and the measured steps, so
   the peak is what running the case needed (the model, the optimiser's state, the first step's
-  allocations), not only the steady state;
+  allocations), not only the steady state; memory the harness holds on the device for the whole
+  case (the ``--data synthetic-device`` batch pool) is set aside from it, and said so;
 * the measured steps: :class:`SensorTracker` and :class:`EnergyTracker`, handed to the timed loop
   (:class:`accelbench.measure.loop.StepLoop`), which enters them after warm-up with the device
   idle, just before the first measured step, and exits them right after the last one.
@@ -30,6 +31,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from accelbench.measure.energy import EnergyMeter, EnergyReading
+from accelbench.measure.memory import format_bytes
 from accelbench.measure.sensors import case_sensors
 
 if TYPE_CHECKING:
@@ -87,19 +89,42 @@ class MemoryPeak:
     #: True when the figure can miss allocations (MPS's sampled live tensors): shown as ">=".
     lower_bound: bool
     error: str = ""
+    #: Bytes set aside from the device's own peak (see MemoryTracker.set_aside); in ``source``.
+    set_aside_bytes: int = 0
 
 
 class MemoryTracker(Tracker):
-    """Resets the device's peak-memory counter on enter and reads the peak on exit."""
+    """Resets the device's peak-memory counter on enter and reads the peak on exit.
+
+    ``note_peak()`` then ``set_aside(n, what)`` around an allocation that stays live for the rest
+    of the region but is not the case's own (the ``--data synthetic-device`` batch pool) take it
+    out of the figure: the peak is then max(peak before it, peak at the end - n). That is exact
+    for a counted peak wherever the maximum fell: after the allocation, everything else live was
+    the end peak less n; before it, the peak read just before.
+    """
 
     def __init__(self, device: Device) -> None:
         super().__init__()
         self.device = device
         self._peak: int | None = None
+        self._before: int | None = None
+        self._aside: tuple[int, str] = (0, "")
 
     def start(self) -> None:
-        self._peak = None
+        self._peak = self._before = None
+        self._aside = (0, "")
         self.device.reset_peak_memory()
+
+    def note_peak(self) -> None:
+        """The peak so far: call just before the allocation ``set_aside`` will name."""
+        try:
+            self._before = self.device.peak_memory_bytes()
+        except Exception as error:  # the tracker never fails the case
+            self.error = self.error or describe(error)
+
+    def set_aside(self, nbytes: int, what: str) -> None:
+        """Leave ``nbytes`` of ``what`` (allocated since ``note_peak``, live to the end) out."""
+        self._aside = (nbytes, what) if nbytes > 0 else (0, "")
 
     def stop(self) -> None:
         self._peak = self.device.peak_memory_bytes()
@@ -110,7 +135,12 @@ class MemoryTracker(Tracker):
         source, lower_bound = self.device.memory_source, self.device.memory_is_lower_bound
         if self.error:
             return MemoryPeak(None, f"{source} (not read: {self.error})", lower_bound, self.error)
-        return MemoryPeak(self._peak, source, lower_bound)
+        aside, what = self._aside
+        if not aside or self._peak is None:
+            return MemoryPeak(self._peak, source, lower_bound)
+        peak = max(self._before or 0, self._peak - aside)
+        return MemoryPeak(peak, f"{source}; less {format_bytes(aside)} of {what}, held for the "
+                          "whole case", lower_bound, set_aside_bytes=aside)
 
 
 # --- sensors -------------------------------------------------------------------------------------

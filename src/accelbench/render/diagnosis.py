@@ -9,6 +9,13 @@ as the run did. The rules, first match wins:
 2. **launch-bound**: the device was busy less than ``IDLE_BUSY_FRACTION`` of the step: it sits
    idle between kernels because the host cannot issue them fast enough (many short kernels; the
    launch-latency floor, kernels x latency, is shown when ``accelbench roofline`` measured it).
+   The step is the case's own *measured* median step, not the profiled one: the profiler's host
+   overhead (op instrumentation) slows the profiled steps, and a device that kept up with the
+   measured steps can idle between profiled ones waiting for that slowed host. So the busy share
+   judged is the device's busy time per profiled step over the measured step, or over the profiled
+   step where that is the shorter (the profiler then added no visible time, and the busy time lies
+   inside the profiled window): the profiler's overhead can raise the share back, never lower it.
+   The profiled window's own share is kept beside it (``profiled_busy_fraction``).
 3. **compute-bound**: achieved FLOP/s at least ``NEAR_CEILING`` of the measured matrix-product
    peak in the case's dtype.
 4. **memory-bound**: estimated bytes moved per second at least ``NEAR_CEILING`` of the measured
@@ -56,6 +63,18 @@ def bytes_moved_per_step(profile: ProfileFigures, mode: str) -> float | None:
             + PARAMETER_PASSES.get(mode, 1) * profile.parameter_bytes)
 
 
+def busy_share(case: CaseResult, profile: ProfileFigures) -> float | None:
+    """The device's busy time per step over the case's measured median step, or over the profiled
+    step where that is shorter: the share the diagnosis judges (see the module docstring). None
+    when the device offers no profiler activity."""
+    if profile.busy_fraction is None:
+        return None
+    summary = case.summary()
+    if summary is None or not 0 < summary.median < profile.step_s:
+        return profile.busy_fraction
+    return min(profile.busy_fraction * profile.step_s / summary.median, 1.0)
+
+
 def _figures(case: CaseResult, profile: ProfileFigures, ceilings: Ceilings) -> dict[str, Any]:
     flops = case.flops or Flops()
     summary = case.summary()
@@ -66,7 +85,10 @@ def _figures(case: CaseResult, profile: ProfileFigures, ceilings: Ceilings) -> d
     latency = ceilings.launch_latency_s
     return {
         "input_fraction": case.input_fraction(),
-        "busy_fraction": profile.busy_fraction,
+        "busy_fraction": busy_share(case, profile),
+        "profiled_busy_fraction": profile.busy_fraction,
+        "measured_step_s": summary.median if summary else None,
+        "profiled_step_s": profile.step_s,
         "kernels_per_step": profile.kernels_per_step,
         "median_kernel_s": profile.median_kernel_s,
         "achieved_flops": flops.achieved_flops,
@@ -114,6 +136,11 @@ def _rule(case: CaseResult, profile: ProfileFigures, f: dict[str, Any]) -> Diagn
     kernels = (f"{f['kernels_per_step']:.0f} {'kernels' if profile.source == 'device' else 'ops'}"
                f"/step, median {format_seconds(f['median_kernel_s'])}")
     busy = f"device busy {_pct(f['busy_fraction'])} of the step"
+    if f["measured_step_s"] is not None and f["profiled_busy_fraction"] is not None \
+            and f["profiled_step_s"] > f["measured_step_s"] * 1.05:
+        busy += (f" (measured {format_seconds(f['measured_step_s'])}; the profiler's overhead "
+                 f"stretched it to {format_seconds(f['profiled_step_s'])}, "
+                 f"{_pct(f['profiled_busy_fraction'])} busy)")
     if f["input_fraction"] is not None and f["input_fraction"] > INPUT_BOUND_FRACTION:
         return Diagnosis("input-bound", f"waiting for input {_pct(f['input_fraction'])} of the "
                          f"measured time; {busy}", f)

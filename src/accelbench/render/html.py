@@ -108,6 +108,17 @@ def _diagnosis_section(runs: Sequence[LabelledRun]) -> list[Markup]:
                           "busy but below both ceilings")]
 
 
+def _memory_section(runs: Sequence[LabelledRun]) -> list[Markup]:
+    rows = html_sections.memory_rows(runs)
+    if not rows:
+        return []
+    return [table(html_sections.MEMORY_COLUMNS, rows,
+                  caption="Peak memory of each case, and what it counts: RSS = the whole process's "
+                          "peak resident memory (the CPU); allocator = the device allocator's peak of "
+                          "live tensors; sampled = live tensors sampled now and then (a lower bound, "
+                          "marked ≥)")]
+
+
 def _comparison_section(comparisons: Sequence[WorkloadComparison]) -> list[Markup]:
     """One table per workload and mode (the terminal's layout), the notes once after them all."""
     layout = comparison_layout(list(comparisons))
@@ -242,6 +253,9 @@ def render_report(runs: Sequence[LabelledRun], comparisons: Sequence[WorkloadCom
     diagnosis = _diagnosis_section(runs)
     if diagnosis:
         sections += [el("h2", "Why: bottleneck diagnosis"), *diagnosis]
+    memory = _memory_section(runs)
+    if memory:
+        sections += [el("h2", "Peak memory and where it comes from"), *memory]
     timed = [run for run in runs if run.record.kind == "run"]
     pictures = [image(figures.throughput_figure(timed), "Throughput, one panel per workload and mode"),
                 image(figures.speedup_figure(comparisons), "Accelerator speedup over CPU")]

@@ -1,5 +1,6 @@
-"""Rows for report sections drawn from run records: environments once per machine, and the
-diagnosis of profiled cases. Plain strings only: ``render.html`` turns them into escaped markup."""
+"""Rows for report sections drawn from run records: environments once per machine, the diagnosis
+of profiled cases, and each case's peak memory with its source. Plain strings only: ``render.html``
+turns them into escaped markup."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Sequence
 from accelbench.compare import LabelledRun
 from accelbench.measure.memory import format_bytes
 from accelbench.render.diagnosis import diagnose
+from accelbench.render.table import config_label, memory_cell, memory_tag
 
 
 def machine_facts(run: LabelledRun) -> list[tuple[str, str]]:
@@ -73,3 +75,16 @@ def diagnosis_rows(runs: Sequence[LabelledRun]) -> list[tuple[str, ...]]:
                                else ("not profiled", case.profile.error or "no figures", ""))
             rows.append((run.label, case.workload, case.mode, case.device, word, line, top))
     return rows
+
+
+MEMORY_COLUMNS = ("run", "workload", "mode", "device", "config", "batch", "peak memory", "source",
+                  "measured as")
+
+
+def memory_rows(runs: Sequence[LabelledRun]) -> list[tuple[str, ...]]:
+    """A row per case with a peak-memory figure: the figure with its short source tag (RSS,
+    allocator, sampled), the tag again as its own column, and the source in full words, so a
+    process's resident set is never read as an accelerator's live tensors."""
+    return [(run.label, case.workload, case.mode, case.device, config_label(case), str(case.batch_size),
+             memory_cell(case), memory_tag(case) or "n/a", case.memory_source or "not recorded")
+            for run in runs for case in run.record.cases if case.peak_memory_bytes is not None]

@@ -4,6 +4,9 @@ The default table holds the essentials and fits a 100-column terminal: workload,
 config, batch, samples/s with its 95% CI, epoch time, vs CPU, and a notes column (noisy, drift,
 input-bound, the diagnosis word of a profiled case). ``wide=True`` adds the spread, FLOP/s,
 memory, input wait, repeats, stop rule and profile figures. Diagnosis lines go under the table.
+A peak-memory figure carries its source in one word (RSS, allocator, sampled: ``memory_tag``),
+since the CPU's whole-process resident set and an accelerator's live tensors are not the same
+quantity.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from accelbench.compare import SAME, speedup_vs_cpu
 from accelbench.compare.key import config_label as key_config_label
 from accelbench.measure.memory import format_bytes
 from accelbench.measure.stats import drift
-from accelbench.render.diagnosis import diagnose
+from accelbench.render.diagnosis import busy_share, diagnose
 from accelbench.render.format import format_rate, format_seconds
 from accelbench.results import CaseResult, RunRecord
 
@@ -91,12 +94,32 @@ def flops_text(case: CaseResult) -> str:
     return f"{text} ({fraction * 100:.0f}%)" if fraction is not None else text
 
 
+#: Where a peak-memory figure comes from, in one word (the result keeps the full words):
+#: the whole process's peak resident set (the CPU), the device allocator's peak of live tensors
+#: (CUDA, XPU, MPS with a counter), or live tensors sampled now and then (a lower bound).
+MEMORY_TAGS = ("RSS", "allocator", "sampled")
+
+
+def memory_tag(case: CaseResult) -> str:
+    """The short source tag of a case's peak memory, from the source the runner recorded; "" for
+    a result that recorded none."""
+    source = case.memory_source
+    if "RSS" in source:
+        return "RSS"
+    if case.memory_is_lower_bound or "lower bound" in source or "sampled" in source:
+        return "sampled"
+    return "allocator" if source else ""
+
+
 def memory_cell(case: CaseResult) -> str:
-    """Peak memory; "≥" where the device's figure can be below the true peak (sampled on MPS)."""
+    """Peak memory and its source tag; "≥" where the device's figure can be below the true peak
+    (sampled on MPS)."""
     if case.peak_memory_bytes is None:
         return "n/a"
     lower = case.memory_is_lower_bound or "lower bound" in case.memory_source
-    return ("≥ " if lower else "") + format_bytes(case.peak_memory_bytes)
+    text = ("≥ " if lower else "") + format_bytes(case.peak_memory_bytes)
+    tag = memory_tag(case)
+    return f"{text} {tag}" if tag else text
 
 
 def input_cell(case: CaseResult) -> str:
@@ -121,7 +144,7 @@ def profile_cell(case: CaseResult) -> str:
     figures = case.profile.figures
     if figures is None:
         return "failed"
-    busy = figures.busy_fraction
+    busy = busy_share(case, figures)  # against the measured step (the profiler slows steps)
     busy_text = f"{busy * 100:.0f}% busy" if busy is not None else "busy n/a"
     return f"{busy_text}, {figures.kernels_per_step:.0f}/step"
 
