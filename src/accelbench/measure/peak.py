@@ -163,7 +163,7 @@ def time_matmul(device: Device, precision: Precision | torch.dtype | str,
     largest = CPU_MAX_SIDE if device.is_cpu else ACCELERATOR_MAX_SIDE
     grow = side is None
     side = side or MIN_SIDE
-    with precision_settings(p):
+    with precision_settings(p, device):
         while True:
             a, b = _operands(device, p, side)
             _timed_products(device, p, a, b, 1)  # kernel choice, library start, lazy allocation

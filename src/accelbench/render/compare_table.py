@@ -27,7 +27,7 @@ from accelbench.results import CaseResult
 
 MACHINE_COLUMNS = ("run", "machine", "memory", "config", "CPU time", "accelerator", "accelerator time",
                    "speedup")
-PAIR_COLUMNS = ("A", "B", "device A", "device B", "config", "B vs A", "power state")
+PAIR_COLUMNS = ("A", "B", "device A", "device B", "config", "B vs A", "settings", "power state")
 #: How verdicts are reached, for table captions (terminal and HTML).
 RULE_CAPTION = ("faster/slower only when the 95% interval of the throughput ratio across worker "
                 "processes (--repeat) excludes 1 and the ratio is beyond the +-5% noise band; "
@@ -94,7 +94,8 @@ def reference_cells(ref: EpochReference) -> list[str]:
 
 def pair_cells(pair: Pair) -> list[str]:
     return [pair.a_label, pair.b_label, pair.a.device, pair.b.device, config_label(pair.a),
-            describe(pair.verdict), f"differs: {pair.power_note}" if pair.power_note else "same or n/a"]
+            describe(pair.verdict), f"differs: {pair.settings_note}" if pair.settings_note else "same or n/a",
+            f"differs: {pair.power_note}" if pair.power_note else "same or n/a"]
 
 
 def _table(title: str, columns: tuple[str, ...], rows: list[list[str]], styles: list[str] | None = None,

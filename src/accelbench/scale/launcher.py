@@ -105,8 +105,11 @@ class ScaleOptions:
     workload_files: tuple[str, ...] = ()
     #: Stream torchrun's output to stderr as it comes (--debug).
     echo: bool = False
+    #: torch.backends.cudnn.benchmark in every rank (--no-cudnn-benchmark: off), as ``run`` has it.
+    cudnn_benchmark: bool = True
 
     def __post_init__(self) -> None:
+        check_device_kind(self.device)
         if not self.nproc or any(n <= 0 for n in self.nproc):
             raise UsageError(f"--nproc needs positive process counts, got {list(self.nproc)}")
         if not self.timeout > 0:
@@ -129,13 +132,26 @@ class ScaleOptions:
                           stop=self.stop, warmup_steps=self.warmup_steps,
                           batch_size=self.batch_size, threads=self.threads, size=self.size,
                           seed=self.seed, workload_files=self.workload_files,
-                          case_timeout=self.timeout)
+                          case_timeout=self.timeout, cudnn_benchmark=self.cudnn_benchmark)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("echo")
         data["nproc"], data["workload_files"] = list(self.nproc), list(self.workload_files)
         return data
+
+
+def check_device_kind(spec: str) -> None:
+    """``--device`` names a kind, never one device: local rank N of each node takes device N of
+    that kind, so an index would be silently ignored (``cuda:3`` running on cuda:0..N-1). Which
+    devices the ranks use is chosen by what the process can see (CUDA_VISIBLE_DEVICES=3,4 makes
+    GPUs 3 and 4 the ranks' cuda:0 and cuda:1): refused here rather than half-honoured, since
+    one index cannot say where ranks 2, 3 ... go."""
+    if ":" in spec:
+        raise UsageError(f"--device {spec!r}: scale takes a device kind without an index (allowed: "
+                         "cpu, cuda, xpu, auto), since local rank N of each node uses device N; to "
+                         "run on other devices, make only those visible to the process (for cuda: "
+                         "CUDA_VISIBLE_DEVICES=3,4 gives the ranks GPUs 3 and 4)")
 
 
 class ScaleWork(CaseWork[int]):
@@ -244,6 +260,7 @@ def run_world_size(options: ScaleOptions, run_options: RunOptions, device: Devic
             "seed": options.seed, "threads": result.threads,
             "workload_files": list(options.workload_files), "out_dir": str(out),
             "pg_timeout_s": options.timeout + PG_TIMEOUT_MARGIN_S,
+            "cudnn_benchmark": options.cudnn_benchmark,
         }
         (out / "spec.json").write_text(json.dumps(spec))
         outcome = launch(torchrun_command(nproc, options.rendezvous, out / "spec.json"),
@@ -362,6 +379,8 @@ def _fill_figures(result: CaseResult, ranks: list[dict[str, Any]]) -> None:
     scale = _scale_of(result)
     scale.world_size = int(ranks[0].get("world_size", scale.world_size))
     result.step_times = _slowest([rank["step_times"] for rank in ranks])
+    # Every rank sets the same switches; rank 0 says which (fp32 = TF32 off, cudnn.benchmark).
+    result.backend_flags = dict(ranks[0].get("backend_flags") or {})
     nosync = _slowest([rank["nosync_step_times"] for rank in ranks])
     result.measured_steps = int(ranks[0]["measured_steps"])
     result.warmup_steps = int(ranks[0]["warmup_steps"])
