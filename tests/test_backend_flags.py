@@ -167,19 +167,43 @@ def test_scale_ranks_run_in_fp32_and_record_their_flags(cli, recorder, tmp_path:
     source, seen = recorder
     out = tmp_path / "scale.json"
     proc = cli("scale", "flag-recorder", "--workload-file", str(source), "--device", "cpu",
-               "--size", "tiny", "--nproc", "1", "--steps", "2", "--warmup", "1",
-               "--no-cudnn-benchmark", "-o", str(out), timeout=150,
-               env={"FLAG_RECORD": str(seen)})
+               "--size", "tiny", "--nproc", "1", "--steps", "2", "--warmup", "1", "-o", str(out),
+               timeout=150, env={"FLAG_RECORD": str(seen)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     steps = read_seen(seen)
-    # warm-up, the timed steps and the no-sync steps, all in fp32 with the benchmark off
-    assert len(steps) == 5 and all(step == fp32_seen(False) for step in steps), steps
+    # warm-up, the timed steps and the no-sync steps: all fp32 (a fresh process has torch's
+    # default, cuDNN TF32 on), with cudnn.benchmark on as in run
+    assert len(steps) == 5 and all(step == fp32_seen(True) for step in steps), steps
     data = json.loads(out.read_text())
     flags = data["cases"][0]["backend_flags"]
-    assert flags["cudnn_benchmark"] is False and flags["cudnn_allow_tf32"] is False
+    assert flags["cudnn_benchmark"] is True and flags["cudnn_allow_tf32"] is False
     assert flags["float32_matmul_precision"] == "highest"
-    assert data["options"]["cudnn_benchmark"] is False
-    assert data["options"]["scale"]["cudnn_benchmark"] is False
+    assert data["options"]["cudnn_benchmark"] is True
+
+
+def test_scale_no_cudnn_benchmark_reaches_the_ranks_spec(monkeypatch, tmp_path: Path) -> None:
+    """--no-cudnn-benchmark goes into the options, the record and every rank's spec (the ranks
+    set what the spec says: the torchrun test above reads it in the steps)."""
+    from accelbench.cli import build_parser
+    from accelbench.cli.scale import options_from_args
+    from accelbench.devices import DeviceSet
+    from accelbench.engine.supervise import ChildOutcome
+    from accelbench.scale import launcher
+
+    args = build_parser(["scale"]).parse_args(["scale", "mnist", "--device", "cpu", "--size",
+                                               "tiny", "--nproc", "1", "--no-cudnn-benchmark"])
+    options = options_from_args(args)
+    cpu = DeviceSet.current().select("cpu")[0]
+    assert options.cudnn_benchmark is False and options.run_options(cpu).cudnn_benchmark is False
+    specs = []
+
+    def launch(command: list[str], *rest: object) -> ChildOutcome:
+        specs.append(json.loads(Path(command[-1]).read_text()))
+        return ChildOutcome(1, [])
+
+    monkeypatch.setattr(launcher, "launch", launch)
+    launcher.run_world_size(options, options.run_options(cpu), cpu, "gloo", 1)
+    assert specs[0]["cudnn_benchmark"] is False
 
 
 # --- torch >= 2.9: the per-op switches are what the kernels read ---------------------------------
