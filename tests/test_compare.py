@@ -208,3 +208,26 @@ def test_cpu_only_configuration_keeps_its_row() -> None:
     rows = compare_runs([run])[0].rows
     assert {(r.cpu.precision if r.cpu else None, r.accel.precision if r.accel else None)
             for r in rows} == {("bf16", None), (None, "fp32")}
+
+
+def test_a_differing_cudnn_benchmark_is_compared_and_shown(capsys, tmp_path: Path, monkeypatch) -> None:
+    """cudnn.benchmark changes the speed, not the work: the cases are compared (not "not
+    comparable") and the pair names the difference, like threads; a side that did not record it
+    (an older result) is no difference."""
+    def gpu(benchmark: bool | None, medians: list[float], threads: int = 8) -> CaseResult:
+        flags = {} if benchmark is None else {"cudnn_benchmark": benchmark, "cudnn_allow_tf32": False}
+        return processes(medians, device="cuda:0", backend_flags=flags, threads=threads)
+
+    a = _run("a", [gpu(True, [0.020, 0.0201, 0.0199, 0.0200])])
+    b = _run("b", [gpu(False, [0.030, 0.0301, 0.0299, 0.0300], threads=4)])
+    pair = compare_runs([a, b])[0].pairs[0]
+    assert pair.verdict.verdict == SLOWER
+    assert pair.settings_note == "threads 8 vs 4; cudnn.benchmark on vs off"
+    older = _run("c", [gpu(None, [0.030, 0.0301, 0.0299, 0.0300])])
+    assert compare_runs([a, older])[0].pairs[0].settings_note == ""
+    monkeypatch.setenv("COLUMNS", "400")
+    save_record(a.record, tmp_path / "a.json")
+    save_record(b.record, tmp_path / "b.json")
+    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
+    out = capsys.readouterr().out
+    assert "differs: threads 8 vs 4; cudnn.benchmark on vs off" in out and "not comparable" not in out

@@ -48,6 +48,33 @@ def test_cuda_cases_run_and_record_the_tf32_switches(precision: str, tf32: bool)
 
 @pytest.mark.cuda
 @NO_CUDA
+@pytest.mark.parametrize("benchmark", [True, False])
+def test_cuda_cases_record_cudnn_benchmark_as_asked(benchmark: bool) -> None:
+    case = _run("cuda", cudnn_benchmark=benchmark).cases[0]
+    assert case.ok, case.error
+    assert case.backend_flags["cudnn_benchmark"] is benchmark
+    assert case.backend_flags["cudnn_allow_tf32"] is False
+
+
+@pytest.mark.cuda
+@NO_CUDA
+def test_cuda_probe_convolutions_are_fp32_not_wrong() -> None:
+    """On Ampere and later, cuDNN's default TF32 (~5e-4) would fail the fp32 tolerance (1e-4)."""
+    from accelbench.probes.engine import probe_device
+    from accelbench.probes.features import all_features
+
+    devices = DeviceSet.current()
+    wanted = {"channels_last", "complex_conv1d"}
+    cells = probe_device(devices.select("cuda")[0], [f for f in all_features() if f.name in wanted],
+                         devices.select("cpu")[0])
+    assert set(cells) == wanted
+    # "slower" is a timing finding; the numbers were within the fp32 tolerance either way
+    assert all(cell.status in ("works", "slower") for cell in cells.values()), {
+        name: (cell.status, cell.detail) for name, cell in cells.items()}
+
+
+@pytest.mark.cuda
+@NO_CUDA
 @pytest.mark.parametrize("precision", ["fp32", "tf32"])
 def test_cuda_check_passes_in_its_own_precision(precision: str) -> None:
     assert _parity("cuda", precision)["verdict"] in ("pass", "drift")

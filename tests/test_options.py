@@ -55,6 +55,7 @@ PARITY = [
       "--isolation", "none", "--mode", "eval,train"],
      {"workloads": "mnist", "compile": "eager,inductor", "epochs": 1, "data": "synthetic-device",
       "isolation": "none", "modes": ["eval", "train"]}),
+    (["mnist", "--no-cudnn-benchmark"], {"workloads": "mnist", "cudnn_benchmark": False}),
     (["--suite", "quick"], {"suite": "quick"}),
     (["--workload-file", EXAMPLE], {"workload_file": EXAMPLE}),
 ]
@@ -76,11 +77,11 @@ def test_real_data_options_are_the_same_too(tmp_path: Path, api_options: list[Ru
 
 def test_sweep_takes_the_same_keywords_as_its_command(api_options: list[RunOptions]) -> None:
     accelbench.sweep("mnist", "1,4", precision="bf16", steps=2, data="synthetic-device",
-                     cooldown=1, target_ci=0)
+                     cooldown=1, target_ci=0, cudnn_benchmark=False)
     built = cli_options("sweep", ["mnist", "--batch-size", "1,4", "--precision", "bf16", "--steps",
                                   "2", "--data", "synthetic-device", "--cooldown", "1",
-                                  "--target-ci", "0"])
-    assert api_options[0].to_dict() == built.to_dict()
+                                  "--target-ci", "0", "--no-cudnn-benchmark"])
+    assert api_options[0].to_dict() == built.to_dict() and not built.cudnn_benchmark
     assert built.batch_size is None  # the sweep's list is not every case's batch size
     with pytest.raises(UsageError, match="sweep\\(\\) has no option 'auto_batch'"):
         accelbench.sweep("mnist", [1, 4], auto_batch=True)
@@ -90,13 +91,22 @@ def test_bench_takes_runs_keywords(api_options: list[RunOptions]) -> None:
     model = nn.Linear(4, 2)
     accelbench.bench(model, torch.zeros(8, 4), device="cpu",
                      time_budget=2, target_ci=1, auto_batch=True, cooldown=0.5, profile=True,
-                     case_timeout=30, precision="fp32,bf16")
+                     case_timeout=30, precision="fp32,bf16", cudnn_benchmark=False)
     options = api_options[0]
     assert options.stop == StopRule("time", 2, 1) and options.auto_batch and options.profile
+    assert options.cudnn_benchmark is False
     assert (options.cooldown, options.case_timeout, options.precisions) == (0.5, 30,
                                                                          ("fp32", "bf16"))
     with pytest.raises(UsageError, match="bench\\(\\) has no option 'data_dir'"):
         accelbench.bench(model, torch.zeros(8, 4), data_dir="/data")
+
+
+def test_cudnn_benchmark_is_on_by_default_in_the_timed_commands() -> None:
+    assert DEFAULTS["cudnn_benchmark"] is True and RunOptions().cudnn_benchmark is True
+    for command, argv in (("run", ["mnist"]), ("sweep", ["mnist", "--batch-size", "1"])):
+        assert cli_options(command, argv).cudnn_benchmark is True
+        assert cli_options(command, [*argv, "--no-cudnn-benchmark"]).cudnn_benchmark is False
+    assert RunOptions.from_dict(RunOptions(cudnn_benchmark=False).to_dict()).cudnn_benchmark is False
 
 
 def test_every_command_shares_the_defaults() -> None:

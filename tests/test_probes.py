@@ -143,6 +143,89 @@ def test_a_failing_feature_cannot_change_the_next_ones_conditions() -> None:
     assert torch.is_grad_enabled()
 
 
+def _tf32_switches() -> dict[str, object]:
+    """The switches that decide TF32 and cuDNN's algorithm search, as a kernel would read them."""
+    seen: dict[str, object] = {"cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+                               "cudnn_benchmark": torch.backends.cudnn.benchmark,
+                               "matmul": torch.get_float32_matmul_precision()}
+    conv = getattr(torch.backends.cudnn, "conv", None)  # torch >= 2.9: what cuDNN convs read
+    if conv is not None:
+        seen["cudnn_conv"] = conv.fp32_precision
+    return seen
+
+
+@pytest.fixture
+def torch_defaults_tf32_on():
+    """torch's own defaults (cuDNN TF32 on), plus cudnn.benchmark on as a run leaves it."""
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark
+    torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark = True, True
+    yield
+    torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark = saved
+
+
+def test_features_run_in_fp32_with_cudnn_tf32_and_benchmark_off(torch_defaults_tf32_on) -> None:
+    """On Ampere, torch's default cuDNN TF32 would make channels_last and complex convolutions
+    "wrong" (~5e-4 against the fp32 tolerance 1e-4): a feature runs under run's fp32 settings,
+    and they are put back after it."""
+    seen: list[dict[str, object]] = []
+
+    def recorder(device: str) -> Trial:
+        seen.append(_tf32_switches())
+        return Trial()
+
+    before = _tf32_switches()
+    assert probe_feature(Feature("recorder", "", recorder), CPU, CPU).status == "works"
+    expected = {"cudnn_allow_tf32": False, "cudnn_benchmark": False, "matmul": "highest"}
+    if "cudnn_conv" in before:
+        expected["cudnn_conv"] = "ieee"
+    assert seen == [expected]
+    assert _tf32_switches() == before
+
+
+def test_a_feature_that_turns_cudnn_tf32_on_and_fails_leaves_the_next_one_in_fp32(
+        torch_defaults_tf32_on) -> None:
+    seen: list[dict[str, object]] = []
+
+    def meddler(device: str) -> Trial:
+        torch.backends.cudnn.allow_tf32 = True
+        torch.backends.cudnn.benchmark = True
+        raise RuntimeError("left cuDNN switches changed")
+
+    def recorder(device: str) -> Trial:
+        seen.append(_tf32_switches())
+        return Trial()
+
+    before = _tf32_switches()
+    cells = probe_device(CPU, [Feature("meddler", "", meddler), Feature("recorder", "", recorder)],
+                         CPU)
+    assert [cell.status for cell in cells.values()] == ["fails", "works"]
+    assert seen[0]["cudnn_allow_tf32"] is False and seen[0]["cudnn_benchmark"] is False
+    assert _tf32_switches() == before
+
+
+class OwnTf32SwitchAdapter(FakeAsyncAdapter):
+    """An accelerator on the CPU with a TF32 switch of its own (as XPU has oneDNN's)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tf32 = True
+
+    def allow_tf32(self, allowed: bool):
+        previous, self.tf32 = self.tf32, allowed
+
+        def put_back() -> None:
+            self.tf32 = previous
+        return put_back
+
+
+def test_the_probe_turns_the_devices_own_tf32_switch_off() -> None:
+    adapter = OwnTf32SwitchAdapter()
+    seen = []
+    feature = Feature("recorder", "", lambda d: seen.append(adapter.tf32) or Trial(), timed=False)
+    assert probe_feature(feature, Device(adapter, "fake"), CPU).status == "works"
+    assert seen == [False] and adapter.tf32 is True
+
+
 class SlowSyncAdapter(FakeAsyncAdapter):
     """An 'accelerator' on the CPU whose queued work takes 20 ms to finish at every sync."""
 

@@ -109,6 +109,10 @@ def test_scale_mnist_over_one_and_two_processes(cli, tmp_path: Path) -> None:
         assert scale["per_process_throughput"] == pytest.approx(8 / statistics.median(case["step_times"]))
         assert isinstance(scale["comm_fraction"], float)
         assert [rank["status"] for rank in scale["ranks"]] == ["ok"] * scale["world_size"]
+        # fp32 as run has it (no TF32 convolutions on Ampere), cudnn.benchmark on by default
+        flags = case["backend_flags"]
+        assert flags["cudnn_allow_tf32"] is False and flags["cuda_matmul_allow_tf32"] is False
+        assert flags["float32_matmul_precision"] == "highest" and flags["cudnn_benchmark"] is True
     assert two["global_throughput"] == pytest.approx(2 * two["per_process_throughput"])
     assert one["efficiency"] == pytest.approx(1.0)
     assert two["efficiency"] == pytest.approx(two["global_throughput"] / (2 * one["global_throughput"]))
@@ -172,6 +176,10 @@ def test_a_hanging_rank_is_killed_at_the_timeout(cli, tmp_path: Path, faulty) ->
     (["--nproc", "1,a"], "'a' is not a whole number"),
     (["--device", "cuda"], "not available"),
     (["--device", "cpu", "--backend", "nccl"], "nccl backend does not handle cpu"),
+    # an index would be ignored (ranks take device 0..N-1): refused, naming what is allowed
+    (["--device", "cuda:3"], "without an index (allowed: cpu, cuda, xpu, auto)"),
+    (["--device", "xpu:1", "--nproc", "1"], "without an index"),
+    (["--device", "cpu:0"], "without an index"),
 ])
 def test_bad_usage_is_one_line_and_exit_2(inline_cli, args: list[str], words: str) -> None:
     proc = inline_cli("scale", "mnist", "--size", "tiny", *args)
@@ -181,6 +189,30 @@ def test_bad_usage_is_one_line_and_exit_2(inline_cli, args: list[str], words: st
 
 
 # --- the pieces, without processes ---------------------------------------------------------------
+def test_a_device_index_is_refused_before_any_device_is_looked_at(monkeypatch) -> None:
+    """``scale --device cuda:3`` once ran on cuda:0..N-1: on a machine with 4 GPUs, the index is
+    refused before the devices are even listed (no GPU needed to see it)."""
+    from fakes import fake_cuda_torch
+
+    from accelbench.devices import DeviceSet, discover
+    from accelbench.scale import launcher
+    from accelbench.scale.launcher import ScaleOptions, run_scale
+
+    def launched(*args: object, **kwargs: object) -> None:
+        raise AssertionError("torchrun was started: its ranks would run on cuda:0 and cuda:1")
+
+    four_gpus = DeviceSet(discover(fake_cuda_torch(4)))
+    assert len(four_gpus.select("cuda:3")) == 1  # the index names a real device here
+    monkeypatch.setattr(DeviceSet, "current", classmethod(lambda cls: four_gpus))
+    monkeypatch.setattr(launcher, "drive", launched)
+    monkeypatch.setattr(launcher, "new_record", lambda *args: launcher.RunRecord(
+        run_id="x", created_at="", accelbench_version="", command=[], options={}, environment={}))
+    with pytest.raises(UsageError, match="'cuda:3': scale takes a device kind without an index"):
+        run_scale(ScaleOptions("mnist", (2,), device="cuda:3"), ["accelbench"])
+    assert ScaleOptions("mnist", (2,), device="cuda").device == "cuda"
+
+
+
 def test_multi_node_options_reach_torchrun_unchanged(tmp_path: Path) -> None:
     rendezvous = Rendezvous(nnodes=2, node_rank=1, endpoint="node0.example:29400",
                             backend="c10d", id="job-42")

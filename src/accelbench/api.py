@@ -99,7 +99,8 @@ def run(
     keyword: ``steps``, ``time_budget``, ``epochs``, ``target_ci``, ``warmup``, ``precision``,
     ``compile``, ``channels_last``, ``size``, ``batch_size``, ``threads``, ``data``, ``data_dir``,
     ``workers``, ``workload_file``, ``suite``, ``isolation``, ``case_timeout``, ``auto_batch``,
-    ``cooldown``, ``repeat``, ``profile`` (see ``option_values.RunKeywords``). A list option takes
+    ``cooldown``, ``repeat``, ``profile``, ``cudnn_benchmark`` (default True; False is
+    ``--no-cudnn-benchmark``) (see ``option_values.RunKeywords``). A list option takes
     a list or a comma string (``precision="fp32,bf16"``); ``compile=True`` is a bare
     ``--compile``. Or give ``options=RunOptions(...)`` and nothing else.
     """
@@ -144,7 +145,7 @@ def bench(
     processes (as ``accelbench run --repeat``), so it needs a model that can go to one. The other
     keywords are ``run``'s: ``steps``, ``time_budget``, ``epochs``, ``target_ci``, ``warmup``,
     ``precision``, ``compile``, ``channels_last``, ``threads``, ``case_timeout``, ``auto_batch``,
-    ``cooldown``, ``profile`` (see ``option_values.BenchKeywords``).
+    ``cooldown``, ``profile``, ``cudnn_benchmark`` (see ``option_values.BenchKeywords``).
     """
     from accelbench.models import objects
     from accelbench.workloads.base import register

@@ -43,6 +43,7 @@ class MeasureKeywords(TypedDict, total=False):
     case_timeout: float  # --case-timeout
     cooldown: float  # --cooldown
     repeat: int  # --repeat
+    cudnn_benchmark: bool  # --no-cudnn-benchmark is cudnn_benchmark=False (default True)
 
 
 class DataKeywords(TypedDict, total=False):
@@ -82,7 +83,7 @@ DEFAULTS: dict[str, Any] = {
     "channels_last": False, "size": "published", "batch_size": None, "threads": None,
     "data": "synthetic", "data_dir": None, "workers": 0, "isolation": "process",
     "case_timeout": DEFAULT_CASE_TIMEOUT_S, "auto_batch": False, "cooldown": 0.0, "repeat": 1,
-    "profile": False,
+    "profile": False, "cudnn_benchmark": True,
 }
 
 
@@ -183,7 +184,7 @@ def build_run_options(workloads: str | Sequence[str] | None, device: str | None,
         workload_files=tuple(str(path.resolve()) for path in files),
         isolation=values["isolation"], case_timeout=values["case_timeout"],
         auto_batch=values["auto_batch"], cooldown=values["cooldown"], repeat=values["repeat"],
-        profile=values["profile"],
+        profile=values["profile"], cudnn_benchmark=values["cudnn_benchmark"],
     )
 
 

@@ -136,6 +136,10 @@ class RunOptions:
     repeat: int = 1
     #: Profile a few extra steps after the measured ones (torch.profiler) for the diagnosis.
     profile: bool = False
+    #: torch.backends.cudnn.benchmark: cuDNN tries its algorithms for each new input shape (in the
+    #: warm-up) and keeps the fastest, as the published CNN figures were measured. Changes the
+    #: speed, not the work: not part of the comparability key.
+    cudnn_benchmark: bool = True
 
     def __post_init__(self) -> None:
         bad = [m for m in self.modes if m not in MODES]
@@ -152,7 +156,8 @@ class RunOptions:
                      most=MOST_SECONDS)
         check_number("--cooldown", self.cooldown, whole=False, zero_ok=True, most=MOST_SECONDS)
         for flag, switch in (("--channels-last", self.channels_last),
-                             ("--auto-batch", self.auto_batch), ("--profile", self.profile)):
+                             ("--auto-batch", self.auto_batch), ("--profile", self.profile),
+                             ("cudnn_benchmark", self.cudnn_benchmark)):
             _check_flag(flag, switch)
         from accelbench.engine.precision import get_precision
 
@@ -196,4 +201,5 @@ class RunOptions:
             "workload_files": list(self.workload_files), "isolation": self.isolation,
             "case_timeout": self.case_timeout, "auto_batch": self.auto_batch,
             "cooldown": self.cooldown, "repeat": self.repeat, "profile": self.profile,
+            "cudnn_benchmark": self.cudnn_benchmark,
         }

@@ -139,6 +139,16 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
                         help="data-loader worker processes for real data (default 0)")
 
 
+def add_cudnn_benchmark_argument(parser: argparse.ArgumentParser) -> None:
+    """--no-cudnn-benchmark (the keyword ``cudnn_benchmark=False``): for run, sweep and scale,
+    which time their cases; check and probe judge numbers and always run with it off."""
+    parser.add_argument("--no-cudnn-benchmark", dest="cudnn_benchmark", action="store_false",
+                        default=DEFAULTS["cudnn_benchmark"],
+                        help="do not let cuDNN try its convolution algorithms and keep the fastest "
+                        "(torch.backends.cudnn.benchmark, on by default as in published CNN "
+                        "figures; its tries happen in the warm-up)")
+
+
 # --- how each case is run ------------------------------------------------------------------------
 def add_isolation_arguments(parser: argparse.ArgumentParser, *, auto_batch: bool = True,
                             schedule: bool = True,

@@ -32,6 +32,7 @@ def add_parser(subparsers: Any) -> None:
     groups.add_mode_argument(parser, ("train", "eval"))
     groups.add_stop_arguments(parser)
     groups.add_config_arguments(parser)
+    groups.add_cudnn_benchmark_argument(parser)
     groups.add_data_arguments(parser)
     groups.add_isolation_arguments(parser)
     parser.add_argument("--profile", action="store_true",

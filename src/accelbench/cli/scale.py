@@ -44,7 +44,8 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--nproc", type=process_counts, default=(1, 2), metavar="N[,N...]",
                         help="processes per node to try, e.g. 1,2,4 (default 1,2)")
     groups.add_device_argument(parser, "auto", "default auto",
-                               help="cpu (gloo), cuda (nccl), xpu (xccl) or auto")
+                               help="cpu (gloo), cuda (nccl), xpu (xccl) or auto, without an index: "
+                               "local rank N uses device N (pick GPUs with CUDA_VISIBLE_DEVICES)")
     parser.add_argument("--backend", default="",
                         help="torch.distributed backend (default: the device's)")
     groups.add_stop_arguments(parser, epochs=False, target_ci=False, time_help=(
@@ -53,6 +54,7 @@ def add_parser(subparsers: Any) -> None:
     groups.add_config_arguments(parser, compute=False, batch_size_help="batch per process",
                                 threads_help="torch threads per process (default: the CPU's "
                                 "cores / processes)")
+    groups.add_cudnn_benchmark_argument(parser)
     parser.add_argument("--fsdp", action="store_true",
                         help="shard with FSDP2 (fully_shard) instead of DistributedDataParallel")
     groups.add_workload_file_argument(parser, "load your own workloads (registered with "
@@ -83,7 +85,7 @@ def options_from_args(args: argparse.Namespace) -> Any:
                               args.rdzv_id),
         timeout=args.timeout,
         workload_files=tuple(str(Path(p).resolve()) for p in args.workload_file),
-        echo=args.debug,
+        echo=args.debug, cudnn_benchmark=args.cudnn_benchmark,
     )
 
 

@@ -42,6 +42,7 @@ def add_parser(subparsers: Any) -> None:
     groups.add_mode_argument(parser, ("train",))
     groups.add_stop_arguments(parser)
     groups.add_config_arguments(parser, batch_size=False)
+    groups.add_cudnn_benchmark_argument(parser)
     groups.add_data_arguments(parser)
     # No --auto-batch: running out of memory at a batch size is what a sweep finds.
     groups.add_isolation_arguments(parser, auto_batch=False)

@@ -5,6 +5,10 @@ key of ``compare/key.py`` (workload and its version, mode, batch, precision, com
 memory format, data kind and mode, size). Everything else is "not comparable" with the reason. A
 case that did not finish ("oom", "failed", ...) is shown with its status, never as a number.
 
+Settings that change the speed but not the work (threads, cudnn.benchmark) do not stop a
+comparison; a run-against-run pair names any difference in them beside its verdict, as it does
+for the power state.
+
 How a difference is called: ``compare/verdict.py``, across worker processes (``--repeat``), with
 "can't tell" when the processes are too few. The same rule gives run-against-run pairs,
 machine-against-machine rows, the accelerator's speedup over the same run's CPU (the run table's
@@ -16,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from accelbench.compare.key import comparability_key, incomparable_reasons
+from accelbench.compare.key import comparability_key, incomparable_reasons, setting_differences
 from accelbench.compare.verdict import (
     CANT_TELL,
     FASTER,
@@ -79,6 +83,8 @@ class Pair:
     verdict: Verdict
     #: How the two runs' power states differ ("" when they do not, or when neither says).
     power_note: str = ""
+    #: How the two cases' speed-only settings differ (threads, cudnn.benchmark); "" when not.
+    settings_note: str = ""
 
 
 @dataclass
@@ -158,7 +164,8 @@ def _pairs_for(run_a: LabelledRun, cases_a: list[CaseResult], run_b: LabelledRun
         for b in matched or [b for b in same_kind if not any(
                 comparability_key(b) == comparability_key(x) for x in cases_a
                 if device_kind(x.device) == device_kind(b.device))]:
-            pairs.append(Pair(run_a.label, run_b.label, a, b, compare_cases(a, b, min_effect), note))
+            pairs.append(Pair(run_a.label, run_b.label, a, b, compare_cases(a, b, min_effect), note,
+                              "; ".join(setting_differences(a, b))))
     return pairs
 
 

@@ -8,6 +8,10 @@ equal apart from the device. The run table's "vs CPU" cell, ``compare``'s machin
 The key is read from a CaseResult or from a stored case dict (the history fills its columns from
 old rows' JSON with the same function). A field a result does not carry takes its default, so a
 result written before the field existed is keyed as what it measured.
+
+Settings that change the speed but not the work (the thread count, ``cudnn.benchmark``) are not
+in the key: two cases that differ only in them are compared, and :func:`setting_differences`
+names the difference for ``compare`` to show beside the verdict.
 """
 
 from __future__ import annotations
@@ -56,6 +60,31 @@ def incomparable_reasons(a: CaseLike, b: CaseLike) -> list[str]:
         if mine != theirs:
             reasons.append(f"{name.replace('_', ' ')} {mine} vs {theirs}")
     return reasons
+
+
+def _threads(case: CaseLike) -> int | None:
+    value = case.get("threads") if isinstance(case, Mapping) else getattr(case, "threads", None)
+    return value if isinstance(value, int) and value > 0 else None  # 0: not recorded
+
+
+def _cudnn_benchmark(case: CaseLike) -> bool | None:
+    flags = case.get("backend_flags") if isinstance(case, Mapping) else getattr(case, "backend_flags", None)
+    value = flags.get("cudnn_benchmark") if isinstance(flags, Mapping) else None
+    return value if isinstance(value, bool) else None  # older results did not record it
+
+
+def setting_differences(a: CaseLike, b: CaseLike) -> list[str]:
+    """How A's and B's speed-only settings differ ("cudnn.benchmark on vs off", "threads 4 vs 8");
+    a setting one side did not record is not a difference."""
+    differences = []
+    threads = _threads(a), _threads(b)
+    if None not in threads and threads[0] != threads[1]:
+        differences.append(f"threads {threads[0]} vs {threads[1]}")
+    benchmark = _cudnn_benchmark(a), _cudnn_benchmark(b)
+    if None not in benchmark and benchmark[0] != benchmark[1]:
+        words = ["on" if on else "off" for on in benchmark]
+        differences.append(f"cudnn.benchmark {words[0]} vs {words[1]}")
+    return differences
 
 
 def config_label(case: CaseLike) -> str:

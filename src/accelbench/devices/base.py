@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,6 +96,22 @@ class DeviceAdapter(ABC):
 
     def torch_device(self, index: int) -> str:
         return f"{self.kind}:{index}"
+
+    # Precision switches of this kind's own, beyond torch's device-wide ones (the fp32 matmul
+    # precision, cuDNN's and the per-op fp32_precision switches, which engine/precision.py sets).
+    def allow_tf32(self, allowed: bool) -> Callable[[], None]:
+        """Allow or forbid TF32 in this kind's fp32 products and convolutions through a switch of
+        its own; returns what puts the switch back. Nothing to do for a kind without one."""
+        return _nothing_to_put_back
+
+    def tf32_flags(self) -> dict[str, bool]:
+        """This kind's own TF32 switches in force now, by their names in a result's
+        ``backend_flags``; {} for a kind without one."""
+        return {}
+
+
+def _nothing_to_put_back() -> None:
+    return None
 
 
 @dataclass(frozen=True)

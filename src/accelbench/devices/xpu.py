@@ -1,11 +1,21 @@
-"""Intel GPUs through torch.xpu."""
+"""Intel GPUs through torch.xpu.
+
+TF32 on an Intel GPU is oneDNN's switch, ``torch.backends.mkldnn.allow_tf32`` (torch >= 2.7): the
+XPU matmul and convolution kernels read it (``allowTF32OneDNN()`` in ATen's
+``native/mkldnn/xpu/detail``), not the fp32 matmul precision or cuDNN's switch, so without it a
+"tf32" case on XPU silently runs fp32. A torch built without XPU reads it as None and warns when
+it is set; one before 2.7 has no TF32 on XPU at all.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
 from accelbench.devices.base import Availability, DeviceAdapter, current_device, set_current_device
+
+ONEDNN_TF32_FLAG = "onednn_allow_tf32"
 
 
 class XpuAdapter(DeviceAdapter):
@@ -61,4 +71,30 @@ class XpuAdapter(DeviceAdapter):
             "memory_total_bytes": int(props.total_memory),
             "compute_units": getattr(props, "max_compute_units", None),
             "driver_version": getattr(props, "driver_version", None),
+            # As torch.xpu.is_tf32_supported() decides it (for any device index): TF32 runs on the
+            # DPAS (XMX) units; and it needs the oneDNN switch this torch may lack.
+            "tf32": self._onednn_tf32() is not None
+            and bool(getattr(props, "has_subgroup_matrix_multiply_accumulate", False)),
         }
+
+    def _onednn_tf32(self) -> bool | None:
+        """oneDNN's TF32 switch, or None where this torch has none for XPU."""
+        mkldnn = getattr(getattr(self._torch, "backends", None), "mkldnn", None)
+        value = getattr(mkldnn, "allow_tf32", None)
+        return None if value is None else bool(value)
+
+    def allow_tf32(self, allowed: bool) -> Callable[[], None]:
+        previous = self._onednn_tf32()
+        if previous is None:
+            return super().allow_tf32(allowed)
+        mkldnn = self._torch.backends.mkldnn
+        mkldnn.allow_tf32 = allowed
+
+        def put_back() -> None:
+            mkldnn.allow_tf32 = previous
+
+        return put_back
+
+    def tf32_flags(self) -> dict[str, bool]:
+        value = self._onednn_tf32()
+        return {} if value is None else {ONEDNN_TF32_FLAG: value}

@@ -1,24 +1,40 @@
 """Numeric precision and memory-format settings of a case, applied the same way on every device.
 
-| name      | parameters and inputs | fp32 matmul and cuDNN convolution      | autocast | gradient scaler |
-|-----------|-----------------------|----------------------------------------|----------|-----------------|
-| fp32      | float32               | full fp32 ("highest", cuDNN TF32 off)  | no       | no              |
-| tf32      | float32               | TF32 where the device has it ("high", cuDNN TF32 on) | no | no    |
-| bf16      | bfloat16              | full fp32                              | no       | no              |
-| fp16      | float16               | full fp32                              | no       | no              |
-| amp-bf16  | float32               | full fp32 (ops autocast leaves in fp32) | bfloat16 | no             |
-| amp-fp16  | float32               | full fp32 (ops autocast leaves in fp32) | float16  | yes            |
+| name      | parameters and inputs | fp32 matmul and convolution             | autocast | gradient scaler |
+|-----------|-----------------------|-----------------------------------------|----------|-----------------|
+| fp32      | float32               | full fp32 (every TF32 switch off)       | no       | no              |
+| tf32      | float32               | TF32 where the device has it            | no       | no              |
+| bf16      | bfloat16              | full fp32                               | no       | no              |
+| fp16      | float16               | full fp32                               | no       | no              |
+| amp-bf16  | float32               | full fp32 (ops autocast leaves in fp32) | bfloat16 | no              |
+| amp-fp16  | float32               | full fp32 (ops autocast leaves in fp32) | float16  | yes             |
 
 torch's own defaults are mixed (matmul "highest" but ``torch.backends.cudnn.allow_tf32 = True``),
 so a convolution labelled fp32 would run TF32 on Ampere and later: :func:`precision_settings` sets
-both switches for every case and restores them afterwards; :func:`backend_flags` records them.
+every switch for every case (``run``, ``check``, ``probe``, ``scale`` and the peak alike) and
+restores them afterwards; :func:`backend_flags` records them.
+
+Which switches govern the kernels depends on torch. Up to 2.8 they are the fp32 matmul precision
+(cuBLAS, and oneDNN's matmul) and ``torch.backends.cudnn.allow_tf32`` (cuDNN convolutions and
+RNNs). From 2.9 each back end and op has its own ``fp32_precision`` ("ieee", "tf32", or "none" =
+inherit from ``<backend>.fp32_precision`` and then ``torch.backends.fp32_precision``), and cuBLAS,
+cuDNN and oneDNN read those: ``cudnn.allow_tf32 = False`` only sets conv and rnn to "none", which
+still gives TF32 when a parent says "tf32". So on a torch that has them every op is set explicitly
+as well, and the old switches are kept consistent with them (torch raises when asked for an old
+switch that contradicts the new ones). A device kind with a switch of its own that none of these
+reach (XPU: oneDNN's TF32 switch) sets it through its adapter when the case's device is given.
+
+``cudnn.benchmark`` (cuDNN tries the algorithms for each new input shape and keeps the fastest)
+is set here too: on for ``run``, ``sweep`` and ``scale`` unless ``--no-cudnn-benchmark``, off for
+``check`` and ``probe`` (the default), which judge numbers rather than speed.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -93,35 +109,118 @@ def grad_scaler(device: Device, precision: Precision) -> torch.amp.GradScaler | 
     return torch.amp.GradScaler(device.torch_device.split(":")[0])
 
 
-@contextlib.contextmanager
-def precision_settings(precision: Precision) -> Iterator[None]:
-    """Set the fp32 matmul precision and cuDNN's TF32 switch for the case; restore both after.
+#: The per-op switches of torch >= 2.9, as (backends module, op, name in backend_flags).
+_FINE_SWITCHES = (("cuda", "matmul", "cuda_matmul_fp32_precision"),
+                  ("cudnn", "conv", "cudnn_conv_fp32_precision"),
+                  ("cudnn", "rnn", "cudnn_rnn_fp32_precision"),
+                  ("mkldnn", "matmul", "mkldnn_matmul_fp32_precision"),
+                  ("mkldnn", "conv", "mkldnn_conv_fp32_precision"),
+                  ("mkldnn", "rnn", "mkldnn_rnn_fp32_precision"))
+_FINE_VALUES = ("ieee", "tf32", "bf16", "none")
 
-    The switches are process-wide and read by kernels at launch, so everything the case runs
-    (``run``'s steps and ``check``'s candidate alike) must happen inside this block.
-    """
-    previous = torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32
+
+def _fine_switches() -> list[tuple[Any, str]]:
+    """(the op's switch object, its backend_flags name) for every per-op fp32_precision switch;
+    empty on a torch without them, or with the vocabulary of the main branch before 2.9 (which
+    said "default" and had no "ieee")."""
+    found = []
+    for module, op, name in _FINE_SWITCHES:
+        switch = getattr(getattr(torch.backends, module, None), op, None)
+        try:
+            value = switch.fp32_precision if switch is not None else None
+        except (AttributeError, RuntimeError):
+            value = None
+        if value not in _FINE_VALUES:
+            return []
+        found.append((switch, name))
+    return found
+
+
+def _read(getter: Callable[[], Any]) -> Any:
+    """A switch's value, or None when torch refuses to say (an old switch that contradicts the
+    per-op ones raises rather than answer)."""
+    try:
+        return getter()
+    except RuntimeError:
+        return None
+
+
+@dataclass(frozen=True)
+class _Saved:
+    matmul: str | None
+    cudnn_tf32: bool | None
+    benchmark: bool
+    fine: tuple[tuple[Any, str], ...]
+
+
+def _save() -> _Saved:
+    return _Saved(_read(torch.get_float32_matmul_precision),
+                  _read(lambda: bool(torch.backends.cudnn.allow_tf32)),
+                  bool(torch.backends.cudnn.benchmark),
+                  tuple((switch, switch.fp32_precision) for switch, _ in _fine_switches()))
+
+
+def _restore(saved: _Saved) -> None:
+    # The old switches first: setting them also sets some per-op ones, which are then put back
+    # as they read before (resolved: a "none" that inherited "tf32" comes back as "tf32").
+    if saved.matmul is not None:
+        torch.set_float32_matmul_precision(saved.matmul)
+    if saved.cudnn_tf32 is not None:
+        torch.backends.cudnn.allow_tf32 = saved.cudnn_tf32
+    torch.backends.cudnn.benchmark = saved.benchmark
+    for switch, value in saved.fine:
+        switch.fp32_precision = value
+
+
+def _apply(precision: Precision, cudnn_benchmark: bool) -> None:
     torch.set_float32_matmul_precision(precision.matmul)
     torch.backends.cudnn.allow_tf32 = precision.tf32
+    torch.backends.cudnn.benchmark = cudnn_benchmark
+    for switch, _ in _fine_switches():
+        switch.fp32_precision = "tf32" if precision.tf32 else "ieee"
+
+
+def _nothing_to_put_back() -> None:
+    return None
+
+
+@contextlib.contextmanager
+def precision_settings(precision: Precision, device: Device | None = None, *,
+                       cudnn_benchmark: bool = False) -> Iterator[None]:
+    """Set every switch that decides whether fp32 products and convolutions run in TF32, and
+    ``cudnn.benchmark``, for the case; restore them all after.
+
+    The switches are process-wide and read by kernels at launch, so everything the case runs
+    (``run``'s warm-up and steps, ``check``'s candidate, a probe's feature, a scale rank's
+    steps) must happen inside this block. ``device`` adds the switches of its own kind (XPU's
+    oneDNN switch); without it, only torch's device-wide ones are set.
+    """
+    saved = _save()
+    put_back = _nothing_to_put_back
     try:
+        _apply(precision, cudnn_benchmark)
+        if device is not None:
+            put_back = device.adapter.allow_tf32(precision.tf32)
         yield
     finally:
-        torch.set_float32_matmul_precision(previous[0])
-        torch.backends.cudnn.allow_tf32 = previous[1]
+        put_back()
+        _restore(saved)
 
 
 #: The runner's older name for :func:`precision_settings`.
 matmul_precision = precision_settings
 
 
-def backend_flags() -> dict[str, object]:
+def backend_flags(device: Device | None = None) -> dict[str, str | bool]:
     """The global numeric switches in force now (call it inside :func:`precision_settings`), for
-    the result: they decide whether an "fp32" figure is fp32 and whether it is reproducible."""
+    the result: they decide whether an "fp32" figure is fp32, whether it is reproducible and,
+    for cudnn_benchmark, how the convolutions were chosen. With ``device``, its kind's own
+    switches too. A switch torch will not read out (contradicting another) is left out."""
     matmul = torch.backends.cuda.matmul
-    return {
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
-        "cuda_matmul_allow_tf32": bool(matmul.allow_tf32),
-        "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+    flags: dict[str, Any] = {
+        "float32_matmul_precision": _read(torch.get_float32_matmul_precision),
+        "cuda_matmul_allow_tf32": _read(lambda: bool(matmul.allow_tf32)),
+        "cudnn_allow_tf32": _read(lambda: bool(torch.backends.cudnn.allow_tf32)),
         "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
         "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
         "deterministic_algorithms": bool(torch.are_deterministic_algorithms_enabled()),
@@ -130,6 +229,11 @@ def backend_flags() -> dict[str, object]:
         "cuda_matmul_bf16_reduced_precision_reduction":
             bool(matmul.allow_bf16_reduced_precision_reduction),
     }
+    # What cuBLAS, cuDNN and oneDNN read from torch 2.9 on ("none" inherits; resolved here).
+    flags.update({name: str(switch.fp32_precision) for switch, name in _fine_switches()})
+    if device is not None:
+        flags.update(device.adapter.tf32_flags())
+    return {name: value for name, value in flags.items() if value is not None}
 
 
 def unsupported_reason(device: Device, precision: Precision) -> str | None:

@@ -143,8 +143,8 @@ def run_case(case: Case, options: RunOptions, progress: Progress | None = None) 
         result.status, result.error = "unsupported", unsupported
         return result
     try:
-        with precision_settings(precision):
-            result.backend_flags = backend_flags()  # fp32 = TF32 off, in the record
+        with precision_settings(precision, case.device, cudnn_benchmark=options.cudnn_benchmark):
+            result.backend_flags = backend_flags(case.device)  # fp32 = TF32 off, in the record
             _measure(case, workload, options, result, progress)
     except Exception as error:
         result.status = status_of(error)

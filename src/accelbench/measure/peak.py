@@ -189,7 +189,7 @@ def time_matmul(device: Device, precision: Precision | torch.dtype | str,
     side = side or MIN_SIDE
     recheck = products is not None and not grow
     single = 0.0
-    with precision_settings(p):
+    with precision_settings(p, device):
         while True:
             a, b = _operands(device, p, side)
             _timed_products(device, p, a, b, 1)  # kernel choice, library start, lazy allocation

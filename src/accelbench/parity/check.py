@@ -56,8 +56,8 @@ def check_case(case: Case, options: CheckOptions, devices: DeviceSet) -> CaseRes
         result.status, result.error = "unsupported", unavailable
         result.parity = Parity("failed", error=unavailable)
         return result
-    with precision_settings(get_precision(case.precision)):
-        result.backend_flags = backend_flags()  # what the candidate ran under
+    with precision_settings(get_precision(case.precision), case.device):
+        result.backend_flags = backend_flags(case.device)  # what the candidate ran under
     try:
         case.device.make_current()
         parity = run_parity(workload_cls, run.size, case.device, case.precision, case.compile_backend,

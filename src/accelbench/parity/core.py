@@ -264,7 +264,7 @@ StopWhen = Callable[[int, float], bool]
 def _train(prepared: Prepared, batches: list[Batch], skip: frozenset[int] = frozenset(),
            noise: RoundingNoise | None = None, stop: StopWhen | None = None
            ) -> tuple[list[float], list[int]]:
-    with precision_settings(prepared.side.precision):  # tf32 must be TF32 here as in ``run``
+    with precision_settings(prepared.side.precision, prepared.side.device):  # tf32 as in ``run``
         return _train_steps(prepared, batches, skip, noise, stop)
 
 
@@ -317,7 +317,7 @@ def _train_steps(prepared: Prepared, batches: list[Batch], skip: frozenset[int],
 def _held_out_output(prepared: Prepared, batch: Batch) -> Any:
     prepared.side.random.reset(0)
     side = prepared.side
-    with precision_settings(side.precision):
+    with precision_settings(side.precision, side.device):
         return make_eval_step(side.workload, prepared.runnable, side.device, side.precision,
                               prepared.channels_last)(batch)
 

@@ -4,6 +4,12 @@ A cell's status is decided in this order: ``fails`` (the feature raised or did n
 ``wrong`` (a result is further from the float64 CPU reference than its tolerance), ``slower``
 (an accelerator took longer than the CPU for the same work), else ``works``. A feature that kills
 its worker process or overruns the timeout is ``crashed`` or ``timeout`` (see ``probes/work.py``).
+
+Every feature runs under ``run``'s fp32 precision settings (``engine/precision.py``: every TF32
+switch off, cudnn.benchmark off), which are restored after it with the rest of the global state
+a feature may change. torch's own default lets cuDNN convolutions run TF32 on Ampere and later,
+whose error (~5e-4) would call channels_last and complex convolutions ``wrong`` against the fp32
+tolerance (1e-4). A feature about another precision sets it itself, inside.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from typing import Any
 import torch
 
 from accelbench.devices import Device
+from accelbench.engine.precision import get_precision, precision_settings
 from accelbench.probes import (
     Feature,
     Reference,
@@ -180,16 +187,17 @@ def _evaluate(feature: Feature, trial: Trial, device: Device, cpu: Device,
 
 
 @contextlib.contextmanager
-def _global_state_kept() -> Iterator[None]:
-    """A feature that fails half-way must not change the conditions of the next one."""
-    precision, dtype, grad = (torch.get_float32_matmul_precision(), torch.get_default_dtype(),
-                              torch.is_grad_enabled())
-    try:
-        yield
-    finally:
-        torch.set_float32_matmul_precision(precision)
-        torch.set_default_dtype(dtype)
-        torch.set_grad_enabled(grad)
+def _global_state_kept(device: Device) -> Iterator[None]:
+    """The feature runs in fp32 as ``run`` has it, and one that fails half-way does not change
+    the conditions of the next: the precision switches (matmul precision, cuDNN's and the
+    device's TF32 switches, cudnn.benchmark), the default dtype and grad mode are put back."""
+    dtype, grad = torch.get_default_dtype(), torch.is_grad_enabled()
+    with precision_settings(get_precision("fp32"), device):
+        try:
+            yield
+        finally:
+            torch.set_default_dtype(dtype)
+            torch.set_grad_enabled(grad)
 
 
 def probe_feature(feature: Feature, device: Device, cpu: Device,
@@ -197,7 +205,8 @@ def probe_feature(feature: Feature, device: Device, cpu: Device,
     """Run one feature on one device; every exception becomes a ``fails`` cell."""
     reference = reference or feature.reference
     start = time.perf_counter()
-    with every_warning() as caught, _global_state_kept():
+    # The settings first: a torch that deprecates an old switch warns about it, not the feature.
+    with _global_state_kept(device), every_warning() as caught:
         try:
             trial = feature.run(device.torch_device)
             device.synchronize()

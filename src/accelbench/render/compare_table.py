@@ -94,7 +94,8 @@ def speedup_cell(row: MachineRow) -> str:
     return f"{row.speedup:.2f}x" + ("" if verdict.called or verdict.verdict == SAME else "?")
 
 
-def verdict_word(verdict: Verdict, notes: Footnotes, power_note: str = "", against: str = "") -> str:
+def verdict_word(verdict: Verdict, notes: Footnotes, power_note: str = "", against: str = "",
+                 settings_note: str = "") -> str:
     """"0.89x can't tell¹", "1.32x faster [1.25–1.40]": the throughput ratio, the word, the 95%
     interval where there is one, and a mark for what stops it being called."""
     word = _SHORT.get(verdict.verdict, verdict.verdict)
@@ -110,6 +111,9 @@ def verdict_word(verdict: Verdict, notes: Footnotes, power_note: str = "", again
         marks += notes.add(describe(verdict))
     if power_note:
         marks += notes.add(f"power state against {against} differs: {power_note}")
+    if settings_note:
+        # Settings that change speed but not the work (threads, cudnn.benchmark): still compared.
+        marks += notes.add(f"settings against {against} differ: {settings_note}")
     return text + marks
 
 
@@ -134,7 +138,7 @@ def vs_cell(row: MachineRow, group: WorkloadComparison, letters: dict[str, str],
         if pair is None:
             continue
         text = verdict_word(pair.verdict, notes, pair.power_note,
-                            f"{letters.get(pair.a_label, pair.a_label)}")
+                            f"{letters.get(pair.a_label, pair.a_label)}", pair.settings_note)
         parts = [case.device.split(":", 1)[0]] if len(cases) > 1 else []
         if name_run:
             parts.append(letters.get(pair.a_label, pair.a_label))

@@ -5,7 +5,10 @@ torchrun sets RANK, LOCAL_RANK, WORLD_SIZE and GROUP_RANK. Each rank writes
 a successful run local rank 0 of each node writes ``all-ranks.json`` with every rank's report,
 gathered over the process group, so each node's launcher sees the ranks of the other nodes too.
 
-What a rank runs: the workload's model wrapped in DistributedDataParallel (or FSDP2's
+What a rank runs, under the fp32 precision settings of ``run`` (TF32 off everywhere, so an
+Ampere GPU's convolutions are fp32 as labelled) with ``cudnn.benchmark`` as the spec says (its
+tries happen in the warm-up), both recorded in the report's ``backend_flags``: the workload's
+model wrapped in DistributedDataParallel (or FSDP2's
 ``fully_shard`` applied to each child module with parameters and then to the root), the workload's
 optimiser, and the workload's synthetic batches with seed ``seed + rank`` (each rank trains on
 different data, as under a DistributedSampler). Warm-up, a ``dist.barrier()``, the timed steps
@@ -87,7 +90,7 @@ def _run(spec: dict[str, Any], rank: int, local_rank: int) -> dict[str, Any]:
     import torch.distributed as dist
 
     from accelbench.devices import DeviceSet
-    from accelbench.engine.precision import get_precision
+    from accelbench.engine.precision import backend_flags, get_precision, precision_settings
     from accelbench.engine.steps import make_train_step
     from accelbench.measure.trackers import MemoryTracker
     from accelbench.options import StopRule
@@ -103,12 +106,15 @@ def _run(spec: dict[str, Any], rank: int, local_rank: int) -> dict[str, Any]:
     workload = get_workload_class(spec["workload"])(spec["size"])
     torch.manual_seed(spec["seed"])  # the same initial weights on every rank
     memory = MemoryTracker(device)
-    with memory:  # this rank's whole work: model, optimiser state, warm-up and the steps
+    fp32 = get_precision("fp32")
+    # this rank's whole work: model, optimiser state, warm-up and the steps
+    with precision_settings(fp32, device, cudnn_benchmark=spec["cudnn_benchmark"]), memory:
+        flags = backend_flags(device)
         model = _wrap(workload.build_model().to(device.torch_device), spec["strategy"])
         optimizer = workload.make_optimizer(model)
         batch = spec["batch_size"]
         batches = workload.make_batches("train", batch, DataOptions(seed=spec["seed"] + rank))
-        step = make_train_step(workload, model, optimizer, device, get_precision("fp32"))
+        step = make_train_step(workload, model, optimizer, device, fp32)
 
         def measure(steps: int) -> Any:
             from accelbench.measure.loop import StepLoop
@@ -132,7 +138,7 @@ def _run(spec: dict[str, Any], rank: int, local_rank: int) -> dict[str, Any]:
         "input_wait_s": timed.input_wait_s, "warmup_steps": warmup,
         "warmup_time_s": warm.measured_time_s if warm else None,
         "time_to_first_step_s": warm.step_times[0] if warm else None,
-        "peak_memory_bytes": memory.result.bytes,
+        "peak_memory_bytes": memory.result.bytes, "backend_flags": flags,
     }
 
 

@@ -46,6 +46,7 @@ from accelbench.scale.backends import (
     LAUNCH_ENV,
     backend_for,
     backend_unavailable_reason,
+    check_device_kind,
     check_processes_fit,
     fsdp_unavailable_reason,
 )
@@ -105,8 +106,11 @@ class ScaleOptions:
     workload_files: tuple[str, ...] = ()
     #: Stream torchrun's output to stderr as it comes (--debug).
     echo: bool = False
+    #: torch.backends.cudnn.benchmark in every rank (--no-cudnn-benchmark: off), as ``run`` has it.
+    cudnn_benchmark: bool = True
 
     def __post_init__(self) -> None:
+        check_device_kind(self.device)
         if not self.nproc or any(n <= 0 for n in self.nproc):
             raise UsageError(f"--nproc needs positive process counts, got {list(self.nproc)}")
         if not self.timeout > 0:
@@ -129,7 +133,7 @@ class ScaleOptions:
                           stop=self.stop, warmup_steps=self.warmup_steps,
                           batch_size=self.batch_size, threads=self.threads, size=self.size,
                           seed=self.seed, workload_files=self.workload_files,
-                          case_timeout=self.timeout)
+                          case_timeout=self.timeout, cudnn_benchmark=self.cudnn_benchmark)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -244,6 +248,7 @@ def run_world_size(options: ScaleOptions, run_options: RunOptions, device: Devic
             "seed": options.seed, "threads": result.threads,
             "workload_files": list(options.workload_files), "out_dir": str(out),
             "pg_timeout_s": options.timeout + PG_TIMEOUT_MARGIN_S,
+            "cudnn_benchmark": options.cudnn_benchmark,
         }
         (out / "spec.json").write_text(json.dumps(spec))
         outcome = launch(torchrun_command(nproc, options.rendezvous, out / "spec.json"),
@@ -362,6 +367,8 @@ def _fill_figures(result: CaseResult, ranks: list[dict[str, Any]]) -> None:
     scale = _scale_of(result)
     scale.world_size = int(ranks[0].get("world_size", scale.world_size))
     result.step_times = _slowest([rank["step_times"] for rank in ranks])
+    # Every rank sets the same switches; rank 0 says which (fp32 = TF32 off, cudnn.benchmark).
+    result.backend_flags = dict(ranks[0].get("backend_flags") or {})
     nosync = _slowest([rank["nosync_step_times"] for rank in ranks])
     result.measured_steps = int(ranks[0]["measured_steps"])
     result.warmup_steps = int(ranks[0]["warmup_steps"])

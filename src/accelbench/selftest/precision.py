@@ -1,8 +1,9 @@
 """Precision checks: the precision a case is labelled with is the arithmetic it ran.
 
-* fp32 vs tf32: the same product under accelbench's ``fp32`` and ``tf32`` settings must differ
-  where the device has TF32 (CUDA compute capability 8.0 and later) and be bit-identical where it
-  has none: "tf32" on a device without TF32 is fp32, and an "fp32" that differs is not fp32.
+* fp32 vs tf32: the same product under accelbench's ``fp32`` and ``tf32`` settings (with the
+  device's own switches: oneDNN's on XPU) must differ where the device has TF32 (CUDA compute
+  capability 8.0 and later; an Intel GPU whose adapter says so) and be bit-identical where it has
+  none: "tf32" on a device without TF32 is fp32, and an "fp32" that differs is not fp32.
 * autocast: under ``amp-bf16`` / ``amp-fp16`` a product and a linear layer must come out in the
   autocast dtype; where the device cannot autocast in that dtype the check is skipped with why.
 """
@@ -26,12 +27,15 @@ from accelbench.engine.precision import (
 from accelbench.selftest.result import SKIP, CheckResult, verdict
 
 GROUP = "precision"
-Settings = Callable[[Precision], contextlib.AbstractContextManager[Any]]
+Settings = Callable[[Precision, Device], contextlib.AbstractContextManager[Any]]
 Autocast = Callable[[Device, Precision], contextlib.AbstractContextManager[Any]]
 
 
 def tf32_expected(info: dict[str, Any]) -> bool:
-    """TF32 exists on NVIDIA GPUs of compute capability 8.0 (Ampere) and later."""
+    """TF32 exists where the adapter says so (``tf32`` in its info: XPU, whose oneDNN kernels run
+    TF32 on the DPAS units), and on NVIDIA GPUs of compute capability 8.0 (Ampere) and later."""
+    if "tf32" in info:
+        return bool(info["tf32"])
     capability = str(info.get("compute_capability") or "")
     if not capability or info.get("hip_version"):
         return False
@@ -47,7 +51,7 @@ def check_tf32(device: Device, settings: Settings = precision_settings) -> Check
     b = torch.randn(512, 512, generator=generator).to(device.torch_device)
     results = {}
     for name in ("fp32", "tf32"):
-        with settings(get_precision(name)):
+        with settings(get_precision(name), device):
             results[name] = torch.mm(a, b).cpu()
     scale = float(results["fp32"].abs().max())
     difference = float((results["tf32"] - results["fp32"]).abs().max()) / max(scale, 1e-30)
