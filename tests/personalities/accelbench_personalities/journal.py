@@ -1,0 +1,78 @@
+"""What a personality saw, written where the tests can read it across processes.
+
+``ACCELBENCH_PERSONALITY_LOG`` names a JSON-lines file that every process under the personality
+appends to (one ``write`` per line, so processes do not interleave within a line):
+
+- ``{"event": "install", ...}`` when a process installs the personality (its pid and argv);
+- ``{"event": "rounded", "op": ..., "flags": ..., "where": ...}`` each time a product or a
+  convolution was rounded to TF32 because the flags in force allowed it;
+- ``{"event": "event_record", "where": ...}`` each time a timing event was recorded on the device
+  (on MPS each one is a command-buffer commit);
+- ``{"event": "summary", "ops": {...}}`` at exit: how many device ops of each rounding kind ran
+  exact and rounded in the process.
+
+``where`` is the innermost frame in accelbench's own sources (``accelbench/measure/loop.py:123
+in _run_window``) plus the accelbench frames above it, so a test can tell the timed loop from
+set-up code.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import json
+import os
+import sys
+import threading
+from typing import Any
+
+LOG_ENV = "ACCELBENCH_PERSONALITY_LOG"
+
+_lock = threading.Lock()
+#: (kind, op name) -> count, for the summary at exit.
+counts: collections.Counter[tuple[str, str]] = collections.Counter()
+
+
+def log_path() -> str | None:
+    return os.environ.get(LOG_ENV) or None
+
+
+def write(event: str, **fields: Any) -> None:
+    path = log_path()
+    if path is None:
+        return
+    line = json.dumps({"event": event, "pid": os.getpid(), **fields}, default=str) + "\n"
+    with _lock:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+
+
+def accelbench_frames(limit: int = 6) -> list[str]:
+    """The calling accelbench frames, innermost first: ``path/from/accelbench:line in function``."""
+    frames = []
+    frame = sys._getframe(1)
+    while frame is not None and len(frames) < limit:
+        filename = frame.f_code.co_filename.replace("\\", "/")
+        marker = filename.rfind("/accelbench/")
+        if marker >= 0 and "accelbench_personalities" not in filename:
+            frames.append(f"{filename[marker + 1:]}:{frame.f_lineno} in {frame.f_code.co_name}")
+        frame = frame.f_back
+    return frames
+
+
+def count(kind: str, op: str) -> None:
+    counts[(kind, op)] += 1
+
+
+def _summary() -> None:
+    if counts:
+        ops: dict[str, dict[str, int]] = {}
+        for (kind, op), n in sorted(counts.items()):
+            ops.setdefault(kind, {})[op] = n
+        write("summary", ops=ops)
+
+
+atexit.register(_summary)
