@@ -69,7 +69,11 @@ def uninstall() -> None:
 
 @contextlib.contextmanager
 def active(name: str) -> Iterator[Any]:
-    """The personality installed in this process for the block only (for tests)."""
+    """The personality installed in this process for the block only (for tests); the journal's
+    op counts start from zero."""
+    from accelbench_personalities import journal
+
+    journal.counts.clear()
     rules = install(name)
     try:
         yield rules

@@ -28,6 +28,7 @@ Python (``__torch_function__``), as CUDA refuses them.
 
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from collections.abc import Callable
@@ -246,9 +247,22 @@ def refuse_mixed_devices(args: Any, kwargs: Any) -> None:
                            f"devices, {names[0]} and {names[1]}!")
 
 
+class _HostCopy(threading.local):
+    wanted = 0
+
+
+_host_copy = _HostCopy()
+
+
 def to_host(tensor: DeviceTensor, **options: Any) -> torch.Tensor:
-    """A plain CPU copy, through autograd (``_to_copy`` is differentiable)."""
-    return aten._to_copy.default(tensor, device=CPU, **options)
+    """A plain CPU copy, through autograd (``_to_copy`` is differentiable). C++ passes
+    ``device=cpu`` to every ``_to_copy`` it makes for a dtype or layout change (the tensor is a
+    CPU tensor to C++), so a copy to the host is told apart by this flag."""
+    _host_copy.wanted += 1
+    try:
+        return aten._to_copy.default(tensor, device=CPU, **options)
+    finally:
+        _host_copy.wanted -= 1
 
 
 #: Ops that copy between devices: several devices among their tensors are allowed.
@@ -264,10 +278,14 @@ def run_on_device(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> A
     devices = [t._device for t in flat if isinstance(t, DeviceTensor)]
     target = kwargs.get("device")
     rules = state.rules
-    if func is aten._to_copy.default and devices and target is not None and not is_emulated(target):
+    if func is aten._to_copy.default and devices and _host_copy.wanted:
         host_waited(devices[0])
         with _DisableTorchDispatch():
             return func(*args, **kwargs)  # a plain CPU copy
+    if func is aten._to_copy.default and devices and target is not None \
+            and not is_emulated(target):
+        kwargs = {**kwargs, "device": devices[0]}  # C++'s own device: a conversion on the device
+        target = devices[0]
     if is_emulated(target):
         device = normalize(target)
         kwargs = {**kwargs, "device": CPU}

@@ -76,3 +76,50 @@ def _summary() -> None:
 
 
 atexit.register(_summary)
+
+
+# --- reading it back (the tests) ----------------------------------------------------------------
+class Journal:
+    """The entries a personality wrote to ``path`` (all processes)."""
+
+    def __init__(self, path: Any) -> None:
+        self.path = path
+
+    def entries(self, event: str | None = None) -> list[dict[str, Any]]:
+        try:
+            with open(self.path, encoding="utf-8") as lines:
+                found = [json.loads(line) for line in lines if line.strip()]
+        except FileNotFoundError:
+            return []
+        return [entry for entry in found if event is None or entry["event"] == event]
+
+    def processes(self) -> set[int]:
+        """The processes that installed the personality."""
+        return {entry["pid"] for entry in self.entries("install")}
+
+    def rounded(self) -> list[dict[str, Any]]:
+        return self.entries("rounded")
+
+    def fp32_rounded(self) -> list[dict[str, Any]]:
+        """Ops rounded to TF32 while fp32 matmuls were not allowed TF32: work meant to be fp32
+        (accelbench's fp32 sets the matmul precision "highest", its tf32 "high") that an Ampere
+        GPU rounds anyway, because cuDNN's own switch was left at torch's default."""
+        return [entry for entry in self.rounded() if entry["flags"]["cuda.matmul"] != "tf32"]
+
+    def ops(self, kind: str) -> dict[str, int]:
+        """Device ops of ``kind`` ("exact", "rounded", "sync", "commit") summed over the
+        processes' exit summaries."""
+        total: collections.Counter[str] = collections.Counter()
+        for entry in self.entries("summary"):
+            total.update(entry["ops"].get(kind, {}))
+        return dict(total)
+
+    def event_records(self, under: str = "") -> list[dict[str, Any]]:
+        """Timing events recorded on the device from code whose frames include ``under``."""
+        return [entry for entry in self.entries("event_record")
+                if any(under in frame for frame in entry["where"])]
+
+    def describe(self, entries: list[dict[str, Any]], limit: int = 5) -> str:
+        """A few entries in words, for an assertion's message."""
+        return "; ".join(f"{e.get('op', e['event'])} at {' <- '.join(e.get('where', [])[:3])}"
+                         for e in entries[:limit])
