@@ -124,6 +124,17 @@ def test_ampere_device_api_autocast_and_training_pieces(personality) -> None:
             torch.ones(2, device="cuda:0") + torch.ones(2, device="cuda:1")
 
 
+def test_an_event_records_on_the_current_device_as_torch_event_does(personality) -> None:
+    """torch.Event keeps only the device type: an event made for cuda:1 records on the current
+    device's stream (GPU 0) unless cuda:1 was made current."""
+    with personality("ampere") as journal:
+        event = torch.Event(device=torch.device("cuda:1"), enable_timing=True)
+        event.record()
+        torch.cuda.set_device(1)
+        event.record()
+    assert [entry["device"] for entry in journal.entries("event_record")] == ["cuda:0", "cuda:1"]
+
+
 # --- MPS: no float64, events, memory, fallback -------------------------------------------------
 def test_mps_has_no_float64_on_the_device(personality) -> None:
     assert PERSONALITY_FLOAT64_ERROR == MPS_FLOAT64_ERROR
@@ -223,13 +234,16 @@ def test_mps_is_an_arm64_mac_to_the_adapter(personality) -> None:
 # --- slow sync ----------------------------------------------------------------------------------
 def test_slow_sync_costs_milliseconds_and_the_clock_ticks_coarsely(personality, monkeypatch) -> None:
     monkeypatch.setenv("ACCELBENCH_PERSONALITY_TICK_MS", "4")
+    real_clock = time.perf_counter
     with personality("slow-sync"):
         readings = {time.perf_counter_ns() % 4_000_000 for _ in range(50)}
-        start = time.perf_counter()
+        start = real_clock()
         torch.cuda.synchronize()
-        cost = time.perf_counter() - start
+        torch.ones(1, device="cuda").item()  # a read to the host waits as long
+        cost = real_clock() - start
     assert readings == {0}
-    assert cost >= 0.004  # ACCELBENCH_PERSONALITY_SYNC_MS, default 5
+    assert cost >= 2 * 0.005  # ACCELBENCH_PERSONALITY_SYNC_MS, default 5
+    assert time.perf_counter is real_clock
 
 
 # --- reaching every process ---------------------------------------------------------------------

@@ -34,6 +34,7 @@ class CudaLikeEvent:
         self.completed_ns: int | None = None
 
     def record(self, stream: Any = None) -> None:
+        self.device = recording_device(self.device, stream)
         journal.write("event_record", kind=type(self).__name__, device=str(self.device),
                       where=journal.accelbench_frames())
         self.completed_ns = emulated.completion_ns()
@@ -105,6 +106,17 @@ def device_of(device: Any = None) -> torch.device:
     if isinstance(device, int):
         return torch.device(kind, device)
     return emulated.normalize(device)
+
+
+def recording_device(device: torch.device, stream: Any = None) -> torch.device:
+    """Where ``event.record(stream)`` records: on ``stream``'s device, else on the current
+    device's stream. torch.Event keeps only the device *type* it was made with
+    (torch/csrc/Event.cpp: ``c10::Event(device->type(), ...)``; ``record()`` takes
+    ``impl.getStream(impl.getDevice())``), so an event made for ``cuda:1`` records on GPU 0
+    unless ``cuda:1`` was made current."""
+    if stream is not None and getattr(stream, "device", None) is not None:
+        return torch.device(stream.device)
+    return torch.device(device.type, emulated.state.current_index)
 
 
 def synchronize(device: Any = None) -> None:
@@ -201,7 +213,7 @@ def patch_event(make_event: Callable[..., Any]) -> None:
     real = torch.Event
 
     class Event:
-        def __new__(cls, device: Any = None, *, enable_timing: bool = False,
+        def __new__(cls, device: Any = None, *, enable_timing: bool = True,
                     blocking: bool = False, interprocess: bool = False) -> Any:
             if device is None or emulated.is_emulated(device):
                 return make_event(device_of(device), enable_timing=enable_timing)

@@ -70,6 +70,7 @@ class MpsEvent:
         self.device_ops = -1
 
     def record(self, stream: Any = None) -> None:
+        self.device = device_api.recording_device(self.device, stream)
         journal.write("event_record", kind="MpsEvent", commit=True, device=str(self.device),
                       where=journal.accelbench_frames())
         journal.count("commit", "event_record")
