@@ -263,6 +263,20 @@ def test_sitecustomize_installs_the_personality_in_child_processes(personality_e
     assert out.stdout.strip() == "False", out.stderr
 
 
+def test_the_sitecustomize_it_shadows_still_runs(personality_env, tmp_path) -> None:
+    """Debian's python keeps a sitecustomize in its standard library folder: ours comes first
+    on the path and must run that one too."""
+    shadowed = tmp_path / "later"
+    shadowed.mkdir()
+    (shadowed / "sitecustomize.py").write_text("import builtins; builtins.SHADOWED_RAN = True\n")
+    env, _ = personality_env("ampere")
+    env = {**os.environ, **env, "ACCELBENCH_TEST_PERSONALITY": "",
+           "PYTHONPATH": os.pathsep.join([env["PYTHONPATH"], str(shadowed)])}
+    out = subprocess.run([sys.executable, "-c", "print(SHADOWED_RAN)"], capture_output=True,
+                         text=True, env=env, timeout=60)
+    assert out.stdout.strip() == "True", out.stderr
+
+
 def test_a_personality_that_cannot_install_stops_the_process(personality_env) -> None:
     env, _ = personality_env("no-such-device")
     out = subprocess.run([sys.executable, "-c", "print('ran')"], capture_output=True, text=True,

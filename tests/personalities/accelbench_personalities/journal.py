@@ -22,6 +22,7 @@ import atexit
 import collections
 import json
 import os
+import re
 import sys
 import threading
 from typing import Any
@@ -115,9 +116,11 @@ class Journal:
         return dict(total)
 
     def event_records(self, under: str = "") -> list[dict[str, Any]]:
-        """Timing events recorded on the device from code whose frames include ``under``."""
+        """Timing events recorded on the device by code with a frame matching the regular
+        expression ``under`` (``accelbench/measure/loop\\.py:\\d+ in _run_window$``)."""
+        pattern = re.compile(under)
         return [entry for entry in self.entries("event_record")
-                if any(under in frame for frame in entry["where"])]
+                if any(pattern.search(frame) for frame in entry["where"])]
 
     def describe(self, entries: list[dict[str, Any]], limit: int = 5) -> str:
         """A few entries in words, for an assertion's message."""
