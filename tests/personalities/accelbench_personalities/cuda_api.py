@@ -113,6 +113,8 @@ def patch_cuda(name: str, major: int, minor: int, total_memory: int, multiproces
     }
     for attribute, value in values.items():
         replace(cuda, attribute, value)
+    if not torch.version.cuda:  # a CPU-only build: the adapter asks which CUDA torch was built for
+        replace(torch.version, "cuda", "12.8")
     replace(torch.backends.cudnn, "is_available", lambda: True)
     replace(torch.backends.cudnn, "version", lambda: 90100)
     device_api.patch_accelerator(device_api.CudaLikeEvent, total_memory)
