@@ -60,9 +60,9 @@ def install(name: str) -> Any:
 
 def uninstall() -> None:
     """Undo :func:`install`: torch's functions back, the placement mode gone."""
-    from accelbench_personalities import emulated, patches
+    from accelbench_personalities import patches, placement
 
-    emulated.uninstall()
+    placement.uninstall()
     patches.restore()
     _installed.clear()
 

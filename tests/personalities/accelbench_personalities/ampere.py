@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from accelbench_personalities import cuda_api, device_api, emulated, journal, tf32
+from accelbench_personalities import cuda_api, device_api, emulated, journal, placement, tf32
 
 #: Not a real product name, so selftest judges it by physical bounds, not by an A100's figures.
 NAME = "Emulated Ampere GPU (accelbench test personality, sm_80)"
@@ -50,7 +50,7 @@ class AmpereRules(emulated.Rules):
 def install(rules: AmpereRules | None = None, name: str = NAME) -> AmpereRules:
     rules = rules or AmpereRules()
     rules.device_count = int(os.environ.get("ACCELBENCH_PERSONALITY_GPUS", rules.device_count))
-    emulated.install(rules, pinning=True)
+    placement.install(rules, pinning=True)
     cuda_api.patch_cuda(os.environ.get("ACCELBENCH_PERSONALITY_DEVICE_NAME", name), 8, 0,
                         TOTAL_MEMORY, 108)
     return rules

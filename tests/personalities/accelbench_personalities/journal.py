@@ -52,14 +52,16 @@ def write(event: str, **fields: Any) -> None:
 
 
 def accelbench_frames(limit: int = 6) -> list[str]:
-    """The calling accelbench frames, innermost first: ``path/from/accelbench:line in function``."""
+    """The calling frames in accelbench's own modules, innermost first:
+    ``accelbench/measure/loop.py:203 in _run_window``."""
     frames = []
     frame = sys._getframe(1)
     while frame is not None and len(frames) < limit:
-        filename = frame.f_code.co_filename.replace("\\", "/")
-        marker = filename.rfind("/accelbench/")
-        if marker >= 0 and "accelbench_personalities" not in filename:
-            frames.append(f"{filename[marker + 1:]}:{frame.f_lineno} in {frame.f_code.co_name}")
+        module = str(frame.f_globals.get("__name__", ""))
+        if module == "accelbench" or module.startswith("accelbench."):
+            name = "__init__" if frame.f_code.co_filename.endswith("__init__.py") else ""
+            path = module.replace(".", "/") + (f"/{name}" if name else "") + ".py"
+            frames.append(f"{path}:{frame.f_lineno} in {frame.f_code.co_name}")
         frame = frame.f_back
     return frames
 

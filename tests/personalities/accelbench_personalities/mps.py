@@ -37,7 +37,7 @@ from typing import Any
 
 import torch
 
-from accelbench_personalities import device_api, emulated, journal
+from accelbench_personalities import device_api, emulated, journal, placement
 from accelbench_personalities.patches import replace
 
 MPS_FLOAT64_ERROR = ("Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't "
@@ -192,7 +192,7 @@ def _patch_mac_facts() -> None:
 
 def install(peak: bool) -> MpsRules:
     rules = MpsRules()
-    emulated.install(rules, pinning=False)
+    placement.install(rules, pinning=False)
     _patch_mps(peak)
     _patch_mac_facts()
     return rules
