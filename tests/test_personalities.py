@@ -135,6 +135,24 @@ def test_an_event_records_on_the_current_device_as_torch_event_does(personality)
     assert [entry["device"] for entry in journal.entries("event_record")] == ["cuda:0", "cuda:1"]
 
 
+@pytest.mark.xfail(reason="issue 19 item 14: inline selftest never makes the device current, so "
+                          "its timing events on cuda:1 record on GPU 0", strict=True)
+def test_selftest_on_the_second_gpu_times_that_gpu(personality, monkeypatch) -> None:
+    """One quick timing check through the real suite: its events must record on cuda:1, and the
+    current device must be what it was before (no leak into the next device's checks)."""
+    from accelbench.selftest import suite, timing
+
+    monkeypatch.setattr(timing, "timing_checks", lambda device, quick=False: [
+        lambda: timing.check_windowed_agrees(device, step_s=0.0005, window=2, rounds=1)])
+    with personality("ampere") as journal:
+        devices = DeviceSet.current()
+        suite.run_selftest(devices, devices.select("cuda:1"), groups=("timing",), quick=True)
+        current = torch.cuda.current_device()
+    recorded = {entry["device"] for entry in journal.entries("event_record")}
+    assert recorded == {"cuda:1"}, recorded
+    assert current == 0
+
+
 # --- MPS: no float64, events, memory, fallback -------------------------------------------------
 def test_mps_has_no_float64_on_the_device(personality) -> None:
     assert PERSONALITY_FLOAT64_ERROR == MPS_FLOAT64_ERROR
