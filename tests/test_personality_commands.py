@@ -91,6 +91,12 @@ def cases(outcome: Outcome) -> list[dict[str, Any]]:
 
 
 # --- Ampere: fp32 stays fp32 in every command --------------------------------------------------
+RUN_AMPERE = ("run", "mnist", "--device", "cuda", "--mode", "train", "--precision", "fp32,tf32",
+              "--isolation", "none", *TINY)
+SWEEP_AMPERE = ("sweep", "mnist", "--device", "cuda", "--batch-size", "4,8", "--isolation",
+                "none", *TINY)
+
+
 def test_run_keeps_fp32_exact_and_rounds_tf32_on_ampere(accelbench_under) -> None:
     outcome = accelbench_under("ampere", *RUN_AMPERE)
     assert outcome.process.returncode == 0, outcome.explain()
@@ -100,12 +106,6 @@ def test_run_keeps_fp32_exact_and_rounds_tf32_on_ampere(accelbench_under) -> Non
     assert rounded and {e["flags"]["cuda.matmul"] for e in rounded} == {"tf32"}
     assert {e["op"] for e in rounded} >= {"aten.convolution.default",
                                           "aten.convolution_backward.default"}
-
-
-RUN_AMPERE = ("run", "mnist", "--device", "cuda", "--mode", "train", "--precision", "fp32,tf32",
-              "--isolation", "none", *TINY)
-SWEEP_AMPERE = ("sweep", "mnist", "--device", "cuda", "--batch-size", "4,8", "--isolation",
-                "none", *TINY)
 
 
 @pytest.mark.xfail(reason="issue 19 item 6: cudnn.benchmark is never enabled in run, sweep and "
