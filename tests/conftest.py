@@ -1,4 +1,5 @@
-"""Shared fixtures: an isolated accelbench home and a real-subprocess CLI runner."""
+"""Shared fixtures: an isolated accelbench home, a real-subprocess CLI runner, and the hardware
+personalities (tests/personalities) for the real-subprocess runner and in this process."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+#: Emulated devices that fail the way the real ones do (tests/personalities/README.md).
+PERSONALITIES = REPO / "tests" / "personalities"
+if str(PERSONALITIES) not in sys.path:
+    sys.path.insert(0, str(PERSONALITIES))
 
 
 @pytest.fixture(scope="session")
@@ -63,3 +68,49 @@ def cli(accelbench_home: Path):
                               text=True, timeout=timeout, env=full_env, cwd=cwd)
 
     return run
+
+
+@pytest.fixture
+def personality_env(tmp_path: Path):
+    """``personality_env(NAME, **VARS)`` -> (env, journal): with ``env`` passed to ``cli``, the
+    CLI and every Python process it starts (workers, torchrun and its ranks) run on the emulated
+    device NAME (ampere, mps, mps-nopeak, slow-sync); ``journal`` reads what they did there
+    (accelbench_personalities.journal.Journal)."""
+    from accelbench_personalities.journal import LOG_ENV, Journal
+
+    def make(name: str, **variables: str) -> tuple[dict[str, str], Journal]:
+        log = tmp_path / f"personality-{name}.jsonl"
+        path = [str(PERSONALITIES), str(REPO / "src"), os.environ.get("PYTHONPATH", "")]
+        env = {"PYTHONPATH": os.pathsep.join(p for p in path if p),
+               "ACCELBENCH_TEST_PERSONALITY": name, LOG_ENV: str(log), **variables}
+        return env, Journal(log)
+
+    return make
+
+
+@pytest.fixture
+def personality(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """``with personality(NAME) as journal:`` runs the block on the emulated device NAME in this
+    process; torch is put back afterwards, the precision switches included."""
+    import contextlib
+
+    import accelbench_personalities
+    import torch
+    from accelbench_personalities.journal import LOG_ENV, Journal
+
+    @contextlib.contextmanager
+    def active(name: str):  # type: ignore[no-untyped-def]
+        log = tmp_path / f"personality-{name}.jsonl"
+        monkeypatch.setenv(LOG_ENV, str(log))
+        matmul = torch.get_float32_matmul_precision()
+        cudnn = torch.backends.cudnn.allow_tf32, torch.backends.cudnn.enabled
+        try:
+            with accelbench_personalities.active(name):
+                yield Journal(log)
+        finally:
+            torch.backends.fp32_precision = "none"
+            torch.backends.cudnn.fp32_precision = "none"
+            torch.set_float32_matmul_precision(matmul)
+            torch.backends.cudnn.allow_tf32, torch.backends.cudnn.enabled = cudnn
+
+    return active
