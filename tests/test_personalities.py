@@ -135,8 +135,6 @@ def test_an_event_records_on_the_current_device_as_torch_event_does(personality)
     assert [entry["device"] for entry in journal.entries("event_record")] == ["cuda:0", "cuda:1"]
 
 
-@pytest.mark.xfail(reason="issue 19 item 14: inline selftest never makes the device current, so "
-                          "its timing events on cuda:1 record on GPU 0", strict=True)
 def test_selftest_on_the_second_gpu_times_that_gpu(personality, monkeypatch) -> None:
     """One quick timing check through the real suite: its events must record on cuda:1, and the
     current device must be what it was before (no leak into the next device's checks)."""

@@ -9,8 +9,8 @@ what happened there.
 - **slow-sync**: a run's figures stay finite and positive with a 5 ms synchronisation and a
   clock that ticks every millisecond.
 
-Tests marked ``xfail(strict=True)`` fail today because of a defect of issue 19 (the reason names
-the item); the fix's author removes the mark.
+Each defect of issue 19 these commands expose (items 1, 2, 3, 6, 14 and 16) has a test here that
+failed before its fix.
 """
 
 from __future__ import annotations
@@ -108,8 +108,6 @@ def test_run_keeps_fp32_exact_and_rounds_tf32_on_ampere(accelbench_under) -> Non
                                           "aten.convolution_backward.default"}
 
 
-@pytest.mark.xfail(reason="issue 19 item 6: cudnn.benchmark is never enabled in run, sweep and "
-                          "scale", strict=True)
 def test_run_and_sweep_enable_cudnn_benchmark_on_ampere(accelbench_under) -> None:
     for args in (RUN_AMPERE, SWEEP_AMPERE):
         flags = [case["backend_flags"] for case in cases(accelbench_under("ampere", *args))]
@@ -139,9 +137,6 @@ def test_probe_completes_on_ampere(accelbench_under) -> None:
     assert cells["float64"]["status"] in ("works", "slower")
 
 
-@pytest.mark.xfail(reason="issue 19 item 2: probe features do not enter the fp32 settings, so "
-                          "cuDNN's default TF32 makes channels_last and complex conv 'wrong'",
-                   strict=True)
 def test_probe_features_run_in_fp32_on_ampere(accelbench_under) -> None:
     outcome = accelbench_under("ampere", *PROBE_AMPERE)
     cells = outcome.record["probes"][0]["cells"]
@@ -164,9 +159,6 @@ def test_scale_runs_its_ranks_on_ampere(accelbench_under) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="issue 19 item 3: scale ranks never enter the precision settings: "
-                          "fp32 convolutions run cuDNN TF32 and no backend flags are recorded",
-                   strict=True)
 def test_scale_is_fp32_and_records_its_flags_on_ampere(accelbench_under) -> None:
     outcome = accelbench_under("ampere", *SCALE_AMPERE)
     assert_fp32_stayed_fp32(outcome, processes=4)
@@ -174,8 +166,6 @@ def test_scale_is_fp32_and_records_its_flags_on_ampere(accelbench_under) -> None
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="issue 19 item 16: scale --device cuda:1 silently runs its rank on "
-                          "cuda:0", strict=True)
 def test_scale_refuses_or_honours_a_device_index_on_ampere(accelbench_under) -> None:
     outcome = accelbench_under("ampere", "scale", "mnist", "--device", "cuda:1", "--nproc", "1",
                                *TINY, "--timeout", "300")
@@ -206,9 +196,6 @@ def test_selftest_passes_and_keeps_fp32_exact_on_ampere(accelbench_under) -> Non
 
 
 # --- MPS: commands complete, and the timed window records no event ----------------------------
-@pytest.mark.xfail(reason="issue 19 item 1: the per-step input-wait events raise on MPS ('End "
-                          "event N was not recorded after start event M') and commit a command "
-                          "buffer twice per timed step", strict=True)
 def test_run_completes_without_events_in_the_timed_window_on_mps(accelbench_under) -> None:
     """mps-nopeak: also the adapter's sampled memory figure, which must say it is a lower bound."""
     outcome = accelbench_under("mps-nopeak", "run", "mnist", "--device", "mps", "--mode", "train",
@@ -244,8 +231,6 @@ def test_probe_completes_on_mps(accelbench_under) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="issue 19 item 1: selftest's timed loops (memory case) fail on MPS's "
-                          "input-wait events", strict=True)
 def test_selftest_passes_without_events_in_timed_loops_on_mps(accelbench_under) -> None:
     outcome = accelbench_under("mps", "selftest", "--device", "mps", "--quick", "--only",
                                "memory,precision,parity")
