@@ -32,6 +32,35 @@ def accelbench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, peak_cache:
     return home
 
 
+def torch_numeric_defaults() -> None:
+    """Put torch's process-wide numeric switches back as a fresh process has them (matmul
+    "highest", cuDNN TF32 on, every fp32_precision inheriting, cudnn.benchmark off)."""
+    import torch
+
+    backends = torch.backends
+    backends.fp32_precision = "none"
+    if hasattr(backends.cudnn, "fp32_precision"):
+        backends.cudnn.fp32_precision = "none"
+        backends.mkldnn.set_flags(_fp32_precision="none")  # its attribute sets torch's switch
+    torch.set_float32_matmul_precision("highest")
+    backends.cudnn.allow_tf32 = True
+    for switch in (getattr(backends.cuda.matmul, "fp32_precision", None) and backends.cuda.matmul,
+                   getattr(backends.mkldnn, "matmul", None), getattr(backends.mkldnn, "conv", None),
+                   getattr(backends.mkldnn, "rnn", None)):
+        if switch:
+            switch.fp32_precision = "none"
+    backends.cudnn.benchmark = False
+
+
+@pytest.fixture(autouse=True)
+def _torch_numeric_switches_put_back():
+    """A test that runs a case in this process, or sets a switch itself, leaves the next test
+    torch's defaults: the emulated Ampere reads these switches at every op."""
+    yield
+    if "torch" in sys.modules:
+        torch_numeric_defaults()
+
+
 @pytest.fixture
 def inline_cli(accelbench_home: Path, monkeypatch: pytest.MonkeyPatch):
     """Run ``accelbench.cli.main(ARGS)`` in this process (no interpreter start-up, no torch import:
@@ -102,6 +131,7 @@ def personality(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     def active(name: str):  # type: ignore[no-untyped-def]
         log = tmp_path / f"personality-{name}.jsonl"
         monkeypatch.setenv(LOG_ENV, str(log))
+        torch_numeric_defaults()
         matmul = torch.get_float32_matmul_precision()
         cudnn = torch.backends.cudnn.allow_tf32, torch.backends.cudnn.enabled
         try:

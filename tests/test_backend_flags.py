@@ -230,6 +230,12 @@ def test_fp32_is_fp32_even_when_a_parent_switch_says_tf32() -> None:
         after = backend_flags()
         assert {name: after[name] for name in before if name.endswith("_fp32_precision")} == {
             name: before[name] for name in before if name.endswith("_fp32_precision")}
+        # ... and what inherited goes on inheriting: nothing is left pinned to "tf32", so the
+        # process (and the next test) is as it was once torch's own switch goes back.
+        backends.fp32_precision = "none"
+        assert {name: value for name, value in backend_flags().items()
+                if name.endswith("_fp32_precision")} == {
+            name: "none" for name in before if name.endswith("_fp32_precision")}
     finally:
         backends.fp32_precision = "none"
 

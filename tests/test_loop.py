@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import pytest
@@ -100,14 +101,20 @@ def test_async_device_short_steps_are_timed_in_windows_with_one_sync_each() -> N
     adapter = FakeAsyncAdapter()
     device = Device(adapter, "fake", 0)
     step = CountingStep()
-    loop = StepLoop(step, epoch(1000, 4), device)
-    measured = loop.run(StopRule("steps", 100), warmup_steps=2)
+    syncs_at_start: list[int] = []
+
+    class Loop(StepLoop):
+        def _begin_measuring(self, window) -> None:
+            syncs_at_start.append(adapter.syncs)
+            super()._begin_measuring(window)
+
+    measured = Loop(step, epoch(10**6, 4), device).run(StopRule("steps", 100), warmup_steps=2)
     k = measured.steps_per_sample
     assert k > 1  # microsecond steps are far below the 5 ms window
     assert measured.measured_steps == 100
     assert len(measured.step_times) == -(-100 // k)
-    # One sync before warm-up, one per warm-up step, one per window.
-    assert adapter.syncs == 1 + 2 + len(measured.step_times)
+    # One sync per measured window, none between its steps.
+    assert adapter.syncs - syncs_at_start[0] == len(measured.step_times)
 
 
 def test_cpu_never_windows() -> None:
@@ -239,3 +246,68 @@ def test_epochs_warm_up_meets_the_partial_batch_shape_before_the_timed_epochs() 
     assert step.sizes[:3] == [4, 4, 2]  # warm-up: two full steps, then the partial shape
     assert step.sizes[3:] == [4, 4, 2] and measured.measured_steps == 3
     assert measured.warmup_steps == 3
+
+
+class VirtualClock:
+    """``time.perf_counter`` of a device whose steps and synchronisations take known times; it
+    reads in ticks of ``tick`` seconds (a coarse clock) and creeps 1 ns a reading."""
+
+    def __init__(self, tick: float) -> None:
+        self.now, self.tick = 1000.0, tick
+
+    def __call__(self) -> float:
+        self.now += 1e-9
+        return math.floor(self.now / self.tick) * self.tick
+
+
+class TimedAsyncAdapter(FakeAsyncAdapter):
+    def __init__(self, clock: VirtualClock, sync_s: float) -> None:
+        super().__init__()
+        self.clock, self.sync_s = clock, sync_s
+
+    def synchronize(self, index: int) -> None:
+        super().synchronize(index)
+        self.clock.now += self.sync_s
+
+
+@pytest.fixture
+def virtual_time(monkeypatch: pytest.MonkeyPatch):
+    import accelbench.measure.loop as loop_module
+
+    def install(tick: float, sync_s: float, step_s: float) -> tuple[Device, CountingStep]:
+        clock = VirtualClock(tick)
+        monkeypatch.setattr(time, "perf_counter", clock)
+        monkeypatch.setattr(loop_module, "_TICK", [], raising=False)  # measured afresh on this clock
+        step = CountingStep()
+        original = step.__call__
+
+        class Step(CountingStep):
+            def __call__(self, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+                clock.now += step_s
+                return original(batch)
+
+        return Device(TimedAsyncAdapter(clock, sync_s), "fake", 0), Step()
+
+    return install
+
+
+def test_a_slow_synchronisation_is_amortised_by_longer_windows(virtual_time) -> None:
+    """A 5 ms synchronisation with 0.2 ms steps: sized from one step's reading (5.2 ms, sync
+    included) every step was its own window and read 5.2 ms; the windows must hold the sync."""
+    device, step = virtual_time(tick=1e-9, sync_s=0.005, step_s=0.0002)
+    measured = StepLoop(step, epoch(10**6, 4), device).run(StopRule("steps", 3000), warmup_steps=2)
+    median = sorted(measured.step_times)[len(measured.step_times) // 2]
+    assert median == pytest.approx(0.0002, rel=0.03)
+    assert measured.sync_s == pytest.approx(0.005, rel=0.01)
+    assert measured.steps_per_sample * 0.0002 >= 0.005 / 0.02 * 0.9
+
+
+def test_a_coarse_clock_neither_explodes_the_window_nor_misreads_the_step(virtual_time) -> None:
+    """A clock that ticks every millisecond reads a 50 µs step as 0 s: extrapolating from that
+    made a window of 50,000 steps (a 1 s budget then ran for minutes on the hardware)."""
+    device, step = virtual_time(tick=0.001, sync_s=0.0, step_s=0.00005)
+    measured = StepLoop(step, epoch(10**6, 4), device).run(StopRule("time", 1.0), warmup_steps=2)
+    assert measured.steps_per_sample <= 8000  # 100 ticks of 1 ms hold 2,000 steps; growth overshoots
+    assert measured.measured_steps < 60_000
+    median = sorted(measured.step_times)[len(measured.step_times) // 2]
+    assert median == pytest.approx(0.00005, rel=0.02)

@@ -150,26 +150,62 @@ class _Saved:
     matmul: str | None
     cudnn_tf32: bool | None
     benchmark: bool
-    fine: tuple[tuple[Any, str], ...]
+    fine: tuple[tuple[Any, str, str], ...]
+    wide: tuple[tuple[Any, str], ...]
+
+
+#: Where a per-op switch (by its module in _FINE_SWITCHES) inherits from when it says "none":
+#: its back end's own switch (cuBLAS and cuDNN both read ``torch.backends.cudnn.fp32_precision``,
+#: torch's "cuda" back end), which inherits from ``torch.backends.fp32_precision``.
+_WIDE_SWITCHES = {"cuda": "cudnn", "cudnn": "cudnn", "mkldnn": "mkldnn"}
+
+
+def _wide_switches() -> list[Any]:
+    """torch's switch and each back end's, parents first; empty without per-op switches."""
+    if not _fine_switches():
+        return []
+    modules = [torch.backends] + [getattr(torch.backends, name)
+                                  for name in dict.fromkeys(_WIDE_SWITCHES.values())]
+    return [module for module in modules if _read(lambda m=module: m.fp32_precision) is not None]
+
+
+def _set_wide(module: Any, value: str) -> None:
+    if module is torch.backends.mkldnn:
+        # torch (2.9 to 2.14 at least) wires ``torch.backends.mkldnn.fp32_precision = v`` to
+        # torch's own switch, not oneDNN's: set_flags reaches oneDNN's.
+        module.set_flags(_fp32_precision=value)
+    else:
+        module.fp32_precision = value
+
+
+def _parent_value(module: str) -> str:
+    return str(getattr(torch.backends, _WIDE_SWITCHES[module]).fp32_precision)
 
 
 def _save() -> _Saved:
     return _Saved(_read(torch.get_float32_matmul_precision),
                   _read(lambda: bool(torch.backends.cudnn.allow_tf32)),
                   bool(torch.backends.cudnn.benchmark),
-                  tuple((switch, switch.fp32_precision) for switch, _ in _fine_switches()))
+                  tuple((switch, switch.fp32_precision, name.split("_")[0])
+                        for switch, name in _fine_switches()),
+                  tuple((module, module.fp32_precision) for module in _wide_switches()))
 
 
 def _restore(saved: _Saved) -> None:
-    # The old switches first: setting them also sets some per-op ones, which are then put back
-    # as they read before (resolved: a "none" that inherited "tf32" comes back as "tf32").
+    # The old switches first: setting them also sets some per-op ones, which are then put back.
+    # torch reads a per-op switch resolved (a "none" that inherits "tf32" reads "tf32"), so each
+    # is put back as "none" where it reads as its parent does: every switch reads as before, and
+    # one that inherited goes on inheriting (a later change of torch's switch still reaches it).
     if saved.matmul is not None:
         torch.set_float32_matmul_precision(saved.matmul)
     if saved.cudnn_tf32 is not None:
         torch.backends.cudnn.allow_tf32 = saved.cudnn_tf32
     torch.backends.cudnn.benchmark = saved.benchmark
-    for switch, value in saved.fine:
-        switch.fp32_precision = value
+    for index, (module, value) in enumerate(saved.wide):
+        inherited = index > 0 and value == saved.wide[0][1]
+        _set_wide(module, "none" if inherited else value)
+    for switch, value, module in saved.fine:
+        switch.fp32_precision = "none" if saved.wide and value == _parent_value(module) else value
 
 
 def _apply(precision: Precision, cudnn_benchmark: bool) -> None:

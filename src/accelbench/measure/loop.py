@@ -61,6 +61,47 @@ Progress = Callable[[str, float, float | None], None]
 MIN_ADAPTIVE_SAMPLES = 20
 
 
+#: A window's one synchronisation may be at most this share of it (on a device whose
+#: synchronisation is slow, MPS at times, windows grow to hold it) ...
+MAX_SYNC_SHARE = 0.02
+#: ... and a window lasts at least this many ticks of the clock (a coarse clock's reading of a
+#: window is then exact to 1%).
+TICKS_PER_WINDOW = 100
+#: No window holds more steps than this, whatever the readings say.
+MAX_STEPS_PER_SAMPLE = 100_000
+
+
+def synchronize_cost(device: Device, repeats: int = 5) -> float:
+    """Seconds one synchronisation of the idle device takes (the median of ``repeats``)."""
+    device.synchronize()
+    costs = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        device.synchronize()
+        costs.append(time.perf_counter() - start)
+    return sorted(costs)[len(costs) // 2]
+
+
+_TICK: list[float] = []
+
+
+def clock_tick() -> float:
+    """The smallest step ``time.perf_counter`` advances by, measured once per process (a
+    nanosecond clock on Linux and macOS reads about a microsecond here, a coarse one its tick)."""
+    if not _TICK:
+        steps: list[float] = []
+        last = time.perf_counter()
+        for _ in range(1_000_000):
+            now = time.perf_counter()
+            if now != last:
+                steps.append(now - last)
+                last = now
+                if len(steps) == 5:
+                    break
+        _TICK.append(min(steps) if steps else 1e-6)
+    return _TICK[0]
+
+
 class NonFiniteError(RuntimeError):
     def __init__(self, step: int) -> None:
         super().__init__(f"non-finite loss/output (NaN or Inf) at step {step}")
@@ -158,6 +199,8 @@ class Measured:
     target_ci_pct: float | None = None
     #: Why measuring stopped: "steps", "epochs", "time budget" or "precision reached".
     stop_reason: str = ""
+    #: Seconds one synchronisation of the idle device took (asynchronous devices; None elsewhere).
+    sync_s: float | None = None
 
 
 def _check_finite(output: Any, step: int) -> None:
@@ -225,8 +268,35 @@ class StepLoop:
             self.progress("warm-up", i + 1, steps)
         self.result.warmup_steps = steps
         self.result.warmup_time_s = sum(times) if times else None
-        if times and self.device.is_async and times[-1] < MIN_WINDOW_S:
-            self.result.steps_per_sample = math.ceil(MIN_WINDOW_S / max(times[-1], 1e-7))
+        if times and self.device.is_async:
+            self._size_windows(feed, times[-1])
+
+    def _size_windows(self, feed: Feed, last_step_s: float) -> None:
+        """Choose k, the steps a window holds, so that its one synchronisation and the clock's
+        tick are a small part of it: at least ``MIN_WINDOW_S``, ``1 / MAX_SYNC_SHARE`` times what
+        a synchronisation costs, and ``TICKS_PER_WINDOW`` ticks of the clock.
+
+        The window is found by running windows of growing k (these steps are warm-up, counted in
+        it), not extrapolated from one step: a step's reading holds a synchronisation (5 ms on a
+        device with a slow one would make every step its own window, sync included), and on a
+        coarse clock a short step reads 0 s (k would explode to the cap of the division)."""
+        sync_s = synchronize_cost(self.device)
+        target = max(MIN_WINDOW_S, sync_s / MAX_SYNC_SHARE, clock_tick() * TICKS_PER_WINDOW)
+        self.result.sync_s = sync_s
+        if last_step_s >= target:
+            return
+        k, elapsed = 1, last_step_s
+        while elapsed < target and k < MAX_STEPS_PER_SAMPLE:
+            net = elapsed - sync_s
+            # Extrapolate only from a window long enough to read; grow at most 16-fold a round.
+            grow = target / net if net > 10 * clock_tick() else 2.0
+            k = min(MAX_STEPS_PER_SAMPLE, max(k + 1, math.ceil(k * min(grow, 16.0))))
+            elapsed, ran = self._run_window(feed, k)
+            self.result.warmup_steps += ran
+            self.result.warmup_time_s = (self.result.warmup_time_s or 0.0) + elapsed
+            if ran < k:  # the data ran out: an epoch shorter than a window
+                break
+        self.result.steps_per_sample = k
 
     def _warm_up_partial_shape(self, feed: Feed) -> None:
         sliced = tuple(t[: self.partial_batch] for t in feed.take())

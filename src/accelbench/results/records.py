@@ -92,6 +92,9 @@ class CaseResult:
     #: and why measuring stopped ("steps", "epochs", "time budget", "precision reached").
     target_ci_pct: float | None = None
     stop_reason: str = ""
+    #: Seconds one synchronisation of the idle device took; windows are sized to hold at least
+    #: 50 of them (asynchronous devices; None on the CPU).
+    sync_s: float | None = None
     peak_memory_bytes: int | None = None
     memory_source: str = ""
     #: True where the device's peak can be below the true one (MPS sampled): shown as "≥".
