@@ -216,3 +216,56 @@ def test_a_really_idle_device_stays_launch_bound_however_slow_the_measured_step(
         diagnosis = diagnose(_case(figures, measured, flops_fraction=0.01, ceilings=H100_CEILINGS))
         assert diagnosis is not None and diagnosis.word == "launch-bound"
         assert diagnosis.figures["busy_fraction"] == pytest.approx(figures.busy_fraction, rel=0.01)
+
+
+# --- issue 19: on MPS the input wait is the host's fetch time, an upper bound -------------------------
+def _mps_input_wait_method() -> str:
+    """The label the timed loop records on a device whose events are not safe around every step
+    (MPS): the host's fetch time, an upper bound."""
+    from fakes import FakeAsyncAdapter
+
+    from accelbench.devices import Device
+    from accelbench.measure.input_wait import InputWait
+
+    adapter = FakeAsyncAdapter()
+    adapter.step_events_safe = False
+    return InputWait(Device(adapter, "mps")).method
+
+
+def test_an_upper_bound_on_the_input_wait_alone_never_calls_a_case_input_bound() -> None:
+    # A device-bound MPS case whose host spent 40% of the time fetching while the device worked
+    # through its queue was called input-bound from the fetch time alone.
+    figures = _recorded("cuda_compute_bound.json", 3)
+    bound = _case(figures, 9.3e-3, flops_fraction=0.72, ceilings=H100_CEILINGS, input_wait=0.4,
+                  device="mps:0")
+    bound.input_wait_method = _mps_input_wait_method()
+    assert "upper bound" in bound.input_wait_method
+    diagnosis = diagnose(bound)
+    assert diagnosis is not None and diagnosis.word == "compute-bound"
+    assert diagnosis.line.endswith("; input wait ≤ 40% of the measured time (host fetch time; the "
+                                   "device may have been busy meanwhile)")
+    assert diagnosis.figures["input_wait_upper_bound"] is True
+    assert not bound.input_bound() and bound.to_dict()["derived"]["input_bound"] is False
+    # an event that failed during the case leaves the host fetch time too: the same
+    bound.input_wait_method = "host fetch time (upper bound: a timing event failed: RuntimeError: x)"
+    assert diagnose(bound).word == "compute-bound" and not bound.input_bound()
+
+
+@pytest.mark.parametrize("method", ["host fetch time (synchronous device)", "device idle (timing events)",
+                                    ""], ids=["cpu", "events", "older result"])
+def test_an_exact_input_wait_still_calls_a_case_input_bound(method: str) -> None:
+    figures = _recorded("cuda_compute_bound.json", 3)
+    exact = _case(figures, 9.3e-3, flops_fraction=0.72, ceilings=H100_CEILINGS, input_wait=0.4)
+    exact.input_wait_method = method
+    diagnosis = diagnose(exact)
+    assert diagnosis is not None and diagnosis.word == "input-bound" and exact.input_bound()
+    assert "≤" not in diagnosis.line
+
+
+def test_a_small_upper_bound_adds_nothing_to_the_line() -> None:
+    figures = _recorded("cuda_compute_bound.json", 3)
+    small = _case(figures, 9.3e-3, flops_fraction=0.72, ceilings=H100_CEILINGS, input_wait=0.1,
+                  device="mps:0")
+    small.input_wait_method = _mps_input_wait_method()
+    diagnosis = diagnose(small)
+    assert diagnosis is not None and "input wait" not in diagnosis.line

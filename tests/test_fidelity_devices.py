@@ -4,8 +4,10 @@ by PCI bus, TORCH_WARN_ONCE warns once per process)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -307,6 +309,14 @@ class RecordingAdapter(FakeAsyncAdapter):
     def make_current(self, index: int) -> None:
         self.made_current.append(index)
 
+    @contextlib.contextmanager
+    def current(self, index: int) -> Iterator[None]:
+        self.made_current.append(index)
+        try:
+            yield
+        finally:
+            self.made_current.append(-1)  # the previous device current again
+
 
 def test_cuda_make_current_sets_the_device_index() -> None:
     fake = fake_cuda_torch(count=2)
@@ -336,6 +346,7 @@ def test_a_case_makes_its_device_current_before_anything_touches_it(monkeypatch)
     device = Device(adapter, "fake", 1)
     run_case(Case("mnist", "train", device, 4), _tiny(device="fake:1"))
     assert seen == [[1]]
+    assert adapter.made_current == [1, -1]  # and the previous device current again after it
 
 
 def test_a_scale_rank_makes_its_device_current() -> None:
@@ -469,3 +480,77 @@ def test_an_inline_probe_runs_with_its_device_current_and_restores_it() -> None:
     ProbeWork([feature], devices.select("cpu")[0]).inline(gpu1, None)
     assert seen == [1]
     assert fake.cuda.current == 0
+
+
+# --- issue 19, 14 (loose end). run and check restore the current device after each case -----------
+def _no_device_work(monkeypatch: pytest.MonkeyPatch, fake: Any, seen: list[tuple[str, int]]) -> None:
+    """The runner's and check's device work replaced by a note of the current device (the fake
+    GPUs cannot run torch): what ran where is what the test reads."""
+    import accelbench.engine.runner as runner
+    import accelbench.parity.check as check
+
+    def measure(case: Any, *args: Any) -> None:
+        seen.append((f"measure {case.device.name}", fake.cuda.current))
+
+    def flops(result: Any, device: Any, precision: Any) -> dict[str, Any]:
+        seen.append((f"peak {device.name}", fake.cuda.current))  # the peak may be measured
+        return {"error": "not counted"}
+
+    def parity(workload: Any, size: str, device: Any, *args: Any) -> dict[str, Any]:
+        seen.append((f"parity {device.name}", fake.cuda.current))
+        return {"verdict": "pass"}
+
+    monkeypatch.setattr(runner, "_measure", measure)
+    monkeypatch.setattr(runner, "achieved_flops", flops)
+    monkeypatch.setattr(runner, "unsupported_reason", lambda device, precision: None)
+    monkeypatch.setattr(check, "unsupported_reason", lambda device, precision: None)
+    monkeypatch.setattr(check, "run_parity", parity)
+
+
+def test_an_inline_run_over_two_gpus_leaves_no_device_current(monkeypatch) -> None:
+    # make_current(N) without a restore left cuda:1 current after an --isolation none run, for
+    # whatever ran next in the process (the next case's stray work, the report's device calls).
+    from accelbench.engine.runner import plan, run_plan
+
+    fake, devices, _, _ = _two_fake_gpus()
+    seen: list[tuple[str, int]] = []
+    _no_device_work(monkeypatch, fake, seen)
+    options = _tiny(device="cuda:0,cuda:1")
+    record = run_plan(options, devices, plan(options, devices), ["test"])
+    assert [case.status for case in record.cases] == ["ok", "ok"]
+    assert seen == [("measure cuda:0", 0), ("peak cuda:0", 0), ("measure cuda:1", 1),
+                    ("peak cuda:1", 1)]
+    assert fake.cuda.current == 0
+
+
+def test_an_inline_check_over_two_gpus_leaves_no_device_current(monkeypatch) -> None:
+    from accelbench.parity.check import run_check
+    from accelbench.parity.options import CheckOptions
+
+    fake, devices, _, _ = _two_fake_gpus()
+    seen: list[tuple[str, int]] = []
+    _no_device_work(monkeypatch, fake, seen)
+    options = CheckOptions(run=_tiny(device="cuda:0,cuda:1"), steps=2)
+    record = run_check(options, devices, ["test"])
+    assert [case.parity.verdict for case in record.cases] == ["pass", "pass"]
+    assert seen == [("parity cuda:0", 0), ("parity cuda:1", 1)]
+    assert fake.cuda.current == 0
+
+
+def test_a_device_that_cannot_be_made_current_is_the_cases_status(monkeypatch) -> None:
+    from accelbench.engine.runner import Case, run_case
+    from accelbench.parity.check import check_case
+    from accelbench.parity.options import CheckOptions
+
+    fake, devices, gpu1, _ = _two_fake_gpus()
+
+    def broken(index: int) -> Any:
+        raise RuntimeError("CUDA error: invalid device ordinal")
+
+    fake.accelerator.device_index = broken
+    case = Case("mnist", "train", gpu1, 4)
+    result = run_case(case, _tiny(device="cuda:1"))
+    assert (result.status, result.error) == ("failed", "RuntimeError: CUDA error: invalid device ordinal")
+    checked = check_case(case, CheckOptions(run=_tiny(device="cuda:1"), steps=2), devices)
+    assert checked.status == "failed" and checked.parity.verdict == "failed"
+    assert "invalid device ordinal" in checked.parity.error

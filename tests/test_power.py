@@ -90,3 +90,43 @@ def test_a_load_change_between_runs_is_shown_a_small_one_is_not() -> None:
 
     assert power.power_differences(env(2.4), env(0.7)) == "load per CPU 2.4 vs 0.7"
     assert power.power_differences(env(0.5), env(0.7)) == ""
+
+
+# --- issue 19, item 13: the power limits are read in the process's one NVML session ----------------
+def test_power_limits_share_the_processs_one_nvml_session(monkeypatch) -> None:
+    # gpu_power_limits opened and shut its own NVML session on every call: every run paid an
+    # init/shutdown pair (seconds on a multi-GPU host without persistence mode), and its shutdown
+    # closed nothing else's session only because NVML counts references.
+    import sys
+
+    from fakes import FakeNvml, fake_cuda_torch, fake_gpu_uuid
+
+    from accelbench.devices.cuda import CudaAdapter
+
+    gpus = [f"GPU-{fake_gpu_uuid(1)}", f"GPU-{fake_gpu_uuid(0)}"]
+    nvml = FakeNvml(gpus)
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    for _ in range(3):
+        assert power.gpu_power_limits() == {"value": {gpus[0]: 700.0, gpus[1]: 700.0}}
+    assert "memory_free_bytes" in CudaAdapter(fake_cuda_torch(count=2)).info(0)
+    assert (nvml.inits, nvml.shutdowns) == (1, 0)
+
+
+def test_power_limits_without_nvml_say_why(monkeypatch) -> None:
+    import sys
+
+    from fakes import FakeNvml
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # not installed: the import fails
+    reason = power.gpu_power_limits()["na"]
+    assert reason.startswith("NVML not readable: nvidia-ml-py is not installed"), reason
+    nvml = FakeNvml([])
+
+    def no_driver() -> None:
+        raise nvml.NVMLError("Driver Not Loaded")
+
+    monkeypatch.setattr(nvml, "nvmlInit", no_driver)
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    assert power.gpu_power_limits() == {"na": "NVML: Driver Not Loaded"}
+    monkeypatch.setattr(nvml, "nvmlInit", lambda: None)
+    assert power.gpu_power_limits() == {"na": "NVML lists no GPU"}

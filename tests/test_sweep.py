@@ -158,3 +158,27 @@ def test_the_terminal_table_fits_100_columns_with_a_long_name_and_an_error() -> 
     assert lines[0].startswith("accelbench sweep s1: torchvision:vit_b_16")
     assert all(len(line.rstrip()) <= 100 for line in lines)
     assert "samples/s" in lines[1] and "95% CI" in lines[1] and "123,456" in text and "OOM" in text
+
+
+def test_peak_memory_carries_its_source_tag_as_in_the_run_table() -> None:
+    # The sweep printed the CPU's whole-process peak RSS and an accelerator's live tensors in one
+    # column, untagged, and an MPS sampled figure without its "≥".
+    from rich.console import Console
+
+    from accelbench.render.sweep_table import COLUMNS, sweep_rows, sweep_table
+
+    cpu, cuda, mps = _case("cpu", 16, 0.1), _case("cuda:0", 16, 0.01), _case("mps:0", 16, 0.02)
+    cpu.peak_memory_bytes, cpu.memory_source = 900 * 2**20, "process peak RSS (psutil)"
+    cuda.peak_memory_bytes = 3 * 2**30
+    cuda.memory_source = "CUDA caching allocator peak (torch.cuda.max_memory_allocated: live tensors)"
+    mps.peak_memory_bytes, mps.memory_is_lower_bound = 2**30, True
+    mps.memory_source = "MPS live tensors sampled at step boundaries (a lower bound)"
+    unknown = _case("cpu", 32, 0.2)  # an older result: no memory figure, no source
+    column = COLUMNS.index("peak mem")
+    cells = {row[2] + " " + row[3]: row[column] for row in sweep_rows(_record([cpu, unknown, cuda, mps]))}
+    assert cells == {"cpu 16": "900.0 MiB RSS", "cpu 32": "n/a", "cuda:0 16": "3.0 GiB allocator",
+                     "mps:0 16": "≥ 1.0 GiB sampled"}
+    console = Console(width=100, record=True)
+    console.print(sweep_table(_record([cpu, cuda, mps])))
+    text = console.export_text()
+    assert "RSS" in text and "allocator" in text and "≥ 1.0 GiB" in text and "sampled" in text

@@ -165,3 +165,31 @@ def test_the_wide_table_tags_every_rows_memory_with_its_devices_source() -> None
     # The 100-column table has no memory column; with the tags it still fits, uncut.
     narrow = _render(rows, 100)
     assert "…" not in narrow and max(len(line.rstrip()) for line in narrow.splitlines()) <= 100
+
+
+def test_an_upper_bound_input_wait_is_marked_and_never_called_input_bound() -> None:
+    """On MPS the input wait is the host's fetch time, an upper bound (measure/input_wait.py): the
+    column marks it "≤" as lower-bound memory is marked "≥", and the notes give the bound, not
+    the input-bound verdict."""
+    from fakes import FakeAsyncAdapter
+
+    from accelbench.devices import Device
+    from accelbench.measure.input_wait import InputWait
+    from accelbench.render.table import input_cell, notes_cell
+
+    adapter = FakeAsyncAdapter()
+    adapter.step_events_safe = False  # as MPS says
+    method = InputWait(Device(adapter, "mps")).method
+    mps = case(device="mps:0", median=0.01, input_wait_s=0.5, measured_time_s=1.0,
+               input_wait_method=method)
+    cpu = case(median=0.01, input_wait_s=0.5, measured_time_s=1.0,
+               input_wait_method="host fetch time (synchronous device)")
+    assert input_cell(mps) == "≤ 50%" and input_cell(cpu) == "50%"
+    assert "input-bound" not in notes_cell(mps) and "input wait ≤ 50%" in notes_cell(mps)
+    assert "input-bound" in notes_cell(cpu)
+    small = case(device="mps:0", median=0.01, input_wait_s=0.1, measured_time_s=1.0,
+                 input_wait_method=method)
+    assert notes_cell(small) == "" and input_cell(small) == "≤ 10%"
+    text = _render(record("r4", [mps, cpu]), 300, wide=True)
+    mps_line = next(line for line in text.splitlines() if "mps:0" in line)
+    assert "≤ 50%" in mps_line and "input-bound" not in mps_line

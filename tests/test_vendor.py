@@ -24,8 +24,8 @@ class NamedAdapter(FakeQueueAdapter):
 
 
 def _mac(chip: str) -> Device:
-    """An Apple GPU as accelbench's MPS adapter names it (the CPU brand string has "Apple")."""
-    return Device(NamedAdapter(f"Apple Apple {chip} GPU (MPS)"), "mps")
+    """An Apple GPU as accelbench's MPS adapter names it (from the CPU brand string, "Apple M1")."""
+    return Device(NamedAdapter(f"Apple {chip} GPU (MPS)"), "mps")
 
 
 def _judge(device: Device, fp32: float, bandwidth: float) -> dict[str, str]:
@@ -41,7 +41,7 @@ def _judge(device: Device, fp32: float, bandwidth: float) -> dict[str, str]:
     ("M2", 3.6, 100), ("M2 Pro", 6.8, 200), ("M2 Max", 13.6, 400), ("M2 Ultra", 27.2, 800),
 ])
 def test_each_apple_chip_gets_its_own_published_figures(chip: str, tflops: float, gb_s: float) -> None:
-    figures = vendor_figures(f"Apple Apple {chip} GPU (MPS)")
+    figures = vendor_figures(f"Apple {chip} GPU (MPS)")
     assert figures is not None and figures.chip == chip
     assert figures.matmul_flops["fp32"] == pytest.approx(tflops * 1e12)
     assert figures.bandwidth_bytes_per_s == pytest.approx((gb_s * 1e9, gb_s * 1e9))
@@ -74,7 +74,7 @@ def test_a_chip_with_published_bandwidth_only_gets_physical_flops_bounds() -> No
     assert bounds.low == pytest.approx(0.2 * 300e9) and bounds.high == pytest.approx(1.1 * 400e9)
 
 
-@pytest.mark.parametrize("name", ["Apple Apple M5 GPU (MPS)", "Apple Apple M4 Ultra GPU (MPS)",
+@pytest.mark.parametrize("name", ["Apple M5 GPU (MPS)", "Apple M4 Ultra GPU (MPS)",
                                   "NVIDIA RTX A1000", "NVIDIA H100 NVL", "Intel(R) Arc(TM) A770"])
 def test_an_unknown_chip_gets_physical_bounds(name: str) -> None:
     device = Device(NamedAdapter(name), "fake")
@@ -104,3 +104,50 @@ def test_a_macs_cpu_is_not_held_to_its_gpus_figures() -> None:
     bounds = ceilings.flops_bounds(cpu, cpu.info(), "bf16")
     assert "12 cores" in bounds.basis and bounds.low == 12 * ceilings.CPU_MIN_FLOPS_PER_CORE["bf16"]
     assert "12 cores" in ceilings.bandwidth_bounds(cpu, cpu.info()).basis
+
+
+# --- the MPS adapter's own name (issue 19 loose end: "Apple Apple M1 Pro GPU (MPS)") -----------------
+def _mps_adapter_on(monkeypatch: pytest.MonkeyPatch, brand: str, facts: object = None) -> Device:
+    """accelbench's MPS adapter on a Mac whose ``sysctl machdep.cpu.brand_string`` says ``brand``."""
+    from types import SimpleNamespace
+
+    from fakes import MAC_FACTS_ARM, fake_torch
+
+    from accelbench.devices import cpuinfo
+    from accelbench.devices.mps import MpsAdapter
+
+    monkeypatch.setattr(cpuinfo, "cpu_model", lambda: brand)
+    torch = fake_torch(mps_built=True, mps_available=True)
+    torch.mps = SimpleNamespace(recommended_max_memory=lambda: 48 * 2**30)
+    return Device(MpsAdapter(torch, facts or MAC_FACTS_ARM), "mps")
+
+
+@pytest.mark.parametrize(("brand", "chip"), [("Apple M1", "M1"), ("Apple M1 Pro", "M1 Pro"),
+                                             ("Apple M1 Ultra", "M1 Ultra"), ("Apple M2 Max", "M2 Max")])
+def test_the_mps_adapter_names_the_chip_once_and_selftest_finds_it(monkeypatch, brand: str,
+                                                                    chip: str) -> None:
+    device = _mps_adapter_on(monkeypatch, brand)
+    info = device.info()
+    assert info["name"] == f"{brand} GPU (MPS)"  # was "Apple Apple M1 Pro GPU (MPS)"
+    figures = vendor_figures(info["name"])
+    assert figures is not None and figures.chip == chip
+    published = figures.matmul_flops["fp32"], figures.bandwidth_bytes_per_s[0]
+    assert set(_judge(device, 0.8 * published[0], 0.8 * published[1]).values()) == {PASS}
+
+
+def test_an_older_results_doubled_name_still_finds_its_chip() -> None:
+    assert chip_name("Apple Apple M1 Ultra GPU (MPS)") == "M1 Ultra"
+
+
+def test_a_mac_whose_brand_string_names_no_apple_chip_is_not_named_after_one(monkeypatch) -> None:
+    from fakes import MAC_FACTS_ARM
+
+    from accelbench.devices.mps import MacFacts
+
+    # sysctl unreadable on Apple silicon: cpu_model falls back to platform.processor(), "arm"
+    unknown = _mps_adapter_on(monkeypatch, "arm", MAC_FACTS_ARM).info()["name"]
+    assert unknown == "Apple silicon GPU (MPS)" and vendor_figures(unknown) is None
+    intel = _mps_adapter_on(monkeypatch, "Intel(R) Core(TM) i9-9980HK CPU @ 2.40GHz",
+                            MacFacts("Darwin", "x86_64", "13.6", rosetta=False)).info()["name"]
+    assert intel == "Metal GPU (MPS) on a Mac with Intel(R) Core(TM) i9-9980HK CPU @ 2.40GHz"
+    assert chip_name(intel) is None

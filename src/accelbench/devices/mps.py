@@ -174,7 +174,7 @@ class MpsAdapter(DeviceAdapter):
         from accelbench.devices.cpuinfo import cpu_model
 
         info: dict[str, Any] = {
-            "name": f"Apple {cpu_model()} GPU (MPS)",
+            "name": gpu_name(cpu_model(), apple_silicon=self.facts.machine == "arm64"),
             # Unified memory: the GPU shares the machine's RAM.
             "memory_total_bytes": psutil.virtual_memory().total,
             "macos_version": self.facts.macos_version,
@@ -183,3 +183,17 @@ class MpsAdapter(DeviceAdapter):
         if recommended is not None:
             info["memory_recommended_max_bytes"] = int(recommended())
         return info
+
+
+def gpu_name(cpu: str, apple_silicon: bool) -> str:
+    """The MPS device's name from the Mac's CPU brand string. On Apple silicon the GPU is part of
+    the chip that string names ("Apple M1 Pro" -> "Apple M1 Pro GPU (MPS)", which selftest's
+    vendor table finds the chip by); where the brand string could not be read (cpu_model then
+    falls back to "arm") the chip is not guessed. An Intel Mac's brand string names only its
+    CPU, so its GPU is not named after it."""
+    cpu = cpu.strip()
+    if cpu.lower().startswith("apple"):
+        return f"{cpu} GPU (MPS)"
+    if apple_silicon:
+        return "Apple silicon GPU (MPS)"
+    return f"Metal GPU (MPS) on a Mac with {cpu}" if cpu else "Metal GPU (MPS)"

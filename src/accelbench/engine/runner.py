@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import traceback
 import uuid
 from collections.abc import Callable, Iterable
@@ -123,12 +124,33 @@ def skeleton_result(case: Case, options: RunOptions) -> CaseResult:
 
 
 def run_case(case: Case, options: RunOptions, progress: Progress | None = None) -> CaseResult:
-    """Set up, warm up and measure one case in this process. Exceptions become its status."""
+    """Set up, warm up and measure one case in this process. Exceptions become its status.
+
+    The case's device is current for all of it, from before anything touches the device
+    (otherwise cuda:N's pinned-memory threads, stray allocations and timing events land on
+    GPU 0) to after its peak is measured; the device current before is current again after, so
+    an inline run (``--isolation none``) over several devices leaks none into the next case."""
+    with contextlib.ExitStack() as current:
+        try:
+            current.enter_context(case.device.current())
+        except Exception as error:  # a device that cannot be selected is the case's status
+            return record_error(skeleton_result(case, options), error)
+        return _run_case_here(case, options, progress)
+
+
+def record_error(result: CaseResult, error: Exception) -> CaseResult:
+    """``result`` with ``error`` as its status, error text and traceback."""
+    result.status = status_of(error)
+    result.error = f"{type(error).__name__}: {error}".strip()
+    if isinstance(error, NonFiniteError):
+        result.nonfinite_step = error.step
+    result.traceback = traceback.format_exc(limit=8)
+    return result
+
+
+def _run_case_here(case: Case, options: RunOptions, progress: Progress | None) -> CaseResult:
     workload = get_workload_class(case.workload)(options.size)
     result = skeleton_result(case, options)
-    # Before anything touches the device (inline or in a worker): otherwise cuda:N's pinned-memory
-    # threads and stray allocations land on GPU 0.
-    case.device.make_current()
     try:
         result.device_name = str(case.device.info().get("name", case.device.name))
     except Exception as error:  # describing the device is not worth failing the case over
@@ -147,11 +169,7 @@ def run_case(case: Case, options: RunOptions, progress: Progress | None = None) 
             result.backend_flags = backend_flags(case.device)  # fp32 = TF32 off, in the record
             _measure(case, workload, options, result, progress)
     except Exception as error:
-        result.status = status_of(error)
-        result.error = f"{type(error).__name__}: {error}".strip()
-        if isinstance(error, NonFiniteError):
-            result.nonfinite_step = error.step
-        result.traceback = traceback.format_exc(limit=8)
+        record_error(result, error)
     if result.ok:
         result.flops = Flops.from_dict(achieved_flops(result, case.device, precision), "flops")
     return result

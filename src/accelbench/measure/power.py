@@ -12,7 +12,6 @@ parent process does not take a GPU away from its workers.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import platform
 import shutil
@@ -20,6 +19,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from accelbench.devices.nvml import NvmlUnavailable, nvml_session
 
 CPUFREQ = Path("/sys/devices/system/cpu")
 Fact = dict[str, Any]
@@ -95,16 +96,14 @@ def macos_power_mode(run: Callable[[list[str]], str] | None = None) -> Fact:
 
 
 def gpu_power_limits() -> Fact:
-    """Each NVIDIA GPU's enforced power limit (W) through NVML, keyed by UUID."""
+    """Each NVIDIA GPU's enforced power limit (W) through NVML, keyed by UUID, in this process's
+    one NVML session (devices/nvml.py): an init/shutdown pair per run costs seconds on a
+    multi-GPU host without persistence mode."""
     try:
-        import pynvml
-    except ImportError:
-        return _na("NVML not readable: nvidia-ml-py is not installed (pip install "
-                   "'accelbench[energy]')")
-    try:
-        pynvml.nvmlInit()
-    except Exception as error:  # no driver, no GPU: NVML says so in its own words
-        return _na(f"NVML not available: {error}")
+        pynvml = nvml_session()
+    except Exception as error:  # not installed, no driver, no GPU: a reason, never a failed run
+        reason = str(error) if isinstance(error, NvmlUnavailable) else f"{type(error).__name__}: {error}"
+        return _na(reason if reason.startswith("NVML") else f"NVML not readable: {reason}")
     try:
         limits = {}
         for index in range(pynvml.nvmlDeviceGetCount()):
@@ -114,10 +113,6 @@ def gpu_power_limits() -> Fact:
         return _value(limits) if limits else _na("NVML lists no GPU")
     except Exception as error:
         return _na(f"NVML power limit not readable: {error}")
-    finally:
-        # Shutting down a half-initialised NVML is not worth a failure.
-        with contextlib.suppress(Exception):
-            pynvml.nvmlShutdown()
 
 
 def load_per_cpu() -> Fact:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -18,6 +19,7 @@ from accelbench.engine.runner import (
     new_record,
     plan,
     prepare_worker,
+    record_error,
     skeleton_result,
     status_of,
 )
@@ -47,6 +49,21 @@ def check_skeleton(case: Case, options: CheckOptions) -> CaseResult:
 
 
 def check_case(case: Case, options: CheckOptions, devices: DeviceSet) -> CaseResult:
+    """The parity of one case in this process, with its device current throughout (work that
+    names no device, a timing event or a stream, goes to it) and the device current before
+    current again after: an inline check (``--isolation none``) over several devices leaks none
+    into the next case."""
+    with contextlib.ExitStack() as current:
+        try:
+            current.enter_context(case.device.current())
+        except Exception as error:  # a device that cannot be selected is the case's status
+            result = record_error(check_skeleton(case, options), error)
+            result.parity = Parity("failed", error=result.error)
+            return result
+        return _check_case_here(case, options, devices)
+
+
+def _check_case_here(case: Case, options: CheckOptions, devices: DeviceSet) -> CaseResult:
     run = options.run
     result = check_skeleton(case, options)
     workload_cls = get_workload_class(case.workload)
@@ -59,7 +76,6 @@ def check_case(case: Case, options: CheckOptions, devices: DeviceSet) -> CaseRes
     with precision_settings(get_precision(case.precision), case.device):
         result.backend_flags = backend_flags(case.device)  # what the candidate ran under
     try:
-        case.device.make_current()
         parity = run_parity(workload_cls, run.size, case.device, case.precision, case.compile_backend,
                             case.channels_last, options.reference, devices.select("cpu")[0],
                             options.steps, case.batch_size, run.seed)

@@ -5,7 +5,10 @@ the loop's input wait), so a report drawn from an old result file says the same
 as the run did. The rules, first match wins:
 
 1. **input-bound**: waiting for batches took more than ``INPUT_BOUND_FRACTION`` of the measured
-   time: the loader, not the device, sets the pace.
+   time: the loader, not the device, sets the pace. Only where the input wait is the device's
+   idle time (the CPU, timing events): where it is the host's fetch time on an asynchronous
+   device (MPS), it is an upper bound (the device may have been busy meanwhile), which alone
+   calls nothing; the next rule that matches gives the word, and its line says the bound.
 2. **launch-bound**: the device was busy less than ``IDLE_BUSY_FRACTION`` of the step: it sits
    idle between kernels because the host cannot issue them fast enough (many short kernels; the
    launch-latency floor, kernels x latency, is shown when ``accelbench roofline`` measured it).
@@ -31,7 +34,7 @@ When both ceilings are near, the nearer one wins. Without a profile there is no 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from accelbench.render.format import format_bytes_rate, format_rate, format_seconds
@@ -85,6 +88,7 @@ def _figures(case: CaseResult, profile: ProfileFigures, ceilings: Ceilings) -> d
     latency = ceilings.launch_latency_s
     return {
         "input_fraction": case.input_fraction(),
+        "input_wait_upper_bound": case.input_wait_is_upper_bound(),
         "busy_fraction": busy_share(case, profile),
         "profiled_busy_fraction": profile.busy_fraction,
         "measured_step_s": summary.median if summary else None,
@@ -133,8 +137,6 @@ def diagnose(case: CaseResult) -> Diagnosis | None:
 
 def _rule(case: CaseResult, profile: ProfileFigures, f: dict[str, Any]) -> Diagnosis:
     """The first rule that matches (see the module docstring), as word and line."""
-    kernels = (f"{f['kernels_per_step']:.0f} {'kernels' if profile.source == 'device' else 'ops'}"
-               f"/step, median {format_seconds(f['median_kernel_s'])}")
     busy = f"device busy {_pct(f['busy_fraction'])} of the step"
     if f["measured_step_s"] is not None and f["profiled_busy_fraction"] is not None \
             and f["profiled_step_s"] > f["measured_step_s"] * 1.05:
@@ -142,8 +144,24 @@ def _rule(case: CaseResult, profile: ProfileFigures, f: dict[str, Any]) -> Diagn
                  f"stretched it to {format_seconds(f['profiled_step_s'])}, "
                  f"{_pct(f['profiled_busy_fraction'])} busy)")
     if f["input_fraction"] is not None and f["input_fraction"] > INPUT_BOUND_FRACTION:
-        return Diagnosis("input-bound", f"waiting for input {_pct(f['input_fraction'])} of the "
-                         f"measured time; {busy}", f)
+        if not f["input_wait_upper_bound"]:
+            return Diagnosis("input-bound", f"waiting for input {_pct(f['input_fraction'])} of the "
+                             f"measured time; {busy}", f)
+        found = _device_rule(profile, f, busy)
+        return replace(found, line=f"{found.line}; {input_bound_text(f['input_fraction'])}")
+    return _device_rule(profile, f, busy)
+
+
+def input_bound_text(fraction: float) -> str:
+    """What an upper bound on the input wait says, where an exact one would say input-bound."""
+    return (f"input wait ≤ {_pct(fraction)} of the measured time (host fetch time; the device may "
+            "have been busy meanwhile)")
+
+
+def _device_rule(profile: ProfileFigures, f: dict[str, Any], busy: str) -> Diagnosis:
+    """Rules 2 to 5: what the device's own figures say."""
+    kernels = (f"{f['kernels_per_step']:.0f} {'kernels' if profile.source == 'device' else 'ops'}"
+               f"/step, median {format_seconds(f['median_kernel_s'])}")
     if f["busy_fraction"] is not None and f["busy_fraction"] < IDLE_BUSY_FRACTION:
         floor = (f"; launch floor {_pct(f['launch_floor_fraction'])} of the step"
                  if f["launch_floor_fraction"] is not None else "")

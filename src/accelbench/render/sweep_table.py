@@ -6,8 +6,8 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from accelbench.measure.memory import format_bytes
 from accelbench.render.format import format_rate, format_seconds
+from accelbench.render.table import memory_cell
 from accelbench.results import RunRecord
 from accelbench.sweeps.analysis import SATURATION_FRACTION, Curve, crossovers, curves
 
@@ -26,7 +26,8 @@ def _note(curve: Curve, batch: int) -> str:
 
 def sweep_rows(record: RunRecord, error_width: int = 80) -> list[list[str]]:
     """Plain-text cells, one row per device and batch size (a failed one shows its status and
-    the start of its error)."""
+    the start of its error). Peak memory carries its source tag as in the run table (RSS,
+    allocator, sampled with "≥"): a sweep over the CPU and an accelerator shows both."""
     rows = []
     for curve in curves(record):
         for case in curve.cases:
@@ -41,7 +42,7 @@ def sweep_rows(record: RunRecord, error_width: int = 80) -> list[list[str]]:
                          f"{format_rate(ci[0])}–{format_rate(ci[1])}" if ci else "n/a",
                          format_seconds(summary.median if summary else None),
                          f"{summary.rel_iqr:.1%}" if summary else "n/a",
-                         format_bytes(case.peak_memory_bytes) if case.peak_memory_bytes else "n/a",
+                         memory_cell(case),
                          _note(curve, case.batch_size)])
     return rows
 

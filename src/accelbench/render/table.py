@@ -4,6 +4,8 @@ The default table holds the essentials and fits a 100-column terminal: workload,
 config, batch, samples/s with its 95% CI, epoch time, vs CPU, and a notes column (noisy, drift,
 input-bound, the diagnosis word of a profiled case). ``wide=True`` adds the spread, FLOP/s,
 memory, input wait, repeats, stop rule and profile figures. Diagnosis lines go under the table.
+An input wait that is only an upper bound (the host's fetch time on MPS) is marked "≤" and never
+called input-bound.
 A peak-memory figure carries its source in one word (RSS, allocator, sampled: ``memory_tag``),
 since the CPU's whole-process resident set and an accelerator's live tensors are not the same
 quantity.
@@ -25,7 +27,7 @@ from accelbench.measure.memory import format_bytes
 from accelbench.measure.stats import drift
 from accelbench.render.diagnosis import busy_share, diagnose
 from accelbench.render.format import format_rate, format_seconds
-from accelbench.results import CaseResult, RunRecord
+from accelbench.results import INPUT_BOUND_FRACTION, CaseResult, RunRecord
 
 
 def vs_cpu_cell(case: CaseResult, cases: list[CaseResult]) -> str:
@@ -76,6 +78,9 @@ def notes_cell(case: CaseResult) -> str:
     diagnosis = diagnose(case)
     if case.input_bound() and (diagnosis is None or diagnosis.word != "input-bound"):
         notes.append("[yellow]input-bound[/yellow]")
+    elif case.input_wait_is_upper_bound() and (case.input_fraction() or 0.0) > INPUT_BOUND_FRACTION:
+        # The host's fetch time on an asynchronous device: a bound to look into, not a verdict.
+        notes.append(f"[yellow]input wait {input_cell(case)}[/yellow]")
     if diagnosis is not None:
         notes.append(f"[bold]{diagnosis.word}[/bold]")
     return " ".join(notes)
@@ -123,8 +128,12 @@ def memory_cell(case: CaseResult) -> str:
 
 
 def input_cell(case: CaseResult) -> str:
+    """The input wait's share of the measured time; "≤" where it is an upper bound (the host's
+    fetch time on an asynchronous device, during which the device may have been busy)."""
     fraction = case.input_fraction()
-    return "n/a" if fraction is None else f"{fraction * 100:.0f}%"
+    if fraction is None:
+        return "n/a"
+    return ("≤ " if case.input_wait_is_upper_bound() else "") + f"{fraction * 100:.0f}%"
 
 
 def repeats_cell(case: CaseResult) -> str:
