@@ -327,3 +327,18 @@ def test_the_architecture_matches_hugging_faces(name: str) -> None:
     ids = workload.make_prompt(2, c.context, seed=3)[:, :40]
     with torch.no_grad():
         torch.testing.assert_close(ours(ids), hf(input_ids=ids).logits, rtol=1e-4, atol=1e-4)
+
+
+# --- end to end ------------------------------------------------------------------------------
+def test_the_three_run_tiny_through_accelbench_run(inline_cli, tmp_path) -> None:
+    out = tmp_path / "run.json"
+    done = inline_cli("run", *DECODERS, "--size", "tiny", "--steps", "3", "--device", "cpu",
+                      "--isolation", "none", "--quiet", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    cases = json.loads(out.read_text())["cases"]
+    expected = [(name, mode) for name in DECODERS for mode in ("train", "eval")]
+    assert [(c["workload"], c["mode"]) for c in cases] == expected
+    for case in cases:
+        assert case["status"] == "ok" and len(case["step_times"]) == 3, case
+        counted = model_facts(case["workload"], "tiny").flops_per_sample[case["mode"]]
+        assert case["flops"]["per_sample"] == counted  # FLOPs counted on meta reach the case
