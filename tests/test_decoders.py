@@ -185,6 +185,22 @@ def test_the_cache_is_static_and_its_bytes_are_declared(name: str) -> None:
     assert half.nbytes() == workload.kv_cache_bytes(3, 10, torch.bfloat16) == cache.nbytes() // 2
 
 
+def test_torch_2_6s_repeated_key_value_heads_give_the_same_logits(monkeypatch) -> None:
+    import accelbench.workloads.decoder as decoder
+
+    workload, model = tiny_model("llama-1b")
+    assert model.config.kv_heads < model.config.heads
+    prompt = workload.make_prompt(2, 6, seed=2)
+    monkeypatch.setattr(decoder, "SDPA_GQA", True)
+    with torch.no_grad():
+        grouped = (model(prompt), greedy_generate(model, prompt, 6))
+    monkeypatch.setattr(decoder, "SDPA_GQA", False)
+    with torch.no_grad():
+        repeated = (model(prompt), greedy_generate(model, prompt, 6))
+    torch.testing.assert_close(repeated[0], grouped[0], rtol=1e-5, atol=1e-5)
+    assert torch.equal(repeated[1], grouped[1])
+
+
 def test_published_kv_cache_bytes() -> None:
     # Llama-3.2-1B, bf16, one sequence of 1024: 16 layers x 8 heads x 64 x 2 (K and V) x 2 bytes.
     llama = get_workload_class("llama-1b")()
@@ -243,11 +259,10 @@ def test_rope_scaling_is_llama3s() -> None:
     transformers = pytest.importorskip("transformers")
     config = get_workload_class("llama-1b")().preset.model
     hf = transformers.LlamaConfig(hidden_size=2048, num_attention_heads=32, head_dim=64,
-                                  max_position_embeddings=131072,
-                                  rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0,
-                                                   "factor": 32.0, "low_freq_factor": 1.0,
-                                                   "high_freq_factor": 4.0,
-                                                   "original_max_position_embeddings": 8192})
+                                  max_position_embeddings=131072, rope_theta=500000.0,
+                                  rope_scaling={"rope_type": "llama3", "factor": 32.0,
+                                                "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                                "original_max_position_embeddings": 8192})
     inv_freq, _ = rope_utils.ROPE_INIT_FUNCTIONS["llama3"](hf, "cpu")
     ours = rope_frequencies(config)
     torch.testing.assert_close(ours.float(), inv_freq.float(), rtol=1e-6, atol=0)
@@ -318,10 +333,11 @@ def test_the_architecture_matches_hugging_faces(name: str) -> None:
             vocab_size=c.vocab, hidden_size=c.width, intermediate_size=c.ffn, num_hidden_layers=c.layers,
             num_attention_heads=c.heads, num_key_value_heads=c.kv_heads, head_dim=c.head_dim,
             max_position_embeddings=c.context, rms_norm_eps=c.norm_eps, tie_word_embeddings=True,
-            rope_parameters={"rope_type": "llama3", "rope_theta": c.rope_theta, "factor": scaling.factor,
-                             "low_freq_factor": scaling.low_freq_factor,
-                             "high_freq_factor": scaling.high_freq_factor,
-                             "original_max_position_embeddings": scaling.original_context}))
+            rope_theta=c.rope_theta,  # the transformers 4 spelling, which 5 still reads
+            rope_scaling={"rope_type": "llama3", "factor": scaling.factor,
+                          "low_freq_factor": scaling.low_freq_factor,
+                          "high_freq_factor": scaling.high_freq_factor,
+                          "original_max_position_embeddings": scaling.original_context}))
         _copy_llama(ours, c, hf)
     hf.eval()
     ids = workload.make_prompt(2, c.context, seed=3)[:, :40]

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from accelbench.data.synthetic import synthetic_epoch
+from accelbench.errors import UsageError
 from accelbench.workloads.base import Batch, DataOptions, Workload
 from accelbench.workloads.decoder import Decoder, DecoderConfig, KVCache, kv_cache_bytes
 from accelbench.workloads.presets import Preset
@@ -33,7 +34,8 @@ class DecoderPreset(Preset):
     def __post_init__(self) -> None:
         super().__post_init__()
         if not 0 < self.seq_len <= self.model.context:
-            raise ValueError(f"seq_len {self.seq_len} must be 1 to the context ({self.model.context})")
+            raise UsageError(f"DecoderPreset seq_len {self.seq_len} must be 1 to the model's context "
+                             f"({self.model.context})")
 
 
 def token_batch_maker(vocab: int, seq_len: int) -> Callable[[torch.Generator, int], Batch]:
