@@ -4,6 +4,7 @@ against Hugging Face's own models with the same weights."""
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -68,11 +69,41 @@ def test_position_embeddings_and_tied_weights_are_counted_as_published() -> None
         workload = get_workload_class(name)()
         with torch.device("meta"):
             model = workload.build_model()
-        assert model.head.weight is model.tokens.weight  # tied: one tensor, counted once
         every = sum(p.numel() for p in model.parameters())
+        assert len(list(model.parameters())) == len(model.state_dict())  # one output/input matrix
         counts[name] = (workload.count_parameters(model), every, model.positions.weight.numel())
     assert counts["nanogpt-char"] == (10_646_784, 10_646_784 + 256 * 384, 256 * 384)
     assert counts["gpt2"][0] == counts["gpt2"][1]  # 124.4M includes its 1024 x 768 positions
+
+
+def test_the_tie_survives_a_move_that_replaces_parameters() -> None:
+    """Moving a module to a device whose tensors are a subclass (or with torch's
+    overwrite-on-conversion switch) makes new Parameter objects: two names for one parameter
+    would become two parameters, trained apart."""
+    from accelbench.workloads.base import DataOptions
+
+    workload = get_workload_class("gpt2")("tiny")
+    torch.manual_seed(0)
+    model = workload.build_model()
+    batch = next(iter(workload.make_batches("train", 2, DataOptions())))
+    kept = copy.deepcopy(model).double()
+    previous = torch.__future__.get_overwrite_module_params_on_conversion()
+    torch.__future__.set_overwrite_module_params_on_conversion(True)
+    try:
+        replaced = copy.deepcopy(model).double()
+    finally:
+        torch.__future__.set_overwrite_module_params_on_conversion(previous)
+    losses = []
+    for trained in (kept, replaced):
+        optimizer = workload.make_optimizer(trained)
+        losses.append([])
+        for _ in range(3):
+            loss = workload.training_loss(trained, batch)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            losses[-1].append(loss.item())
+    assert losses[0] == losses[1]
 
 
 def hand_forward_flops(vocab: int, context: int, layers: int, width: int, kv_width: int, ffn: int,
@@ -273,7 +304,7 @@ def test_rope_scaling_is_llama3s() -> None:
 def _copy_llama(ours: Decoder, config: DecoderConfig, hf: nn.Module) -> None:
     q, kv = config.heads * config.head_dim, config.kv_heads * config.head_dim
     state = {"model.embed_tokens.weight": ours.tokens.weight, "model.norm.weight": ours.norm.weight,
-             "lm_head.weight": ours.head.weight}
+             "lm_head.weight": ours.tokens.weight}
     for i, block in enumerate(ours.blocks):
         prefix = f"model.layers.{i}."
         wq, wk, wv = block.attn.qkv.weight.split([q, kv, kv])
@@ -298,7 +329,7 @@ def _load(hf: nn.Module, state: dict[str, torch.Tensor]) -> None:
 def _copy_gpt2(ours: Decoder, hf: nn.Module) -> None:
     state = {"transformer.wte.weight": ours.tokens.weight, "transformer.wpe.weight": ours.positions.weight,
              "transformer.ln_f.weight": ours.norm.weight, "transformer.ln_f.bias": ours.norm.bias,
-             "lm_head.weight": ours.head.weight}
+             "lm_head.weight": ours.tokens.weight}
     for i, block in enumerate(ours.blocks):
         prefix = f"transformer.h.{i}."
         # GPT-2's Conv1D keeps (in, out) weights: ours transposed.

@@ -233,8 +233,9 @@ class Decoder(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.layers))
         self.norm = _norm(config)
-        self.head = nn.Linear(config.width, config.vocab, bias=False)
-        self.head.weight = self.tokens.weight  # tied, as GPT-2 and Llama 3.2 1B
+        # The output layer is the token embedding (tied, as GPT-2 and Llama 3.2 1B), read in
+        # head(): one parameter, not two names for one, which a move to a device that replaces
+        # parameters (a tensor subclass, XLA) would split in two.
         if config.layout == "llama":
             angles = torch.outer(torch.arange(config.context, dtype=torch.float64),
                                  rope_frequencies(config))
@@ -254,6 +255,9 @@ class Decoder(nn.Module):
             nn.init.normal_(module.weight, mean=0.0, std=0.02)
         if isinstance(module, nn.Linear) and module.bias is not None:
             nn.init.zeros_(module.bias)
+
+    def head(self, hidden: torch.Tensor) -> torch.Tensor:
+        return F.linear(hidden, self.tokens.weight)
 
     def _hidden(self, ids: torch.Tensor, positions: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
         x = self.tokens(ids)
