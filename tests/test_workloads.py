@@ -12,7 +12,8 @@ import torch.nn.functional as F
 from idx import write_tiny_mnist
 
 from accelbench.devices import DeviceSet
-from accelbench.engine.runner import Case, run_case
+from accelbench.engine.runner import Case, plan, run_case
+from accelbench.option_values import build_run_options
 from accelbench.options import RunOptions, StopRule
 from accelbench.workloads import get_workload_class, workload_names
 from accelbench.workloads.base import DataOptions, Workload
@@ -80,12 +81,30 @@ def test_published_sizes_are_the_documented_ones() -> None:
     assert facts["resnet50"].samples_per_epoch("train") == 1_281_167
     assert facts["vgg16"].batch_size("train") == 64 and facts["bert-base"].batch_size("train") == 64
     assert facts["bert-base"].samples_per_epoch("train") == 67_349
+    assert facts["nanogpt-char"].batch_size("train") == 64 and facts["gpt2"].batch_size("train") == 12
+    assert facts["llama-1b"].batch_size("train") == 8
 
 
-def test_quick_suite_has_a_cnn_the_vae_and_a_transformer_that_needs_nothing_optional() -> None:
-    assert SUITES["quick"] == ("mnist", "vae", "transformer-small")
+def test_quick_suite_has_a_cnn_the_vae_a_transformer_and_a_decoder_that_need_nothing_optional() -> None:
+    assert SUITES["quick"] == ("mnist", "vae", "transformer-small", "nanogpt-char")
     for name in SUITES["quick"]:
         assert get_workload_class(name)().unavailable_reason() is None
+
+
+def test_the_quick_suite_runs_nanogpt_char_at_its_capped_batch() -> None:
+    devices = DeviceSet.current()
+
+    def batches(workloads, **keywords) -> dict[tuple[str, str], int]:
+        options = build_run_options(workloads, "cpu", ("train", "eval"), **keywords)
+        assert RunOptions.from_dict(options.to_dict()) == options  # the suite travels to workers
+        return {(case.workload, case.mode): case.batch_size for case in plan(options, devices)}
+
+    suite = batches(None)
+    assert suite[("nanogpt-char", "train")] == suite[("nanogpt-char", "eval")] == 8
+    assert suite[("mnist", "train")] == 64 and suite[("transformer-small", "train")] == 64
+    assert batches(["nanogpt-char"])[("nanogpt-char", "train")] == 64  # named: the published batch
+    assert batches(None, batch_size=32)[("nanogpt-char", "train")] == 32  # --batch-size wins
+    assert batches(None, size="tiny")[("nanogpt-char", "train")] == 4  # the tiny batch is smaller
 
 
 # --- VAE -------------------------------------------------------------------------------------

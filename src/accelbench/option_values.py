@@ -20,6 +20,7 @@ from accelbench.options import (
     RunOptions,
     StopRule,
 )
+from accelbench.workloads import suites
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -175,6 +176,7 @@ def build_run_options(workloads: str | Sequence[str] | None, device: str | None,
     data_dir = values["data_dir"]
     return RunOptions(
         workloads=chosen, device=device or ("auto" if named else "all"), modes=names(modes, "--mode"),
+        suite=None if named else values["suite"] or suites.DEFAULT_SUITE,
         stop=stop,
         warmup_steps=values["warmup"], batch_size=values["batch_size"], threads=values["threads"],
         data=values["data"], data_dir=Path(data_dir) if data_dir is not None else None,

@@ -140,6 +140,9 @@ class RunOptions:
     #: warm-up) and keeps the fastest, as the published CNN figures were measured. Changes the
     #: speed, not the work: not part of the comparability key.
     cudnn_benchmark: bool = True
+    #: The suite the workloads came from (None: named): a suite may run a workload at a smaller
+    #: batch than its published one (``workloads/suites.py``).
+    suite: str | None = None
 
     def __post_init__(self) -> None:
         bad = [m for m in self.modes if m not in MODES]
@@ -201,5 +204,5 @@ class RunOptions:
             "workload_files": list(self.workload_files), "isolation": self.isolation,
             "case_timeout": self.case_timeout, "auto_batch": self.auto_batch,
             "cooldown": self.cooldown, "repeat": self.repeat, "profile": self.profile,
-            "cudnn_benchmark": self.cudnn_benchmark,
+            "cudnn_benchmark": self.cudnn_benchmark, "suite": self.suite,
         }

@@ -35,6 +35,7 @@ from accelbench.measure.trackers import EnergyTracker, MemoryTracker, SensorTrac
 from accelbench.options import RunOptions
 from accelbench.results import CaseResult, Energy, Flops, RunRecord, Sensors
 from accelbench.workloads.base import DataOptions, Workload, get_workload_class
+from accelbench.workloads.suites import suite_batch_size
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,8 @@ def plan(options: RunOptions, devices: DeviceSet) -> list[Case]:
         for mode in options.modes:
             if mode not in workload.modes:
                 continue
-            batch = options.batch_size or workload.batch_size(mode)
+            batch = options.batch_size or suite_batch_size(options.suite, name, mode,
+                                                           workload.batch_size(mode))
             cases.extend(
                 Case(name, mode, device, batch, precision, backend, options.channels_last)
                 for precision in options.precisions

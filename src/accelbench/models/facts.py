@@ -53,6 +53,9 @@ class ModelFacts:
     flops_per_sample: dict[str, float] = field(default_factory=dict)
     #: Counted FLOPs per sample of the model's forward alone (the evaluation step's forward).
     forward_flops_per_sample: float | None = None
+    #: Tokens per sample in each mode, for a language model (FLOPs per token = FLOPs per sample /
+    #: tokens, tokens/s = samples/s x tokens); empty when a sample is not tokens.
+    tokens_per_sample: dict[str, int] = field(default_factory=dict)
     counted_on: str | None = None
     count_error: str | None = None
     torchvision: TorchvisionFigures | None = None
@@ -74,10 +77,11 @@ def torchvision_figures(weights: str, note: str = "") -> TorchvisionFigures:
 
 
 def count_flops(workload: Workload, mode: str, device: str = "meta") -> tuple[float, int]:
-    """(FLOPs per sample of one ``mode`` step, parameter count) with the model on ``device``."""
+    """(FLOPs per sample of one ``mode`` step, parameter count as the workload counts them) with
+    the model on ``device``."""
     with torch.device(device):
         model = workload.build_model()
-    parameters = sum(p.numel() for p in model.parameters())
+    parameters = workload.count_parameters(model)
     batch = next(iter(workload.make_batches(mode, COUNT_BATCH, DataOptions())))
     batch = tuple(t.to(device) for t in batch)
     with FlopCounterMode(display=False) as counter:
@@ -119,6 +123,8 @@ def _facts(cls: type[Workload], name: str, size: str) -> ModelFacts:
         input_shape=tuple(cls.input_shape),
         default_batch_size={m: workload.batch_size(m) for m in cls.modes},
         dataset_size={m: workload.samples_per_epoch(m) for m in cls.modes},
+        tokens_per_sample={m: tokens for m in cls.modes
+                           if (tokens := workload.tokens_per_sample(m)) is not None},
         torchvision=torchvision_figures(weights, getattr(cls, "torchvision_note", "")) if weights
         else None,
     )

@@ -120,6 +120,49 @@ class Workload(ABC):
     def to_device(self, batch: Batch, device: str, non_blocking: bool = False) -> Batch:
         return tuple(t.to(device, non_blocking=non_blocking) for t in batch)
 
+    # --- what a sample is ------------------------------------------------------------------
+    def tokens_per_sample(self, mode: str) -> int | None:
+        """Tokens one sample of ``mode`` carries (a language model's sequence length), so that
+        samples/s reads as tokens/s and FLOPs per sample as FLOPs per token; None when a sample
+        is not tokens."""
+        return None
+
+    def count_parameters(self, model: nn.Module) -> int:
+        """The parameter count ``list`` shows: every parameter once (tied weights once). A
+        workload whose published count leaves some out (nanoGPT does not count position
+        embeddings) overrides this to match it."""
+        return sum(p.numel() for p in model.parameters())
+
+    # --- generation (optional) -------------------------------------------------------------
+    # A workload that defines every method in GENERATION can be decoded greedily with a
+    # key/value cache: the engine (never the workload) times the prefill and each decode step.
+    # Token tensors are int64 on the model's device; logits are (B, vocab), one row a sequence.
+    def context_length(self) -> int:
+        """The longest sequence the model takes: prompt plus new tokens must fit in it."""
+        raise NotImplementedError(f"workload {self.name!r} does not generate")
+
+    def make_prompt(self, batch_size: int, prompt_len: int, seed: int) -> torch.Tensor:
+        """Prompt token ids (batch_size, prompt_len) on the CPU, the same for the same seed."""
+        raise NotImplementedError(f"workload {self.name!r} does not generate")
+
+    def prefill(self, model: nn.Module, prompt: torch.Tensor,
+                max_len: int) -> tuple[torch.Tensor, object]:
+        """Run the prompt (B, P) through ``model`` into a fresh cache with room for ``max_len``
+        positions in all; (the logits of the prompt's last position (B, vocab), the cache)."""
+        raise NotImplementedError(f"workload {self.name!r} does not generate")
+
+    def decode_step(self, model: nn.Module, tokens: torch.Tensor,
+                    cache: object) -> tuple[torch.Tensor, object]:
+        """One new token per sequence (B,) at the cache's next position; (its logits (B, vocab),
+        the updated cache). A static cache may be updated in place and returned."""
+        raise NotImplementedError(f"workload {self.name!r} does not generate")
+
+    def kv_cache_bytes(self, batch_size: int, max_len: int, dtype: torch.dtype) -> int:
+        """Bytes of the cache that prefill allocates for ``batch_size`` sequences of ``max_len``
+        positions whose keys and values are ``dtype``: what every decode step reads besides the
+        weights."""
+        raise NotImplementedError(f"workload {self.name!r} does not generate")
+
 
 class Noise(nn.Module):
     """The source of a model's own random noise (e.g. a VAE's reparameterisation).
@@ -144,6 +187,8 @@ _REGISTRY: dict[str, type[Workload]] = {}
 #: What every workload defines, and what each mode it declares needs on top.
 REQUIRED = ("build_model", "make_batches")
 REQUIRED_BY_MODE = {"train": ("make_optimizer", "training_loss"), "eval": ("eval_step",)}
+#: What a workload defines to generate (the generation contract; see Workload.prefill).
+GENERATION = ("context_length", "make_prompt", "prefill", "decode_step", "kv_cache_bytes")
 
 
 class WorkloadContractError(UsageError, TypeError):
@@ -156,6 +201,11 @@ def _undefined(cls: type[Workload], method: str) -> bool:
     found = getattr(cls, method, None)
     return (found is None or getattr(found, "__isabstractmethod__", False)
             or found is getattr(Workload, method, None))
+
+
+def generates(cls: type[Workload]) -> bool:
+    """True when ``cls`` defines every method of the generation contract."""
+    return not any(_undefined(cls, method) for method in GENERATION)
 
 
 def check_contract(cls: type) -> None:
@@ -176,6 +226,9 @@ def check_contract(cls: type) -> None:
     missing = [m for m in REQUIRED if _undefined(cls, m)]
     for mode in cls.modes:
         missing += [f"{m} (for mode {mode!r})" for m in REQUIRED_BY_MODE[mode] if _undefined(cls, m)]
+    partial = [m for m in GENERATION if _undefined(cls, m)]
+    if len(partial) < len(GENERATION):  # it began the generation contract: all of it, then
+        missing += [f"{m} (to generate)" for m in partial]
     if cls.presets:
         missing += preset_problems(cls.presets, cls.modes)
     if missing:

@@ -1,3 +1,13 @@
 """Importing this module registers every built-in workload."""
 
-from accelbench.workloads import bert, mnist, resnet50, simclr, vae, vgg16  # noqa: F401
+from accelbench.workloads import (  # noqa: F401
+    bert,
+    gpt2,
+    llama,
+    mnist,
+    nanogpt_char,
+    resnet50,
+    simclr,
+    vae,
+    vgg16,
+)

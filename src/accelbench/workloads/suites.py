@@ -5,10 +5,20 @@ from __future__ import annotations
 from accelbench.errors import UsageError
 
 SUITES: dict[str, tuple[str, ...]] = {
-    # A convolutional network, the VAE and a transformer: six cases that finish within three
-    # minutes on a 2-core CPU. The transformer is a BERT-Tiny-shaped model in plain torch, not
-    # BERT-base, whose training step at batch 64 x 128 tokens alone takes minutes on such a CPU.
-    "quick": ("mnist", "vae", "transformer-small"),
+    # A convolutional network, the VAE, a transformer encoder and a decoder language model: eight
+    # cases within about two and a half minutes on a 2-core CPU. The transformer is a
+    # BERT-Tiny-shaped model in plain torch, not BERT-base, whose training step at batch 64 x 128
+    # tokens alone takes minutes on such a CPU.
+    "quick": ("mnist", "vae", "transformer-small", "nanogpt-char"),
+}
+#: The largest batch a suite runs a workload at, per mode, where its published batch is too slow
+#: for the suite (a case is at least 3 warm-up and 5 measured steps): on the 2-core development
+#: machine, busy, nanogpt-char's training step took 1.1 s at 8 x 256 characters and 7-10 s at 16,
+#: so at its published 64 it would take most of a minute. Its two cases at 8 took 44 s there, the
+#: suite about 130 s in all (an estimate to time again on a quiet machine). ``--batch-size``
+#: overrides the cap, and a smaller batch (the tiny size's) is kept.
+SUITE_BATCH_CAPS: dict[str, dict[str, dict[str, int]]] = {
+    "quick": {"nanogpt-char": {"train": 8, "eval": 8}},
 }
 DEFAULT_SUITE = "quick"
 
@@ -24,3 +34,10 @@ def suite_workloads(name: str) -> tuple[str, ...]:
         raise UsageError(
             f"unknown suite {name!r}; allowed: {', '.join([*SUITES, 'full'])}"
         ) from None
+
+
+def suite_batch_size(suite: str | None, workload: str, mode: str, batch_size: int) -> int:
+    """The batch ``suite`` runs ``workload`` at in ``mode``, given the workload's own
+    ``batch_size`` (which a run of named workloads, ``suite=None``, keeps)."""
+    cap = SUITE_BATCH_CAPS.get(suite or "", {}).get(workload, {}).get(mode)
+    return batch_size if cap is None else min(cap, batch_size)

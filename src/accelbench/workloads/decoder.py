@@ -1,0 +1,328 @@
+"""A decoder-only transformer in plain ``torch.nn``, after nanoGPT's ``model.py`` and gpt-fast's
+``model.py``: GPT-2's layout (LayerNorm, GELU MLP, learned positions) or Llama's (RMSNorm, SwiGLU,
+rotary positions, grouped-query attention), chosen by :class:`DecoderConfig`'s fields.
+
+Attention goes through ``F.scaled_dot_product_attention``. For generation the model has a static
+key/value cache (gpt-fast's design): every layer's keys and values live in buffers of a fixed
+``max_len``, written at index positions, and a decode step attends over the whole buffer under a
+mask, so no shape grows with each token (what CUDA graphs and ``torch.compile`` need).
+:func:`greedy_generate` is the plain generation loop over that API, the yardstick a benchmark
+holds accelbench's generation figures against.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+#: ``enable_gqa`` reads grouped key/value heads in place; torch 2.6's MPS attention rejects it, so
+#: that release repeats the heads instead (a version check: every device takes the same path).
+SDPA_GQA = tuple(int(part) for part in torch.__version__.split(".")[:2]) >= (2, 7)
+
+
+@dataclass(frozen=True)
+class RopeScaling:
+    """Llama 3's stretch of the rotary frequencies (``rope_type: llama3`` in its config): wavelengths
+    longer than ``original_context / low_freq_factor`` are divided by ``factor``, shorter than
+    ``original_context / high_freq_factor`` kept, those between interpolated."""
+
+    factor: float
+    low_freq_factor: float
+    high_freq_factor: float
+    original_context: int
+
+
+@dataclass(frozen=True)
+class DecoderConfig:
+    vocab: int
+    #: The longest sequence: the learned position table's size, or the context a rotary model
+    #: states (its cos/sin tables are this long).
+    context: int
+    layers: int
+    width: int
+    heads: int
+    #: Key/value heads: ``heads`` for multi-head attention, fewer for grouped-query attention.
+    kv_heads: int
+    #: The MLP's hidden width.
+    ffn: int
+    #: "gpt2": LayerNorm, GELU MLP, learned positions; "llama": RMSNorm, SwiGLU, rotary positions.
+    layout: str = "gpt2"
+    bias: bool = False
+    dropout: float = 0.0
+    norm_eps: float = 1e-5
+    rope_theta: float = 10_000.0
+    rope_scaling: RopeScaling | None = None
+
+    def __post_init__(self) -> None:
+        if self.layout not in ("gpt2", "llama"):
+            raise ValueError(f"layout must be 'gpt2' or 'llama', not {self.layout!r}")
+        if self.width % self.heads or self.heads % self.kv_heads:
+            raise ValueError(f"width {self.width} must split into {self.heads} heads, and those "
+                             f"into {self.kv_heads} key/value groups")
+
+    @property
+    def head_dim(self) -> int:
+        return self.width // self.heads
+
+
+def rope_frequencies(config: DecoderConfig) -> torch.Tensor:
+    """Inverse frequencies of the rotary embedding (head_dim / 2 of them), in float64."""
+    dim = config.head_dim
+    inv_freq = config.rope_theta ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    scaling = config.rope_scaling
+    if scaling is None:
+        return inv_freq
+    # Transformers' _compute_llama3_parameters, the reference for Llama 3.x checkpoints.
+    wavelength = 2 * math.pi / inv_freq
+    low_wavelength = scaling.original_context / scaling.low_freq_factor
+    high_wavelength = scaling.original_context / scaling.high_freq_factor
+    scaled = torch.where(wavelength > low_wavelength, inv_freq / scaling.factor, inv_freq)
+    smooth = ((scaling.original_context / wavelength - scaling.low_freq_factor)
+              / (scaling.high_freq_factor - scaling.low_freq_factor))
+    smoothed = (1 - smooth) * scaled / scaling.factor + smooth * scaled
+    between = (wavelength >= high_wavelength) & (wavelength <= low_wavelength)
+    return torch.where(between, smoothed, scaled)
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary positions in the rotate-half form (Hugging Face's Llama): x is (B, H, T, D), cos and
+    sin (T, D / 2)."""
+    first, second = x.chunk(2, dim=-1)
+    cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+    return torch.cat((first * cos - second * sin, second * cos + first * sin), dim=-1)
+
+
+class KVCache:
+    """Every layer's keys and values in static buffers of shape (B, kv_heads, max_len, head_dim).
+
+    A layer's buffers are allocated at its first write (the prefill), so they take the device and
+    dtype its keys come in (autocast's, under an amp precision). ``length`` counts the positions
+    filled on the host, so checking room for a token needs no device sync; ``position`` holds the
+    same count on the device, for the index a decode step writes at (a tensor, so a compiled decode
+    step sees one graph for every position).
+    """
+
+    def __init__(self, layers: int, max_len: int) -> None:
+        self.max_len = max_len
+        self.keys: list[torch.Tensor | None] = [None] * layers
+        self.values: list[torch.Tensor | None] = [None] * layers
+        self.length = 0
+        self.position: torch.Tensor | None = None
+        self.slots: torch.Tensor | None = None
+
+    def layer(self, index: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.keys[index] is None:
+            batch, kv_heads, _, head_dim = like.shape
+            shape = (batch, kv_heads, self.max_len, head_dim)
+            self.keys[index] = torch.zeros(shape, dtype=like.dtype, device=like.device)
+            self.values[index] = torch.zeros(shape, dtype=like.dtype, device=like.device)
+        keys, values = self.keys[index], self.values[index]
+        assert keys is not None and values is not None
+        return keys, values
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (*self.keys, *self.values) if t is not None)
+
+
+def kv_cache_bytes(config: DecoderConfig, batch_size: int, max_len: int, dtype: torch.dtype) -> int:
+    """Bytes of a full cache: keys and values, every layer, every key/value head."""
+    itemsize = torch.empty((), dtype=dtype, device="meta").element_size()
+    return 2 * config.layers * batch_size * config.kv_heads * max_len * config.head_dim * itemsize
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, config: DecoderConfig) -> None:
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = config.heads, config.kv_heads, config.head_dim
+        # One product for queries, keys and values (nanoGPT's c_attn); Llama's separate q/k/v
+        # projections have the same parameters.
+        self.qkv = nn.Linear(config.width, (config.heads + 2 * config.kv_heads) * config.head_dim,
+                             bias=config.bias)
+        self.proj = nn.Linear(config.width, config.width, bias=config.bias)
+        #: The attention-probability dropout, a float as parity's check expects (it turns it off).
+        self.dropout = config.dropout
+        self.resid_dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None,
+                cache: KVCache | None, index: int) -> torch.Tensor:
+        batch, length, _ = x.shape
+        q, k, v = self.qkv(x).split([self.heads * self.head_dim, self.kv_heads * self.head_dim,
+                                     self.kv_heads * self.head_dim], dim=-1)
+        q = q.view(batch, length, self.heads, self.head_dim).transpose(1, 2)
+        k = k.view(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = v.view(batch, length, self.kv_heads, self.head_dim).transpose(1, 2)
+        if rope is not None:
+            q, k = rotate(q, *rope), rotate(k, *rope)
+        mask = None
+        if cache is not None:
+            keys, values = cache.layer(index, k)
+            if length == 1 and cache.length > 0:  # decode: the whole static buffer, masked
+                assert cache.position is not None and cache.slots is not None
+                keys.index_copy_(2, cache.position, k)
+                values.index_copy_(2, cache.position, v)
+                k, v, mask = keys, values, (cache.slots <= cache.position).view(1, 1, 1, -1)
+            else:  # prefill from position 0: causal attention over the prompt's own keys
+                keys[:, :, :length] = k
+                values[:, :, :length] = v
+        y = self._attend(q, k, v, mask)
+        y = y.transpose(1, 2).reshape(batch, length, self.heads * self.head_dim)
+        return self.resid_dropout(self.proj(y))
+
+    def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                mask: torch.Tensor | None) -> torch.Tensor:
+        grouped = self.kv_heads != self.heads
+        if grouped and not SDPA_GQA:
+            k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)
+            v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
+        extra = {"enable_gqa": True} if grouped and SDPA_GQA else {}
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=mask is None and q.shape[2] > 1,
+            dropout_p=self.dropout if self.training else 0.0, **extra)
+
+
+class MLP(nn.Module):
+    """GPT-2's GELU MLP, or Llama's SwiGLU (down(silu(gate(x)) * up(x)))."""
+
+    def __init__(self, config: DecoderConfig) -> None:
+        super().__init__()
+        self.swiglu = config.layout == "llama"
+        self.up = nn.Linear(config.width, config.ffn, bias=config.bias)
+        self.gate = nn.Linear(config.width, config.ffn, bias=config.bias) if self.swiglu else None
+        self.down = nn.Linear(config.ffn, config.width, bias=config.bias)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        hidden = F.silu(self.gate(x)) * self.up(x) if self.gate is not None else F.gelu(self.up(x))
+        return self.dropout(self.down(hidden))
+
+
+def _norm(config: DecoderConfig) -> nn.Module:
+    if config.layout == "llama":
+        return nn.RMSNorm(config.width, eps=config.norm_eps)
+    return nn.LayerNorm(config.width, eps=config.norm_eps, bias=config.bias)
+
+
+class Block(nn.Module):
+    def __init__(self, config: DecoderConfig) -> None:
+        super().__init__()
+        self.attn_norm = _norm(config)
+        self.attn = CausalSelfAttention(config)
+        self.mlp_norm = _norm(config)
+        self.mlp = MLP(config)
+
+    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None,
+                cache: KVCache | None, index: int) -> torch.Tensor:
+        x = x + self.attn(self.attn_norm(x), rope, cache, index)
+        return x + self.mlp(self.mlp_norm(x))
+
+
+class Decoder(nn.Module):
+    """Token ids in, next-token logits out. ``forward`` is training's (every position, no cache);
+    :meth:`prefill` and :meth:`decode` are generation's, over a :class:`KVCache`."""
+
+    def __init__(self, config: DecoderConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.tokens = nn.Embedding(config.vocab, config.width)
+        self.positions = (nn.Embedding(config.context, config.width) if config.layout == "gpt2"
+                          else None)
+        self.dropout = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.layers))
+        self.norm = _norm(config)
+        # The output layer is the token embedding (tied, as GPT-2 and Llama 3.2 1B), read in
+        # head(): one parameter, not two names for one, which a move to a device that replaces
+        # parameters (a tensor subclass, XLA) would split in two.
+        if config.layout == "llama":
+            angles = torch.outer(torch.arange(config.context, dtype=torch.float64),
+                                 rope_frequencies(config))
+            # Tables, not frequencies: a model cast to bf16 rounds each cos/sin by at most 2^-9,
+            # where rounded frequencies would turn far positions' angles by whole radians.
+            self.register_buffer("rope_cos", angles.cos().float(), persistent=False)
+            self.register_buffer("rope_sin", angles.sin().float(), persistent=False)
+        self.apply(self._init)
+        for name, parameter in self.named_parameters():
+            if name.endswith(("attn.proj.weight", "mlp.down.weight")):
+                # GPT-2's scaled init of the projections into the residual stream (nanoGPT).
+                nn.init.normal_(parameter, mean=0.0, std=0.02 / math.sqrt(2 * config.layers))
+
+    @staticmethod
+    def _init(module: nn.Module) -> None:
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+    def head(self, hidden: torch.Tensor) -> torch.Tensor:
+        return F.linear(hidden, self.tokens.weight)
+
+    def _hidden(self, ids: torch.Tensor, positions: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
+        x = self.tokens(ids)
+        rope = None
+        if self.positions is not None:
+            x = x + self.positions(positions)
+        else:
+            rope = (self.rope_cos[positions], self.rope_sin[positions])
+        x = self.dropout(x)
+        for index, block in enumerate(self.blocks):
+            x = block(x, rope, cache, index)
+        return self.norm(x)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """Logits (B, T, vocab) for every position of ``ids`` (B, T)."""
+        self._check_length(ids.shape[1], self.config.context)
+        positions = torch.arange(ids.shape[1], device=ids.device)
+        return self.head(self._hidden(ids, positions, None))
+
+    def new_cache(self, max_len: int) -> KVCache:
+        self._check_length(max_len, self.config.context)
+        return KVCache(self.config.layers, max_len)
+
+    def prefill(self, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        """Fill an empty ``cache`` with the prompt ``ids`` (B, P); the logits (B, vocab) of the
+        prompt's last position. Only the last position goes through the output layer."""
+        length = ids.shape[1]
+        if cache.length:
+            raise ValueError("prefill needs an empty cache")
+        self._check_length(length, cache.max_len)
+        positions = torch.arange(length, device=ids.device)
+        hidden = self._hidden(ids, positions, cache)
+        cache.length = length
+        cache.slots = torch.arange(cache.max_len, device=ids.device)
+        cache.position = torch.full((1,), length, dtype=torch.long, device=ids.device)
+        return self.head(hidden[:, -1])
+
+    def decode(self, tokens: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        """One token per sequence (B,) at the cache's next position; its logits (B, vocab).
+        The cache is updated in place."""
+        if not cache.length:
+            raise ValueError("decode needs a cache filled by prefill")
+        self._check_length(cache.length + 1, cache.max_len)
+        assert cache.position is not None
+        hidden = self._hidden(tokens.view(-1, 1), cache.position, cache)
+        cache.position += 1
+        cache.length += 1
+        return self.head(hidden[:, -1])
+
+    @staticmethod
+    def _check_length(length: int, limit: int) -> None:
+        if not 0 < length <= limit:
+            raise ValueError(f"{length} positions do not fit: this model/cache holds 1 to {limit}")
+
+
+@torch.no_grad()
+def greedy_generate(model: Decoder, prompt: torch.Tensor, new_tokens: int) -> torch.Tensor:
+    """The plain greedy KV-cache loop: prefill the prompt (B, P), then one decode step per further
+    token, always the most likely one, end-of-sequence ignored. The prefill's logits give the first
+    new token, so ``new_tokens`` tokens take ``new_tokens - 1`` decode steps (as gpt-fast's
+    ``generate``). Returns the new tokens (B, new_tokens)."""
+    cache = model.new_cache(prompt.shape[1] + new_tokens)
+    token = model.prefill(prompt, cache).argmax(dim=-1)
+    generated = [token]
+    for _ in range(new_tokens - 1):
+        token = model.decode(token, cache).argmax(dim=-1)
+        generated.append(token)
+    return torch.stack(generated, dim=1)
