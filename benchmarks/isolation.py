@@ -8,7 +8,10 @@ thread state:
 
 - ``plain``:   the loop a user writes by hand (this file, ``--plain-child``), timing each step;
 - ``process``: ``accelbench run ... --isolation process`` (the default: a worker per case);
-- ``none``:    ``accelbench run ... --isolation none`` (the case inline in the CLI process).
+- ``none``:    ``accelbench run ... --isolation none`` (the case inline in the CLI process);
+- ``session``: the plain loop again, started in a session of its own (``start_new_session``), as
+  accelbench starts its worker: on Linux with ``sched_autogroup_enabled`` that puts it in a
+  scheduler autogroup of its own, so ``session`` against ``plain`` isolates that one difference.
 
 They run interleaved, the order rotating every round, so slow drift of this shared machine spreads
 over all of them. The figure per contender and round is the median step time (what a run's table
@@ -34,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-CONTENDERS = ("plain", "process", "none")
+CONTENDERS = ("plain", "process", "none", "session")
 
 
 def plain_child(workload_name: str, batch_size: int, steps: int, warmup: int, threads: int) -> None:
@@ -80,11 +83,12 @@ def _accelbench(binary: Path, isolation: str, args: argparse.Namespace, folder: 
     return list(case["step_times"])
 
 
-def _plain(args: argparse.Namespace) -> list[float]:
+def _plain(args: argparse.Namespace, own_session: bool = False) -> list[float]:
     command = [sys.executable, __file__, "--plain-child", "--workload", args.workload,
                "--batch-size", str(args.batch_size), "--steps", str(args.steps),
                "--warmup", str(args.warmup), "--threads", str(args.threads)]
-    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    done = subprocess.run(command, check=True, capture_output=True, text=True,
+                          start_new_session=own_session)
     return list(json.loads(done.stdout.strip().splitlines()[-1])["step_times"])
 
 
@@ -145,7 +149,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0,
                         help="torch threads for every contender (default 0: torch's default)")
     parser.add_argument("--contenders", default=",".join(CONTENDERS),
-                        help="comma list from plain,process,none (plain is always run)")
+                        help="comma list from plain,process,none,session (plain is always run)")
     parser.add_argument("--save", type=Path, metavar="FILE.json",
                         help="keep every process's step times (rewritten after each round)")
     parser.add_argument("--load", type=Path, nargs="+", metavar="FILE.json",
@@ -173,7 +177,10 @@ def main() -> None:
         for round_ in range(args.rounds):
             shift = round_ % len(contenders)
             for name in contenders[shift:] + contenders[:shift]:
-                times = _plain(args) if name == "plain" else _accelbench(binary, name, args, folder)
+                if name in ("plain", "session"):
+                    times = _plain(args, own_session=name == "session")
+                else:
+                    times = _accelbench(binary, name, args, folder)
                 data["step_times"][name].append(times)
             data["load"].append(os.getloadavg()[0])
             if args.save:
