@@ -11,7 +11,7 @@ from rich.console import Console
 
 from accelbench.compare import LabelledRun, compare_runs
 from accelbench.devices.environment import collect_environment
-from accelbench.measure import power
+from accelbench.devices import power
 from accelbench.render.compare_table import comparison_renderable
 
 

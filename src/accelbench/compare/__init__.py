@@ -34,7 +34,7 @@ from accelbench.compare.verdict import (
     judge,
 )
 from accelbench.engine.repeat import process_step_times
-from accelbench.measure.power import power_differences
+from accelbench.devices.power import power_differences
 from accelbench.reference.published import EpochReference, epoch_references
 from accelbench.results import CaseResult, RunRecord
 
