@@ -10,7 +10,7 @@ from fakes import FakeQueueAdapter, HostSyncCounter
 
 from accelbench.data.synthetic import EpochBatches, synthetic_epoch
 from accelbench.devices.base import Device
-from accelbench.engine.precision import get_precision
+from accelbench.devices.numerics import get_precision
 from accelbench.engine.steps import make_train_step
 from accelbench.measure.loop import StepLoop
 from accelbench.options import StopRule

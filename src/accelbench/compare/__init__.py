@@ -33,8 +33,8 @@ from accelbench.compare.verdict import (
     describe,
     judge,
 )
-from accelbench.engine.repeat import process_step_times
 from accelbench.devices.power import power_differences
+from accelbench.engine.repeat import process_step_times
 from accelbench.reference.published import EpochReference, epoch_references
 from accelbench.results import CaseResult, RunRecord
 

@@ -16,11 +16,7 @@ from accelbench import __version__
 from accelbench.data.placement import POOL_LABEL, device_pool_bytes, place_batches, source_kind
 from accelbench.devices import Device, DeviceSet
 from accelbench.devices.environment import collect_environment
-from accelbench.engine.driver import Interrupted as Interrupted  # re-exported: callers catch it here
-from accelbench.engine.driver import Terminated as Terminated
-from accelbench.engine.driver import drive
-from accelbench.engine.launch import CaseWork, Report
-from accelbench.engine.precision import (
+from accelbench.devices.numerics import (
     Precision,
     backend_flags,
     get_precision,
@@ -28,6 +24,10 @@ from accelbench.engine.precision import (
     prepare_model,
     unsupported_reason,
 )
+from accelbench.engine.driver import Interrupted as Interrupted  # re-exported: callers catch it here
+from accelbench.engine.driver import Terminated as Terminated
+from accelbench.engine.driver import drive
+from accelbench.engine.launch import CaseWork, Report
 from accelbench.engine.steps import make_eval_step, make_train_step
 from accelbench.measure.energy import energy_meter_for
 from accelbench.measure.loop import NonFiniteError, Progress, StepLoop

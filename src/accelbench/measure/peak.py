@@ -42,7 +42,7 @@ from typing import Any
 import torch
 
 from accelbench.devices import Device
-from accelbench.engine.precision import PRECISIONS, Precision, get_precision, precision_settings
+from accelbench.devices.numerics import PRECISIONS, Precision, get_precision, precision_settings
 from accelbench.measure.queued import best_window, queue_length
 from accelbench.store.jsonfile import write_atomic
 from accelbench.store.paths import data_home

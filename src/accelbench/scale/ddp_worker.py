@@ -90,7 +90,7 @@ def _run(spec: dict[str, Any], rank: int, local_rank: int) -> dict[str, Any]:
     import torch.distributed as dist
 
     from accelbench.devices import DeviceSet
-    from accelbench.engine.precision import backend_flags, get_precision, precision_settings
+    from accelbench.devices.numerics import backend_flags, get_precision, precision_settings
     from accelbench.engine.steps import make_train_step
     from accelbench.measure.trackers import MemoryTracker
     from accelbench.options import StopRule
