@@ -114,7 +114,7 @@ def within_margin(ratios: list[float], margin: float = MARGIN) -> str:
 
 
 def summarise(data: dict) -> None:
-    from accelbench.engine.repeat import process_figure
+    from accelbench.results.process import process_figure
 
     # Per-process figures: the median step (what a run's table prints) and the 10th percentile
     # (what ``compare`` judges).

@@ -34,9 +34,9 @@ from accelbench.compare.verdict import (
     judge,
 )
 from accelbench.devices.power import power_differences
-from accelbench.engine.repeat import process_step_times
 from accelbench.reference.published import EpochReference, epoch_references
 from accelbench.results import CaseResult, RunRecord
+from accelbench.results.process import process_step_times
 
 __all__ = ["CANT_TELL", "FASTER", "NOT_COMPARABLE", "NOT_RUN", "SAME", "SLOWER", "LabelledRun",
            "MachineRow", "Pair", "Verdict", "WorkloadComparison", "compare_cases", "compare_runs",

@@ -51,7 +51,7 @@ import torch
 
 from accelbench.devices import Device
 from accelbench.measure.input_wait import InputWait
-from accelbench.measure.stats import relative_median_ci_half_width
+from accelbench.measure.median_ci import relative_median_ci_half_width
 from accelbench.measure.trackers import Tracker
 from accelbench.options import MIN_SAMPLES, MIN_WINDOW_S, StopRule
 

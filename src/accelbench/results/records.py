@@ -13,17 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from accelbench.errors import UsageError
-from accelbench.measure.stats import (
-    Summary,
-    drift,
-    geometric_ci,
-    mean_ci,
-    relative_median_ci_half_width,
-    summarize,
-)
-from accelbench.results.figures import Energy, Flops, Parity, Profile, ScaleFigures, Sensors
+from accelbench.measure.median_ci import relative_median_ci_half_width
+from accelbench.measure.profile_figures import Profile
+from accelbench.results.figures import Energy, Flops, Parity, ScaleFigures, Sensors
 from accelbench.results.probe import DeviceProbe
 from accelbench.results.schema import SCHEMA_VERSION, upgrade
+from accelbench.results.stats import Summary, drift, geometric_ci, mean_ci, summarize
 from accelbench.results.validate import build, dump, field_path
 
 #: A case is input-bound when waiting for batches takes more than this share of its step time:
@@ -188,7 +183,7 @@ class CaseResult:
                                              relative_median_ci_half_width)
 
     def drift(self) -> dict[str, Any] | None:
-        """Whether the last quarter of the samples is significantly slower (measure/stats.drift)."""
+        """Whether the last quarter of the samples is significantly slower (results/stats.drift)."""
         return self._cache("step_times").get(self.step_times, "drift", drift)
 
     def input_fraction(self) -> float | None:
