@@ -56,7 +56,7 @@ def main(argv: list[str]) -> int:
         "status": "ok", "error": "", "step_times": [], "nosync_step_times": [],
     }
     from accelbench.engine.runner import status_of
-    from accelbench.store.jsonfile import write_atomic
+    from accelbench.files import write_atomic
 
     try:
         report.update(_run(spec, rank, local_rank))
@@ -76,7 +76,7 @@ def main(argv: list[str]) -> int:
 def _gather(report: dict[str, Any], local_rank: int, out: Path) -> None:
     import torch.distributed as dist
 
-    from accelbench.store.jsonfile import write_atomic
+    from accelbench.files import write_atomic
 
     reports: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(reports, report)
