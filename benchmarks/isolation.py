@@ -43,8 +43,8 @@ def plain_child(workload_name: str, batch_size: int, steps: int, warmup: int, th
 
     if threads:
         torch.set_num_threads(threads)
+    from accelbench.data.options import DataOptions
     from accelbench.workloads import get_workload_class
-    from accelbench.workloads.base import DataOptions
 
     torch.manual_seed(0)
     workload = get_workload_class(workload_name)()

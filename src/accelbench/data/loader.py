@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from accelbench.workloads.base import DataOptions
+from accelbench.data.options import DataOptions
 
 
 def tensor_loader(

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from accelbench import __version__
+from accelbench.data.options import DataOptions
 from accelbench.data.placement import POOL_LABEL, device_pool_bytes, place_batches, source_kind
 from accelbench.devices import Device, DeviceSet
 from accelbench.devices.environment import collect_environment
@@ -34,7 +35,7 @@ from accelbench.measure.loop import NonFiniteError, Progress, StepLoop
 from accelbench.measure.trackers import EnergyTracker, MemoryTracker, SensorTracker
 from accelbench.options import RunOptions
 from accelbench.results import CaseResult, Energy, Flops, RunRecord, Sensors
-from accelbench.workloads.base import DataOptions, Workload, get_workload_class
+from accelbench.workloads.base import Workload, get_workload_class
 from accelbench.workloads.suites import suite_batch_size
 
 

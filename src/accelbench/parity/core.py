@@ -45,13 +45,14 @@ from typing import Any
 import torch
 from torch import nn
 
+from accelbench.data.options import DataOptions
 from accelbench.devices import Device
 from accelbench.devices.numerics import Precision, get_precision, precision_settings, prepare_model
 from accelbench.devices.precisions import TOLERANCES, UNIT_ROUNDOFF, Tolerance
 from accelbench.engine.steps import make_eval_step, make_train_step
 from accelbench.measure.loop import BatchStream
 from accelbench.results import PARITY_VERDICTS
-from accelbench.workloads.base import Batch, DataOptions, Noise, Workload
+from accelbench.workloads.base import Batch, Noise, Workload
 
 VERDICTS = PARITY_VERDICTS
 FP64 = Precision("fp64", param_dtype=torch.float64)

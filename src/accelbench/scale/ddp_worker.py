@@ -89,13 +89,14 @@ def _run(spec: dict[str, Any], rank: int, local_rank: int) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
 
+    from accelbench.data.options import DataOptions
     from accelbench.devices import DeviceSet
     from accelbench.devices.numerics import backend_flags, get_precision, precision_settings
     from accelbench.engine.steps import make_train_step
     from accelbench.measure.trackers import MemoryTracker
     from accelbench.options import StopRule
     from accelbench.scale.backends import rank_device
-    from accelbench.workloads.base import DataOptions, get_workload_class
+    from accelbench.workloads.base import get_workload_class
     from accelbench.workloads.userfile import load_workload_file
 
     for path in spec["workload_files"]:

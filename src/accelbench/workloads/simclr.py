@@ -31,8 +31,9 @@ from torchvision.transforms import v2
 
 from accelbench.data.cifar import NUM_CLASSES, check_cifar10, cifar_like_batch, load_cifar10
 from accelbench.data.loader import tensor_loader
+from accelbench.data.options import DataOptions
 from accelbench.data.synthetic import synthetic_epoch
-from accelbench.workloads.base import Batch, DataOptions, Workload, register
+from accelbench.workloads.base import Batch, Workload, register
 from accelbench.workloads.presets import Preset
 
 # lightly's ``imagenet_normalize``, which its CIFAR-10 benchmark uses for every view.

@@ -14,8 +14,9 @@ from torch import nn
 
 from accelbench.data.loader import tensor_loader
 from accelbench.data.mnist import MEAN, STD, load_mnist
+from accelbench.data.options import DataOptions
 from accelbench.data.synthetic import synthetic_epoch
-from accelbench.workloads.base import Batch, DataOptions, Noise, Workload, register
+from accelbench.workloads.base import Batch, Noise, Workload, register
 from accelbench.workloads.presets import Preset
 
 
