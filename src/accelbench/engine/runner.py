@@ -234,8 +234,7 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
                         epoch_end, trackers=[sensors, energy], batch_size=case.batch_size,
                         partial_batch=result.dataset_size % case.batch_size)
         measured = loop.run(options.stop, options.warmup_steps)
-    for name, value in vars(measured).items():
-        setattr(result, name, value)
+    measured.copy_into(result)
     _record_trackers(result, memory, sensors, energy, loop.window_steps)
     if options.profile:  # after the peak is read: the profiler's own memory must not count
         from accelbench.measure.loop import BatchStream
