@@ -46,8 +46,8 @@ def plain_child(workload_name: str, batch_size: int, steps: int, warmup: int, th
 
     if threads:
         torch.set_num_threads(threads)
+    from accelbench.data.options import DataOptions
     from accelbench.workloads import get_workload_class
-    from accelbench.workloads.base import DataOptions
 
     torch.manual_seed(0)
     workload = get_workload_class(workload_name)()
@@ -118,7 +118,7 @@ def within_margin(ratios: list[float], margin: float = MARGIN) -> str:
 
 
 def summarise(data: dict) -> None:
-    from accelbench.engine.repeat import process_figure
+    from accelbench.results.process import process_figure
 
     # Per-process figures: the median step (what a run's table prints) and the 10th percentile
     # (what ``compare`` judges).

@@ -14,12 +14,12 @@ import time
 import torch
 import torch.nn.functional as F
 
+from accelbench.data.options import DataOptions
 from accelbench.devices import DeviceSet
 from accelbench.engine.runner import Case, run_case
 from accelbench.measure.loop import BatchStream, StepLoop
 from accelbench.options import RunOptions, StopRule
 from accelbench.workloads import get_workload_class
-from accelbench.workloads.base import DataOptions
 
 
 def plain_loop(steps: int, warmup: int, batch_size: int) -> float:

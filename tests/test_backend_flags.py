@@ -17,8 +17,8 @@ from torch.overrides import TorchFunctionMode
 
 import accelbench
 from accelbench.devices.base import Device
+from accelbench.devices.numerics import backend_flags, get_precision, precision_settings
 from accelbench.devices.xpu import ONEDNN_TF32_FLAG, XpuAdapter
-from accelbench.engine.precision import backend_flags, get_precision, precision_settings
 from accelbench.selftest import precision as selftest_precision
 from accelbench.selftest.result import PASS
 

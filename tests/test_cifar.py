@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from accelbench.data.cifar import FILES, FOLDER, cifar_like_batch, load_cifar10, read_batch
+from accelbench.data.options import DataOptions
 from accelbench.errors import UsageError
 from accelbench.workloads import get_workload_class
-from accelbench.workloads.base import DataOptions
 
 PER_FILE = 3
 

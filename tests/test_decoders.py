@@ -80,7 +80,7 @@ def test_the_tie_survives_a_move_that_replaces_parameters() -> None:
     """Moving a module to a device whose tensors are a subclass (or with torch's
     overwrite-on-conversion switch) makes new Parameter objects: two names for one parameter
     would become two parameters, trained apart."""
-    from accelbench.workloads.base import DataOptions
+    from accelbench.data.options import DataOptions
 
     workload = get_workload_class("gpt2")("tiny")
     torch.manual_seed(0)
@@ -146,7 +146,7 @@ def test_published_set_ups() -> None:
 
 
 def test_tiny_batches_are_next_token_pairs_from_the_seed() -> None:
-    from accelbench.workloads.base import DataOptions
+    from accelbench.data.options import DataOptions
 
     workload = get_workload_class("gpt2")("tiny")
     first = next(iter(workload.make_batches("train", 3, DataOptions(seed=5))))

@@ -42,7 +42,7 @@ def _case(profile: ProfileFigures | None, step_s: float, *, flops_fraction: floa
     return CaseResult(workload="w", mode=mode, device=device, batch_size=64, step_times=steps,
                       measured_time_s=sum(steps), input_wait_s=input_wait * sum(steps),
                       profile=None if profile is None else Profile(
-                          profile, Ceilings.from_dict(ceilings or {}, "ceilings")),
+                          profile, Ceilings(**(ceilings or {}))),
                       flops=None if flops_fraction is None else Flops(
                           achieved_flops=flops_fraction * peak, peak_flops=peak,
                           fraction_of_peak=flops_fraction))

@@ -33,8 +33,8 @@ from accelbench.devices.cpu import CpuAdapter
 from accelbench.devices.cuda import CudaAdapter
 from accelbench.devices.generic import GenericAcceleratorAdapter
 from accelbench.devices.mps import MpsAdapter
+from accelbench.devices.numerics import backend_flags, get_precision, precision_settings
 from accelbench.devices.xpu import XpuAdapter
-from accelbench.engine.precision import backend_flags, get_precision, precision_settings
 from accelbench.options import RunOptions, StopRule
 from accelbench.parity.core import _output_difference, _parameter_difference, run_parity
 from accelbench.probes import Feature, Trial

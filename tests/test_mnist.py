@@ -10,12 +10,12 @@ import torch
 from idx import write_idx, write_tiny_mnist
 
 from accelbench.data.mnist import load_mnist, read_idx
+from accelbench.data.options import DataOptions
 from accelbench.devices import DeviceSet
 from accelbench.engine.runner import Case, run_case
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions, StopRule
 from accelbench.workloads import get_workload_class
-from accelbench.workloads.base import DataOptions
 
 
 def test_model_is_the_pytorch_examples_network() -> None:

@@ -16,7 +16,7 @@ from fakes import FakeAsyncAdapter
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from accelbench.devices import Device, DeviceSet
-from accelbench.engine.precision import get_precision
+from accelbench.devices.numerics import get_precision
 from accelbench.engine.runner import Case, achieved_flops, skeleton_result
 from accelbench.measure import peak
 from accelbench.options import RunOptions

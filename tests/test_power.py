@@ -10,8 +10,8 @@ from conftest_report import case, record
 from rich.console import Console
 
 from accelbench.compare import LabelledRun, compare_runs
+from accelbench.devices import power
 from accelbench.devices.environment import collect_environment
-from accelbench.measure import power
 from accelbench.render.compare_table import comparison_renderable
 
 

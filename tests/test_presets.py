@@ -12,13 +12,14 @@ import pytest
 import torch
 from torch import nn
 
+from accelbench.data.options import DataOptions
 from accelbench.data.synthetic import synthetic_epoch
 from accelbench.devices import DeviceSet
 from accelbench.engine.runner import Case, run_case
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions, StopRule
 from accelbench.workloads import base, get_workload_class, workload_names
-from accelbench.workloads.base import Batch, DataOptions, Workload, WorkloadContractError, check_contract
+from accelbench.workloads.base import Batch, Workload, WorkloadContractError, check_contract
 from accelbench.workloads.presets import SIZES, Preset
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "accelbench"

@@ -10,10 +10,11 @@ from conftest_report import assert_one_line_error, case
 
 from accelbench.devices import DeviceSet
 from accelbench.engine import runner
-from accelbench.engine.repeat import interleaved, merge_repeats, process_step_times
+from accelbench.engine.repeat import interleaved, merge_repeats
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions, StopRule
 from accelbench.results import CaseResult, RunRecord
+from accelbench.results.process import process_step_times
 
 
 def test_rounds_interleave_cases() -> None:

@@ -10,7 +10,7 @@ import pytest
 from fakes import FakeAsyncAdapter
 
 from accelbench.devices import Device, DeviceSet
-from accelbench.engine.precision import get_precision
+from accelbench.devices.numerics import get_precision
 from accelbench.engine.runner import Case, achieved_flops, skeleton_result
 from accelbench.measure import bandwidth, peak, roofline
 from accelbench.measure.roofline import Roofline, device_roofline, merge_best

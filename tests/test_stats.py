@@ -5,7 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accelbench.measure.stats import mean_ci, median_ci, summarize
+from accelbench.measure.median_ci import median_ci
+from accelbench.results.stats import mean_ci, summarize
 
 
 def test_summary_of_known_samples() -> None:
@@ -57,7 +58,7 @@ def test_median_interval_always_holds_the_median(samples: list[float]) -> None:
 
 
 def test_drift_flags_a_slowing_case_only() -> None:
-    from accelbench.measure.stats import drift
+    from accelbench.results.stats import drift
 
     slowing = drift([1.0 + 0.001 * (i % 3) for i in range(30)] + [1.15 + 0.001 * (i % 3) for i in range(10)])
     assert slowing is not None and slowing["drifting"] and slowing["ratio"] > 1.1
@@ -69,7 +70,7 @@ def test_drift_flags_a_slowing_case_only() -> None:
 
 
 def test_geometric_ci_covers_the_spread_of_process_figures() -> None:
-    from accelbench.measure.stats import geometric_ci
+    from accelbench.results.stats import geometric_ci
 
     assert geometric_ci([0.1]) == pytest.approx((0.1, 0.1))
     low, high = geometric_ci([0.09, 0.10, 0.11])

@@ -8,13 +8,14 @@ import pytest
 import torch
 from fakes import FakeQueueAdapter, HostSyncCounter
 
+from accelbench.data.options import DataOptions
 from accelbench.data.synthetic import EpochBatches, synthetic_epoch
 from accelbench.devices.base import Device
-from accelbench.engine.precision import get_precision
+from accelbench.devices.numerics import get_precision
 from accelbench.engine.steps import make_train_step
 from accelbench.measure.loop import StepLoop
 from accelbench.options import StopRule
-from accelbench.workloads.base import Batch, DataOptions, Workload
+from accelbench.workloads.base import Batch, Workload
 
 WARMUP, STEPS = 2, 6
 

@@ -104,7 +104,7 @@ def test_disturbed_identical_configurations_are_rarely_called_different() -> Non
 def test_the_per_process_figure_is_the_lower_tail_not_the_median() -> None:
     """A process whose second half a neighbour slowed 2x keeps its figure: that is what makes
     the verdict robust on a shared machine."""
-    from accelbench.engine.repeat import process_figure
+    from accelbench.results.process import process_figure
 
     steady = [0.010] * 40
     disturbed = [0.010] * 20 + [0.020] * 20

@@ -11,12 +11,13 @@ import torch
 import torch.nn.functional as F
 from idx import write_tiny_mnist
 
+from accelbench.data.options import DataOptions
 from accelbench.devices import DeviceSet
 from accelbench.engine.runner import Case, plan, run_case
 from accelbench.option_values import build_run_options
 from accelbench.options import RunOptions, StopRule
 from accelbench.workloads import get_workload_class, workload_names
-from accelbench.workloads.base import DataOptions, Workload
+from accelbench.workloads.base import Workload
 from accelbench.workloads.bert import INSTALL_HINT, transformers_missing
 from accelbench.workloads.simclr import SimCLRNet, knn_predict, nt_xent_loss
 from accelbench.workloads.suites import SUITES

@@ -15,7 +15,7 @@ _LAZY = {
     "sweep": "accelbench.api",
     "list_workloads": "accelbench.api",
     "Workload": "accelbench.workloads.base",
-    "DataOptions": "accelbench.workloads.base",
+    "DataOptions": "accelbench.data.options",
     "register": "accelbench.workloads.base",
     "RunOptions": "accelbench.options",
     "StopRule": "accelbench.options",

@@ -193,9 +193,9 @@ def build_run_options(workloads: str | Sequence[str] | None, device: str | None,
 def check_data(options: RunOptions) -> None:
     """Fail before any case runs when a workload cannot get the data ``options`` ask for (a
     missing data set file, a data kind it has no loader for)."""
+    from accelbench.data.options import DataOptions
     from accelbench.data.placement import source_kind
     from accelbench.workloads import get_workload_class
-    from accelbench.workloads.base import DataOptions
 
     data = DataOptions(kind=source_kind(options.data), data_dir=options.data_dir)
     for name in options.workloads:

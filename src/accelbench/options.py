@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from accelbench.devices.precisions import precision_spec
 from accelbench.errors import UsageError
 from accelbench.workloads.presets import MODES, SIZES
 
@@ -162,10 +163,8 @@ class RunOptions:
                              ("--auto-batch", self.auto_batch), ("--profile", self.profile),
                              ("cudnn_benchmark", self.cudnn_benchmark)):
             _check_flag(flag, switch)
-        from accelbench.engine.precision import get_precision
-
         for name in self.precisions:
-            get_precision(name)
+            precision_spec(name)
         if not self.precisions or not self.compile_backends:
             raise UsageError("--precision and --compile need at least one value")
         _check_choice("--isolation", self.isolation, ISOLATIONS)

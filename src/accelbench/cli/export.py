@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.cli.history import add_db_option, open_db
+from accelbench.files import write_atomic
 from accelbench.render.export import FORMATS, export
-from accelbench.store.jsonfile import check_writable, write_atomic
+from accelbench.store.jsonfile import check_writable
 
 
 def add_parser(subparsers: Any) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.devices import DEVICE_HELP
+from accelbench.devices.precisions import PRECISION_NAMES
 from accelbench.engine.repeat import DEFAULT_REPEATS
 from accelbench.option_values import DEFAULTS, RunKeywords, keyword_names
 from accelbench.options import (
@@ -114,8 +115,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, compute: bool = Tru
     """[--precision, --compile, --channels-last], --size, [--batch-size], --threads."""
     if compute:
         parser.add_argument("--precision", default=DEFAULTS["precision"],
-                            help="fp32, tf32, bf16, fp16, amp-bf16, amp-fp16, or a comma list "
-                            "(default fp32)")
+                            help=f"{', '.join(PRECISION_NAMES)}, or a comma list (default fp32)")
         parser.add_argument("--compile", nargs="?", const="inductor", default=DEFAULTS["compile"],
                             metavar="BACKEND", help="torch.compile the model (default back end: "
                             "inductor; a comma list runs each)")

@@ -13,9 +13,10 @@ from accelbench.cli.compare import load_runs
 from accelbench.cli.history import add_db_option
 from accelbench.compare import compare_runs
 from accelbench.errors import UsageError
+from accelbench.files import write_atomic
 from accelbench.render.html import render_report
 from accelbench.store.history import HistoryDB, TimelinePoint, default_db_path
-from accelbench.store.jsonfile import check_writable, write_atomic
+from accelbench.store.jsonfile import check_writable
 
 DEFAULT_LAST = 5
 

@@ -10,8 +10,9 @@ from typing import Any
 from accelbench.cli.compare import load_runs
 from accelbench.cli.history import add_db_option, open_db
 from accelbench.errors import UsageError
+from accelbench.files import write_atomic
 from accelbench.store.history import default_db_path
-from accelbench.store.jsonfile import check_writable, write_atomic
+from accelbench.store.jsonfile import check_writable
 
 
 def add_parser(subparsers: Any) -> None:

@@ -22,9 +22,9 @@ def add_parser(subparsers: Any) -> None:
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
+    from accelbench.files import write_atomic
     from accelbench.render.site import render_site
     from accelbench.sharing.sources import load_peers
-    from accelbench.store.jsonfile import write_atomic
 
     folder: Path = args.output
     if folder.exists() and not folder.is_dir():

@@ -1,7 +1,7 @@
 """Compare runs: per workload and mode, machine rows in the published style plus pairwise verdicts.
 
 What is compared. Two cases are compared only when they did the same work: the one comparability
-key of ``compare/key.py`` (workload and its version, mode, batch, precision, compile back end,
+key of ``results/key.py`` (workload and its version, mode, batch, precision, compile back end,
 memory format, data kind and mode, size). Everything else is "not comparable" with the reason. A
 case that did not finish ("oom", "failed", ...) is shown with its status, never as a number.
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from accelbench.compare.key import comparability_key, incomparable_reasons, setting_differences
 from accelbench.compare.verdict import (
     CANT_TELL,
     FASTER,
@@ -33,10 +32,11 @@ from accelbench.compare.verdict import (
     describe,
     judge,
 )
-from accelbench.engine.repeat import process_step_times
-from accelbench.measure.power import power_differences
+from accelbench.devices.power import power_differences
 from accelbench.reference.published import EpochReference, epoch_references
 from accelbench.results import CaseResult, RunRecord
+from accelbench.results.key import comparability_key, incomparable_reasons, setting_differences
+from accelbench.results.process import process_step_times
 
 __all__ = ["CANT_TELL", "FASTER", "NOT_COMPARABLE", "NOT_RUN", "SAME", "SLOWER", "LabelledRun",
            "MachineRow", "Pair", "Verdict", "WorkloadComparison", "compare_cases", "compare_runs",

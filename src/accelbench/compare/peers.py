@@ -1,7 +1,7 @@
 """Is my machine normal? One result placed among other people's results of the same work.
 
 A peer is a shared result (a line of a bundle, see ``accelbench.sharing``) or a published
-reference with the same comparability key (``compare/key.py``, the one key every comparison uses).
+reference with the same comparability key (``results/key.py``, the one key every comparison uses).
 Peers are grouped by device model; for each group: how many results from how many machines, the
 median, the spread (10th-90th percentile) and the best. The user's result is placed among the peers
 of its own device model: its percentile, its ratio to the median, and a verdict:
@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from accelbench.compare.key import KEY_FIELDS
 from accelbench.reference.published import TF32_CAVEAT, EpochReference, epoch_references
+from accelbench.results.key import KEY_FIELDS
 
 #: Below this many results of the user's device model, the verdict is "too few peers".
 MIN_PEERS = 5

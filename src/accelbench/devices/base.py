@@ -98,7 +98,7 @@ class DeviceAdapter(ABC):
         return f"{self.kind}:{index}"
 
     # Precision switches of this kind's own, beyond torch's device-wide ones (the fp32 matmul
-    # precision, cuDNN's and the per-op fp32_precision switches, which engine/precision.py sets).
+    # precision, cuDNN's and the per-op fp32_precision switches, which devices/numerics.py sets).
     def allow_tf32(self, allowed: bool) -> Callable[[], None]:
         """Allow or forbid TF32 in this kind's fp32 products and convolutions through a switch of
         its own; returns what puts the switch back. Nothing to do for a kind without one."""

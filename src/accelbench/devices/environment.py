@@ -9,7 +9,7 @@ from typing import Any
 
 from accelbench import __version__
 from accelbench.devices import DeviceSet
-from accelbench.measure.power import power_state
+from accelbench.devices.power import power_state
 
 
 def python_facts() -> dict[str, Any]:

@@ -55,7 +55,7 @@ class Report:
         print(PROGRESS_PREFIX + json.dumps([phase, done, total]), flush=True)
 
     def partial(self, result: CaseResult | DeviceProbe) -> None:
-        from accelbench.store.jsonfile import write_atomic
+        from accelbench.files import write_atomic
 
         write_atomic(self.result_path, json.dumps(result.to_dict()))
 

@@ -3,8 +3,7 @@
 Each case runs in N separate worker processes. Round r runs every case once before round r+1
 starts, so slow drift of the machine (heat, a neighbour's job) spreads over every case instead of
 landing on the last one. Each process's samples and figures are kept in ``CaseResult.repeats``;
-the per-process 10th-percentile step time is the unit that ``compare`` judges (see
-compare/verdict.py).
+the per-process figure (``results/process.py``) is the unit that ``compare`` judges.
 The top-level fields of the merged result are the pooled view (all samples together).
 """
 
@@ -24,9 +23,6 @@ from accelbench.results import CaseResult
 #: 83-99% of 8-vs-8 and 95-100% of 10-vs-10, with identical configurations called different in
 #: 0.4-5.1% at 10 a side.
 DEFAULT_REPEATS = 10
-#: The per-process figure compare judges: this percentile of the process's step times (see
-#: compare/verdict.py for why the lower tail and not the median).
-PROCESS_PERCENTILE = 10
 
 
 def interleaved(case_count: int, repeat: int) -> Iterator[tuple[int, int]]:
@@ -75,25 +71,3 @@ def merge_repeats(results: Sequence[CaseResult]) -> CaseResult:
         merged.status = result.status
         merged.error = f"process {index + 1} of {len(results)}: {result.error}"
     return merged
-
-
-def process_figure(step_times: Sequence[float]) -> float:
-    """One process's figure for verdicts: the PROCESS_PERCENTILE-th percentile of its step times."""
-    return float(np.percentile(step_times, PROCESS_PERCENTILE))
-
-
-def process_step_times(case: CaseResult) -> list[float]:
-    """The unit of comparison: each finished process's figure (seconds; ``process_figure``).
-
-    A result without repeats is one process (its own samples)."""
-    if case.repeats:
-        return [process_figure(r["step_times"]) if r.get("step_times") else float(r["median_step_s"])
-                for r in case.repeats
-                if r.get("status", "ok") == "ok" and (r.get("step_times") or r.get("median_step_s"))]
-    return [process_figure(case.step_times)] if case.step_times else []
-
-
-def process_mean_step_times(case: CaseResult) -> list[float]:
-    """Each finished process's mean step time (what an epoch's total scales with)."""
-    return [float(r["mean_step_s"]) for r in case.repeats
-            if r.get("status", "ok") == "ok" and r.get("mean_step_s")]

@@ -13,14 +13,11 @@ from typing import Any
 import torch
 
 from accelbench import __version__
+from accelbench.data.options import DataOptions
 from accelbench.data.placement import POOL_LABEL, device_pool_bytes, place_batches, source_kind
 from accelbench.devices import Device, DeviceSet
 from accelbench.devices.environment import collect_environment
-from accelbench.engine.driver import Interrupted as Interrupted  # re-exported: callers catch it here
-from accelbench.engine.driver import Terminated as Terminated
-from accelbench.engine.driver import drive
-from accelbench.engine.launch import CaseWork, Report
-from accelbench.engine.precision import (
+from accelbench.devices.numerics import (
     Precision,
     backend_flags,
     get_precision,
@@ -28,13 +25,17 @@ from accelbench.engine.precision import (
     prepare_model,
     unsupported_reason,
 )
+from accelbench.engine.driver import Interrupted as Interrupted  # re-exported: callers catch it here
+from accelbench.engine.driver import Terminated as Terminated
+from accelbench.engine.driver import drive
+from accelbench.engine.launch import CaseWork, Report
 from accelbench.engine.steps import make_eval_step, make_train_step
 from accelbench.measure.energy import energy_meter_for
 from accelbench.measure.loop import NonFiniteError, Progress, StepLoop
 from accelbench.measure.trackers import EnergyTracker, MemoryTracker, SensorTracker
 from accelbench.options import RunOptions
 from accelbench.results import CaseResult, Energy, Flops, RunRecord, Sensors
-from accelbench.workloads.base import DataOptions, Workload, get_workload_class
+from accelbench.workloads.base import Workload, get_workload_class
 from accelbench.workloads.suites import suite_batch_size
 
 
@@ -233,8 +234,7 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
                         epoch_end, trackers=[sensors, energy], batch_size=case.batch_size,
                         partial_batch=result.dataset_size % case.batch_size)
         measured = loop.run(options.stop, options.warmup_steps)
-    for name, value in vars(measured).items():
-        setattr(result, name, value)
+    measured.copy_into(result)
     _record_trackers(result, memory, sensors, energy, loop.window_steps)
     if options.profile:  # after the peak is read: the profiler's own memory must not count
         from accelbench.measure.loop import BatchStream

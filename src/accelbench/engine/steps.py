@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from accelbench.devices import Device
-from accelbench.engine.precision import Precision, autocast, grad_scaler, prepare_batch
+from accelbench.devices.numerics import Precision, autocast, grad_scaler, prepare_batch
 from accelbench.measure.loop import batch_length
 from accelbench.workloads.base import Batch, Workload
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 def main(argv: list[str]) -> int:
     from accelbench.engine.launch import Report, worker_function
-    from accelbench.store.jsonfile import write_atomic
+    from accelbench.files import write_atomic
 
     spec_path, result_path = Path(argv[0]), Path(argv[1])
     spec = json.loads(spec_path.read_text())

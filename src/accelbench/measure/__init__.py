@@ -1,1 +1,2 @@
-"""Measurement: statistics over raw samples, the step clock, memory facts."""
+"""Measurement: the timed loop and the trackers around it (time, memory, energy, sensors), peaks,
+the roofline and the profile."""

@@ -44,14 +44,14 @@ import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from accelbench.devices import Device
 from accelbench.measure.input_wait import InputWait
-from accelbench.measure.stats import relative_median_ci_half_width
+from accelbench.measure.median_ci import relative_median_ci_half_width
+from accelbench.measure.timing import Timing
 from accelbench.measure.trackers import Tracker
 from accelbench.options import MIN_SAMPLES, MIN_WINDOW_S, StopRule
 
@@ -175,34 +175,6 @@ class Feed:
         return batch
 
 
-@dataclass
-class Measured:
-    step_times: list[float] = field(default_factory=list)
-    steps_per_sample: int = 1
-    warmup_steps: int = 0
-    time_to_first_step_s: float | None = None
-    warmup_time_s: float | None = None
-    #: Seconds the device sat idle waiting for input over the measured steps (see input_wait.py).
-    input_wait_s: float = 0.0
-    #: How ``input_wait_s`` was measured (input_wait.HOST, EVENTS or one of its upper bounds).
-    input_wait_method: str = ""
-    #: Seconds the host spent fetching batches over the measured steps.
-    input_fetch_s: float = 0.0
-    measured_time_s: float = 0.0
-    measured_steps: int = 0
-    epoch_times: list[float] = field(default_factory=list)
-    #: Seconds of the per-epoch work after the steps (e.g. a kNN evaluation), timed once when
-    #: whole epochs did not run; it is added to the projected epoch time.
-    epoch_end_s: float | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
-    #: The precision target (percent half-width of the median's 95% CI); None when there was none.
-    target_ci_pct: float | None = None
-    #: Why measuring stopped: "steps", "epochs", "time budget" or "precision reached".
-    stop_reason: str = ""
-    #: Seconds one synchronisation of the idle device took (asynchronous devices; None elsewhere).
-    sync_s: float | None = None
-
-
 def _check_finite(output: Any, step: int) -> None:
     if isinstance(output, torch.Tensor) and output.is_floating_point() \
             and not bool(torch.isfinite(output).all()):
@@ -228,7 +200,7 @@ class StepLoop:
         self.partial_batch = partial_batch
         self.device = device
         self.progress = progress or (lambda phase, done, total: None)
-        self.result = Measured()
+        self.result = Timing()
         self.wait = InputWait(device)
         #: Steps inside the trackers' window (the measured steps, plus any extension): the
         #: count a tracker's per-step figure (joules per step) divides by.
@@ -309,7 +281,7 @@ class StepLoop:
         self.result.measured_time_s += elapsed
         self.result.measured_steps += ran
 
-    def run(self, stop: StopRule, warmup_steps: int) -> Measured:
+    def run(self, stop: StopRule, warmup_steps: int) -> Timing:
         stream = BatchStream(self.epoch, self.batch_size if stop.kind != "epochs" else None)
         feed = Feed(stream.next, self.wait)
         self.warm_up(warmup_steps, feed)

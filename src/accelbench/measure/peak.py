@@ -42,10 +42,9 @@ from typing import Any
 import torch
 
 from accelbench.devices import Device
-from accelbench.engine.precision import PRECISIONS, Precision, get_precision, precision_settings
+from accelbench.devices.numerics import PRECISIONS, Precision, get_precision, precision_settings
+from accelbench.files import data_home, write_atomic
 from accelbench.measure.queued import best_window, queue_length
-from accelbench.store.jsonfile import write_atomic
-from accelbench.store.paths import data_home
 
 CACHE_NAME = "peak_flops.json"
 #: 2: keys name the precision settings; entries keep the best figure seen (v1 kept the first).

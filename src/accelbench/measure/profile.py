@@ -42,7 +42,7 @@ from typing import Any
 import torch
 
 from accelbench.devices import Device
-from accelbench.results.figures import Ceilings, Profile, ProfileFigures
+from accelbench.measure.profile_figures import Ceilings, Profile, ProfileFigures
 
 PROFILE_STEPS = 5
 STEP_MARK = "accelbench.step"
@@ -227,4 +227,4 @@ def profile_case(step: Callable[[Any], Any], next_batch: Callable[[], Any], devi
         figures = profile_steps(step, next_batch, device, parameter_bytes=parameter_bytes)
     except Exception as error:  # profiling is extra: the measured figures stand without it
         return Profile(error=f"{type(error).__name__}: {error}")
-    return Profile(figures, Ceilings.from_dict(roofline_ceilings(device), "ceilings"))
+    return Profile(figures, Ceilings(**roofline_ceilings(device)))

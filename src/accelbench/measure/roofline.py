@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from accelbench.devices import Device
-from accelbench.engine.precision import get_precision, unsupported_reason
+from accelbench.devices.numerics import get_precision, unsupported_reason
 from accelbench.measure import bandwidth, peak
 
 CACHE_NAME = "roofline.json"

@@ -18,7 +18,8 @@ import torch
 import torchvision
 from torch.utils.flop_counter import FlopCounterMode
 
-from accelbench.workloads.base import DataOptions, Workload, get_workload_class
+from accelbench.data.options import DataOptions
+from accelbench.workloads.base import Workload, get_workload_class
 
 #: Training-mode batch norm needs more than one value per channel.
 COUNT_BATCH = 2

@@ -20,10 +20,11 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from accelbench.data.options import DataOptions
 from accelbench.data.synthetic import synthetic_epoch
 from accelbench.errors import UsageError
 from accelbench.models.named import PUBLISHED_BATCH, TINY_BATCH, TINY_SAMPLES, import_library, version_number
-from accelbench.workloads.base import Batch, DataOptions, Workload
+from accelbench.workloads.base import Batch, Workload
 from accelbench.workloads.bert import SST2_SIZES
 from accelbench.workloads.imagenet import IMAGENET_SIZES
 from accelbench.workloads.presets import Preset

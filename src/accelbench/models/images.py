@@ -15,9 +15,10 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from accelbench.data.options import DataOptions
 from accelbench.data.synthetic import synthetic_epoch
 from accelbench.models.named import PUBLISHED_BATCH, TINY_BATCH, TINY_SAMPLES
-from accelbench.workloads.base import Batch, DataOptions
+from accelbench.workloads.base import Batch
 from accelbench.workloads.imagenet import IMAGENET_SIZES, ImageNetClassifier, ImagePreset
 
 TINY_SIDE = 64

@@ -29,10 +29,11 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from accelbench.data.options import DataOptions
 from accelbench.data.synthetic import synthetic_epoch
 from accelbench.errors import UsageError
 from accelbench.models.images import logits_of
-from accelbench.workloads.base import Batch, DataOptions, Workload
+from accelbench.workloads.base import Batch, Workload
 from accelbench.workloads.presets import SIZES, Preset
 
 ENV_VAR = "ACCELBENCH_BENCH_MODELS"

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 from accelbench.devices import DeviceSet
+from accelbench.devices.numerics import backend_flags, get_precision, precision_settings, unsupported_reason
 from accelbench.engine.driver import drive
 from accelbench.engine.launch import CaseWork, Progress, Report
-from accelbench.engine.precision import backend_flags, get_precision, precision_settings, unsupported_reason
 from accelbench.engine.progress import ItemProgress
 from accelbench.engine.runner import (
     Case,

@@ -45,43 +45,19 @@ from typing import Any
 import torch
 from torch import nn
 
+from accelbench.data.options import DataOptions
 from accelbench.devices import Device
-from accelbench.engine.precision import Precision, get_precision, precision_settings, prepare_model
+from accelbench.devices.numerics import Precision, get_precision, precision_settings, prepare_model
+from accelbench.devices.precisions import TOLERANCES, UNIT_ROUNDOFF, Tolerance
 from accelbench.engine.steps import make_eval_step, make_train_step
 from accelbench.measure.loop import BatchStream
 from accelbench.results import PARITY_VERDICTS
-from accelbench.workloads.base import Batch, DataOptions, Noise, Workload
+from accelbench.workloads.base import Batch, Noise, Workload
 
 VERDICTS = PARITY_VERDICTS
 FP64 = Precision("fp64", param_dtype=torch.float64)
 
 
-@dataclass(frozen=True)
-class Tolerance:
-    passed: float
-    drift: float
-
-
-#: Relative tolerances per candidate precision (see docs in the README: "Parity tolerances").
-TOLERANCES: dict[str, Tolerance] = {
-    "fp32": Tolerance(1e-3, 1e-2),
-    "tf32": Tolerance(1e-2, 5e-2),
-    "amp-bf16": Tolerance(5e-2, 2e-1),
-    "bf16": Tolerance(5e-2, 2e-1),
-    "amp-fp16": Tolerance(2e-2, 1e-1),
-    "fp16": Tolerance(2e-2, 1e-1),
-}
-
-#: The relative size of one rounding in each candidate precision (its unit roundoff: 2^-(mantissa
-#: bits + 1)): the perturbation the noise-floor run applies to every parameter after every step.
-UNIT_ROUNDOFF: dict[str, float] = {
-    "fp32": 2.0**-24,
-    "tf32": 2.0**-11,
-    "amp-bf16": 2.0**-8,
-    "bf16": 2.0**-8,
-    "amp-fp16": 2.0**-11,
-    "fp16": 2.0**-11,
-}
 #: The noise floor's perturbation is this many unit roundoffs a step (a step's many operations
 #: each round; a dot product's error grows with its length) ...
 FLOOR_SCALE = 4.0

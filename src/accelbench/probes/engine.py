@@ -5,7 +5,7 @@ A cell's status is decided in this order: ``fails`` (the feature raised or did n
 (an accelerator took longer than the CPU for the same work), else ``works``. A feature that kills
 its worker process or overruns the timeout is ``crashed`` or ``timeout`` (see ``probes/work.py``).
 
-Every feature runs under ``run``'s fp32 precision settings (``engine/precision.py``: every TF32
+Every feature runs under ``run``'s fp32 precision settings (``devices/numerics.py``: every TF32
 switch off, cudnn.benchmark off), which are restored after it with the rest of the global state
 a feature may change. torch's own default lets cuDNN convolutions run TF32 on Ampere and later,
 whose error (~5e-4) would call channels_last and complex convolutions ``wrong`` against the fp32
@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from accelbench.devices import Device
-from accelbench.engine.precision import get_precision, precision_settings
+from accelbench.devices.numerics import get_precision, precision_settings
 from accelbench.probes import (
     Feature,
     Reference,

@@ -18,7 +18,6 @@ from rich.console import Group
 from rich.text import Text
 
 from accelbench.compare import MachineRow, Pair, WorkloadComparison, describe
-from accelbench.compare.key import config_label
 from accelbench.compare.verdict import CANT_TELL, FASTER, NOT_COMPARABLE, NOT_RUN, SAME, SLOWER, Verdict
 from accelbench.measure.memory import format_bytes
 from accelbench.reference.published import (
@@ -32,6 +31,7 @@ from accelbench.reference.published import (
 from accelbench.render.fit import FittedTable, Footnotes, non_empty_columns
 from accelbench.render.format import format_seconds
 from accelbench.results import CaseResult
+from accelbench.results.key import config_label
 
 COLUMNS = ("", "run", "machine", "memory", "config", "CPU epoch", "accelerator", "accel. epoch",
            "speedup", "vs")

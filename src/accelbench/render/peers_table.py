@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from rich.console import Group
 from rich.text import Text
 
-from accelbench.compare.key import KEY_FIELDS, config_label
 from accelbench.compare.peers import (
     ABOVE,
     BELOW,
@@ -31,6 +30,7 @@ from accelbench.reference.published import PUBLISHED_LABEL
 from accelbench.render.compare_table import PlainTable
 from accelbench.render.fit import FittedTable, Footnotes
 from accelbench.render.format import format_rate
+from accelbench.results.key import KEY_FIELDS, config_label
 
 COLUMNS = ("device model", "results", "median/s", f"p{LOW_PERCENTILE}–p{HIGH_PERCENTILE}", "best/s",
            "you/s", "pct", "x median", "verdict")

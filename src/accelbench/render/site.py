@@ -18,11 +18,11 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from accelbench.compare.key import KEY_FIELDS, config_label
 from accelbench.compare.peers import ModelGroup, PeerResult, group_peers, model_key, published_peers
 from accelbench.reference.published import PUBLISHED_LABEL
 from accelbench.render.format import format_rate
 from accelbench.render.html import Markup, el
+from accelbench.results.key import KEY_FIELDS, config_label
 
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;

@@ -22,12 +22,12 @@ from rich.table import Table
 from rich.text import Text
 
 from accelbench.compare import SAME, speedup_vs_cpu
-from accelbench.compare.key import config_label as key_config_label
 from accelbench.measure.memory import format_bytes
-from accelbench.measure.stats import drift
 from accelbench.render.diagnosis import busy_share, diagnose
 from accelbench.render.format import format_rate, format_seconds
 from accelbench.results import INPUT_BOUND_FRACTION, CaseResult, RunRecord
+from accelbench.results.key import config_label as key_config_label
+from accelbench.results.stats import drift
 
 
 def vs_cpu_cell(case: CaseResult, cases: list[CaseResult]) -> str:

@@ -24,15 +24,13 @@ Loading checks every field against its annotation (results/validate.py) and upgr
 versions first (results/schema.py, which keeps the format history).
 """
 
+from accelbench.measure.profile_figures import Ceilings, Profile, ProfileFigures
 from accelbench.results.figures import (
     PARITY_VERDICTS,
-    Ceilings,
     Energy,
     Flops,
     Parity,
     ParityTolerance,
-    Profile,
-    ProfileFigures,
     ScaleFigures,
     ScaleRank,
     SensorReading,

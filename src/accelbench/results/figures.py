@@ -1,5 +1,6 @@
 """The typed figures a case carries beside its timing: parity, energy, FLOP/s, sensors, scaling,
-profile. Each is a small dataclass whose dict form is its section of the result file.
+profile (whose records are declared where they are measured: measure/profile_figures.py). Each
+is a small dataclass whose dict form is its section of the result file.
 
 Numbers that could not be obtained are ``None`` (``null`` in the file), with the reason in the
 record's ``reason`` or ``error``; a record is never a bag of optional keys. NaN is written as
@@ -145,40 +146,3 @@ class ScaleFigures(Record):
     teardown_warning: str = ""
     #: torchrun's last output lines, kept when the world size failed or warned.
     output_tail: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class ProfileFigures(Record):
-    """Per-step figures of the ``--profile`` steps (see measure/profile.py for how)."""
-
-    steps: int
-    #: "device" (kernel activity recorded), "cpu" (the CPU is the device) or "host-only"
-    #: (an accelerator without profiler activity: only host-side op figures).
-    source: str
-    step_s: float
-    busy_fraction: float | None
-    kernels_per_step: float
-    median_kernel_s: float | None
-    #: (name, seconds per step) with the most device (CPU: self) time, largest first.
-    top_ops: list[tuple[str, float]] = field(default_factory=list)
-    allocated_bytes_per_step: float | None = None
-    parameter_bytes: int = 0
-
-
-@dataclass(frozen=True)
-class Ceilings(Record):
-    """The device's roofline ceilings used by the diagnosis, or why they are missing."""
-
-    memory_bandwidth_bytes_per_s: float | None = None
-    launch_latency_s: float | None = None
-    matmul_flops: dict[str, float | None] = field(default_factory=dict)
-    error: str = ""
-
-
-@dataclass(frozen=True)
-class Profile(Record):
-    """``--profile``: the figures and the ceilings, or the error that stopped profiling."""
-
-    figures: ProfileFigures | None = None
-    ceilings: Ceilings | None = None
-    error: str = ""

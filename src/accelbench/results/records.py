@@ -13,17 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from accelbench.errors import UsageError
-from accelbench.measure.stats import (
-    Summary,
-    drift,
-    geometric_ci,
-    mean_ci,
-    relative_median_ci_half_width,
-    summarize,
-)
-from accelbench.results.figures import Energy, Flops, Parity, Profile, ScaleFigures, Sensors
+from accelbench.measure.median_ci import relative_median_ci_half_width
+from accelbench.measure.profile_figures import Profile
+from accelbench.measure.timing import Timing
+from accelbench.results.figures import Energy, Flops, Parity, ScaleFigures, Sensors
 from accelbench.results.probe import DeviceProbe
 from accelbench.results.schema import SCHEMA_VERSION, upgrade
+from accelbench.results.stats import Summary, drift, geometric_ci, mean_ci, summarize
 from accelbench.results.validate import build, dump, field_path
 
 #: A case is input-bound when waiting for batches takes more than this share of its step time:
@@ -52,8 +48,8 @@ class _SampleCache:
 
 
 @dataclass
-class CaseResult:
-    """One workload x device x mode x precision, with raw samples, typed figures and derived ones."""
+class _CaseHead:
+    """The fields a result file lists before the timing: what ran, and how it ended."""
 
     workload: str
     mode: str
@@ -72,29 +68,14 @@ class CaseResult:
     stop_rule: str = ""
     dataset_size: int = 0
     steps_per_epoch: int = 0
-    #: Seconds per step, one value per sample; a sample averages ``steps_per_sample`` steps.
-    step_times: list[float] = field(default_factory=list)
-    steps_per_sample: int = 1
-    warmup_steps: int = 0
-    time_to_first_step_s: float | None = None
-    warmup_time_s: float | None = None
-    input_wait_s: float = 0.0
-    measured_time_s: float = 0.0
-    measured_steps: int = 0
-    epoch_times: list[float] = field(default_factory=list)
-    epoch_end_s: float | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
-    #: How input_wait_s was measured (device idle from timing events, or host fetch time) and
-    #: the host's own fetch time beside it (see accelbench.measure.input_wait).
-    input_wait_method: str = ""
-    input_fetch_s: float = 0.0
-    #: The precision target (percent half-width of the median's CI) of a time budget, if any,
-    #: and why measuring stopped ("steps", "epochs", "time budget", "precision reached").
-    target_ci_pct: float | None = None
-    stop_reason: str = ""
-    #: Seconds one synchronisation of the idle device took; windows are sized to hold at least
-    #: 50 of them (asynchronous devices; None on the CPU).
-    sync_s: float | None = None
+
+
+# A dataclass lists its bases' fields from the last base to the first, then its own: the head,
+# the loop's timing (measure/timing.py, declared there once), then the rest, as the file has them.
+@dataclass
+class CaseResult(Timing, _CaseHead):
+    """One workload x device x mode x precision, with raw samples, typed figures and derived ones."""
+
     peak_memory_bytes: int | None = None
     memory_source: str = ""
     #: True where the device's peak can be below the true one (MPS sampled): shown as "≥".
@@ -188,7 +169,7 @@ class CaseResult:
                                              relative_median_ci_half_width)
 
     def drift(self) -> dict[str, Any] | None:
-        """Whether the last quarter of the samples is significantly slower (measure/stats.drift)."""
+        """Whether the last quarter of the samples is significantly slower (results/stats.drift)."""
         return self._cache("step_times").get(self.step_times, "drift", drift)
 
     def input_fraction(self) -> float | None:

@@ -56,7 +56,7 @@ def main(argv: list[str]) -> int:
         "status": "ok", "error": "", "step_times": [], "nosync_step_times": [],
     }
     from accelbench.engine.runner import status_of
-    from accelbench.store.jsonfile import write_atomic
+    from accelbench.files import write_atomic
 
     try:
         report.update(_run(spec, rank, local_rank))
@@ -76,7 +76,7 @@ def main(argv: list[str]) -> int:
 def _gather(report: dict[str, Any], local_rank: int, out: Path) -> None:
     import torch.distributed as dist
 
-    from accelbench.store.jsonfile import write_atomic
+    from accelbench.files import write_atomic
 
     reports: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(reports, report)
@@ -89,13 +89,14 @@ def _run(spec: dict[str, Any], rank: int, local_rank: int) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
 
+    from accelbench.data.options import DataOptions
     from accelbench.devices import DeviceSet
-    from accelbench.engine.precision import backend_flags, get_precision, precision_settings
+    from accelbench.devices.numerics import backend_flags, get_precision, precision_settings
     from accelbench.engine.steps import make_train_step
     from accelbench.measure.trackers import MemoryTracker
     from accelbench.options import StopRule
     from accelbench.scale.backends import rank_device
-    from accelbench.workloads.base import DataOptions, get_workload_class
+    from accelbench.workloads.base import get_workload_class
     from accelbench.workloads.userfile import load_workload_file
 
     for path in spec["workload_files"]:

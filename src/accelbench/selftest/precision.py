@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from accelbench.devices import Device
-from accelbench.engine.precision import (
+from accelbench.devices.numerics import (
     Precision,
     autocast,
     get_precision,

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelbench.engine.repeat import process_figure
 from accelbench.results import CaseResult, RunRecord
+from accelbench.results.process import process_figure
 from accelbench.sharing import privacy
 from accelbench.sharing.bundle import dump_line
 from accelbench.store.jsonfile import clean_for_json

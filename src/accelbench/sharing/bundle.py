@@ -9,7 +9,7 @@ a dataset without a header to keep in step. Its sections (version 1)::
                  the same result shared twice, with or without samples, counts once
     machine_id   a random id per install (sharing/machine_id.py): one machine's results group
     accelbench_version, date (YYYY-MM-DD of the run), status
-    key          every field of the comparability key (compare/key.py)
+    key          every field of the comparability key (results/key.py)
     device       kind, model, count, memory_bytes, and compute_capability / driver where known
     host         os, os_release, cpu, cores, memory_bytes, python
     software     torch, cuda, hip, cudnn, blas

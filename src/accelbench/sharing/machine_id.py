@@ -9,8 +9,7 @@ import secrets
 from pathlib import Path
 
 from accelbench.errors import UsageError
-from accelbench.store.jsonfile import write_atomic
-from accelbench.store.paths import data_home
+from accelbench.files import data_home, write_atomic
 
 MACHINE_ID_FILE = "machine-id"
 _ID = re.compile(r"[0-9a-f]{16}")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from accelbench.compare.key import KEY_DEFAULTS, KEY_FIELDS
 from accelbench.compare.peers import PeerResult, model_key
+from accelbench.results.key import KEY_DEFAULTS, KEY_FIELDS
 from accelbench.sharing.bundle import MAX_STRING, BadLine, number, section, text
 
 #: A machine whose load per CPU was at least this high was busy with other work.

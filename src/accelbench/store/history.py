@@ -27,9 +27,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from accelbench.compare.key import config_label
 from accelbench.errors import UsageError
+from accelbench.files import data_home
 from accelbench.results import SCHEMA_VERSION, RunRecord
+from accelbench.results.key import config_label
 from accelbench.store.history_layout import (
     _MIGRATIONS,
     DB_VERSION,
@@ -37,7 +38,6 @@ from accelbench.store.history_layout import (
     _json,
     _key_columns,
 )
-from accelbench.store.paths import data_home
 
 HISTORY_FILE = "history.sqlite"
 #: Seconds to wait for another process's write lock before reporting the database as locked.
@@ -71,7 +71,7 @@ class TimelinePoint:
     device: str
     batch_size: int
     status: str
-    #: The comparability key (compare/key.py) as stored: points with different keys are different
+    #: The comparability key (results/key.py) as stored: points with different keys are different
     #: series, never one line.
     config_key: str = ""
 

@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from accelbench.compare.key import KEY_FIELDS, comparability_key, key_json
+from accelbench.results.key import KEY_FIELDS, comparability_key, key_json
 from accelbench.results.schema import upgrade
 from accelbench.store.jsonfile import clean_for_json
 
@@ -72,7 +72,7 @@ def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
 
 
 def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
-    # Version 3: the one comparability key (compare/key.py) as columns, so that a timeline never
+    # Version 3: the one comparability key (results/key.py) as columns, so that a timeline never
     # draws fp32 and bf16, or eager and compiled, as one line. Filled from each row's stored JSON
     # with the same key function the comparisons use.
     conn.execute("ALTER TABLE cases ADD COLUMN compile_backend TEXT NOT NULL DEFAULT ''")

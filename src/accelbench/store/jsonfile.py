@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from accelbench.errors import UsageError
+from accelbench.files import data_home, write_atomic
 from accelbench.results import RunRecord
-from accelbench.store.paths import results_dir
 
 
 def clean_for_json(value: Any) -> Any:
@@ -25,26 +24,6 @@ def clean_for_json(value: Any) -> Any:
     return value
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` so that ``path`` holds either its old content or the new, never a part."""
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        # mkstemp creates 0600 files; results and reports are ordinary files others may read.
-        os.chmod(temporary, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def check_writable(path: Path) -> None:
     """Fail early, before a long run, when ``path`` cannot be written."""
     path = Path(path)
@@ -55,6 +34,10 @@ def check_writable(path: Path) -> None:
         raise UsageError(f"cannot write {path}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise UsageError(f"cannot write {path}: permission denied")
+
+
+def results_dir() -> Path:
+    return data_home() / "results"
 
 
 def save_record(record: RunRecord, path: Path) -> Path:

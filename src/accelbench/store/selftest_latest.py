@@ -7,8 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from accelbench.store.jsonfile import write_atomic
-from accelbench.store.paths import data_home
+from accelbench.files import data_home, write_atomic
 
 LATEST_FILE = "selftest-latest.json"
 

@@ -8,28 +8,16 @@ from __future__ import annotations
 import fnmatch
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
 import torch
 from torch import nn
 
+from accelbench.data.options import DataOptions
 from accelbench.errors import UsageError
 from accelbench.workloads.presets import MODES, SIZES, Preset, derived_presets, preset_problems
 
 Batch = tuple[torch.Tensor, ...]
-
-
-@dataclass(frozen=True)
-class DataOptions:
-    """Where a workload's batches come from."""
-
-    kind: str = "synthetic"  # "synthetic" or "real"
-    data_dir: Path | None = None
-    seed: int = 0
-    workers: int = 0
-    pin_memory: bool = False
 
 
 class Workload(ABC):

@@ -22,8 +22,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from accelbench.data.options import DataOptions
 from accelbench.data.synthetic import synthetic_epoch
-from accelbench.workloads.base import Batch, DataOptions, Workload, register
+from accelbench.workloads.base import Batch, Workload, register
 from accelbench.workloads.presets import Preset
 
 SST2_SIZES = {"train": 67_349, "eval": 872}

@@ -11,8 +11,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from accelbench.data.options import DataOptions
 from accelbench.data.synthetic import synthetic_epoch
-from accelbench.workloads.base import Batch, DataOptions, Workload
+from accelbench.workloads.base import Batch, Workload
 from accelbench.workloads.presets import Preset
 
 #: ImageNet-1k's training and validation set sizes: one "epoch" of the stand-in data.

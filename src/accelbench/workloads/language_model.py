@@ -18,9 +18,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from accelbench.data.options import DataOptions
 from accelbench.data.synthetic import synthetic_epoch
 from accelbench.errors import UsageError
-from accelbench.workloads.base import Batch, DataOptions, Workload
+from accelbench.workloads.base import Batch, Workload
 from accelbench.workloads.decoder import Decoder, DecoderConfig, KVCache, kv_cache_bytes
 from accelbench.workloads.presets import Preset
 

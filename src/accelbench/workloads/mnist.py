@@ -8,10 +8,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from accelbench.data.loader import tensor_loader
+from accelbench.data.loader import epoch_batches, real_data_dir
 from accelbench.data.mnist import MEAN, STD, load_mnist
-from accelbench.data.synthetic import synthetic_epoch
-from accelbench.workloads.base import Batch, DataOptions, Workload, register
+from accelbench.data.options import DataOptions
+from accelbench.workloads.base import Batch, Workload, register
 from accelbench.workloads.presets import Preset
 
 
@@ -64,18 +64,15 @@ class Mnist(Workload):
         return torch.optim.Adadelta(model.parameters(), lr=1.0)
 
     def make_batches(self, mode: str, batch_size: int, options: DataOptions) -> Iterable[Batch]:
-        if options.kind == "real":
-            assert options.data_dir is not None
-            images, labels = load_mnist(options.data_dir, mode)
-            return tensor_loader((images, labels), batch_size, options, shuffle=mode == "train")
-        return synthetic_epoch(mnist_like_batch, self.samples_per_epoch(mode), batch_size,
-                               options.seed)
+        return epoch_batches(options, batch_size, real=lambda folder: load_mnist(folder, mode),
+                             synthetic=mnist_like_batch, dataset_size=self.samples_per_epoch(mode),
+                             shuffle=mode == "train")
 
     def check_data(self, mode: str, options: DataOptions) -> None:
         super().check_data(mode, options)
-        if options.kind == "real":
-            assert options.data_dir is not None
-            load_mnist(options.data_dir, mode)
+        folder = real_data_dir(options)
+        if folder is not None:
+            load_mnist(folder, mode)
 
     def training_loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         images, labels = batch

@@ -7,15 +7,16 @@ published results): the runner's non-finite check turns such a run into a ``nan`
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from accelbench.data.loader import tensor_loader
+from accelbench.data.loader import epoch_batches, real_data_dir
 from accelbench.data.mnist import MEAN, STD, load_mnist
-from accelbench.data.synthetic import synthetic_epoch
-from accelbench.workloads.base import Batch, DataOptions, Noise, Workload, register
+from accelbench.data.options import DataOptions
+from accelbench.workloads.base import Batch, Noise, Workload, register
 from accelbench.workloads.presets import Preset
 
 
@@ -64,6 +65,12 @@ def unit_mnist_batch(generator: torch.Generator, batch_size: int) -> Batch:
     return pixels.float() / 255.0, labels
 
 
+def _unit_mnist(folder: Path, mode: str) -> Batch:
+    images, labels = load_mnist(folder, mode)
+    # load_mnist normalises for the classifier; the VAE's BCE target needs raw [0, 1] pixels.
+    return (images * STD + MEAN).clamp_(0.0, 1.0), labels
+
+
 @register
 class Vae(Workload):
     name = "vae"
@@ -84,20 +91,15 @@ class Vae(Workload):
         return torch.optim.Adam(model.parameters(), lr=1e-3)
 
     def make_batches(self, mode: str, batch_size: int, options: DataOptions) -> Iterable[Batch]:
-        if options.kind == "real":
-            assert options.data_dir is not None
-            images, labels = load_mnist(options.data_dir, mode)
-            # load_mnist normalises for the classifier; the VAE's BCE target needs raw [0, 1] pixels.
-            pixels = (images * STD + MEAN).clamp_(0.0, 1.0)
-            return tensor_loader((pixels, labels), batch_size, options, shuffle=mode == "train")
-        return synthetic_epoch(unit_mnist_batch, self.samples_per_epoch(mode), batch_size,
-                               options.seed)
+        return epoch_batches(options, batch_size, real=lambda folder: _unit_mnist(folder, mode),
+                             synthetic=unit_mnist_batch, dataset_size=self.samples_per_epoch(mode),
+                             shuffle=mode == "train")
 
     def check_data(self, mode: str, options: DataOptions) -> None:
         super().check_data(mode, options)
-        if options.kind == "real":
-            assert options.data_dir is not None
-            load_mnist(options.data_dir, mode)
+        folder = real_data_dir(options)
+        if folder is not None:
+            load_mnist(folder, mode)
 
     def training_loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         images = batch[0]

@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from accelbench.results import CaseResult
+from accelbench.results.records import CaseResult
 
 #: Field -> value a result without the field measured. ``data`` holds both the data kind and
 #: where the batches live ("synthetic": host batches copied each step, "synthetic-device":

@@ -1,13 +1,6 @@
-"""Numeric precision and memory-format settings of a case, applied the same way on every device.
-
-| name      | parameters and inputs | fp32 matmul and convolution             | autocast | gradient scaler |
-|-----------|-----------------------|-----------------------------------------|----------|-----------------|
-| fp32      | float32               | full fp32 (every TF32 switch off)       | no       | no              |
-| tf32      | float32               | TF32 where the device has it            | no       | no              |
-| bf16      | bfloat16              | full fp32                               | no       | no              |
-| fp16      | float16               | full fp32                               | no       | no              |
-| amp-bf16  | float32               | full fp32 (ops autocast leaves in fp32) | bfloat16 | no              |
-| amp-fp16  | float32               | full fp32 (ops autocast leaves in fp32) | float16  | yes             |
+"""The torch side of a case's numeric precision (the table itself, torch-free, is
+``devices/precisions.py``): dtypes, autocast, the gradient scaler, and the switches that decide
+whether fp32 products and convolutions run in TF32, applied the same way on every device.
 
 torch's own defaults are mixed (matmul "highest" but ``torch.backends.cudnn.allow_tf32 = True``),
 so a convolution labelled fp32 would run TF32 on Ampere and later: :func:`precision_settings` sets
@@ -39,8 +32,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from accelbench.devices import Device
-from accelbench.errors import UsageError
+from accelbench.devices.base import Device
+from accelbench.devices.precisions import PRECISION_SPECS, PrecisionSpec, precision_spec
 
 
 @dataclass(frozen=True)
@@ -57,23 +50,17 @@ class Precision:
         return self.matmul != "highest"
 
 
-PRECISIONS: dict[str, Precision] = {
-    p.name: p for p in (
-        Precision("fp32"),
-        Precision("tf32", matmul="high"),
-        Precision("bf16", param_dtype=torch.bfloat16),
-        Precision("fp16", param_dtype=torch.float16),
-        Precision("amp-bf16", autocast_dtype=torch.bfloat16),
-        Precision("amp-fp16", autocast_dtype=torch.float16, grad_scaler=True),
-    )
-}
+def _with_dtypes(spec: PrecisionSpec) -> Precision:
+    autocast_dtype = getattr(torch, spec.autocast_dtype) if spec.autocast_dtype else None
+    return Precision(spec.name, getattr(torch, spec.param_dtype), autocast_dtype, spec.grad_scaler,
+                     spec.matmul)
+
+
+PRECISIONS: dict[str, Precision] = {name: _with_dtypes(spec) for name, spec in PRECISION_SPECS.items()}
 
 
 def get_precision(name: str) -> Precision:
-    try:
-        return PRECISIONS[name]
-    except KeyError:
-        raise UsageError(f"unknown precision {name!r}; allowed: {', '.join(PRECISIONS)}") from None
+    return PRECISIONS[precision_spec(name).name]
 
 
 def prepare_model(model: nn.Module, precision: Precision, channels_last: bool) -> nn.Module:
@@ -241,10 +228,6 @@ def precision_settings(precision: Precision, device: Device | None = None, *,
     finally:
         put_back()
         _restore(saved)
-
-
-#: The runner's older name for :func:`precision_settings`.
-matmul_precision = precision_settings
 
 
 def backend_flags(device: Device | None = None) -> dict[str, str | bool]:

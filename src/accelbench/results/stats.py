@@ -1,9 +1,8 @@
 """Statistics computed on demand from raw samples (the raw samples are always kept).
 
-The median's confidence interval is the distribution-free order-statistic interval: ranks chosen
-from the Binomial(n, 1/2) distribution, so it holds for any step-time distribution (step times are
-skewed, with a long tail of slow steps, so a normal interval would be wrong). The mean's interval
-(used only to project totals such as an epoch's time) is Student's t.
+The median's confidence interval is the distribution-free order-statistic interval of
+``measure/median_ci.py`` (the timed loop's stop rule reads it too). The mean's interval (used only
+to project totals such as an epoch's time) is Student's t.
 """
 
 from __future__ import annotations
@@ -16,13 +15,14 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
+from accelbench.measure.median_ci import CONFIDENCE, median_ci
+
 NOISY_REL_IQR = 0.10
 #: Drift: the last quarter of a case's samples is slower than the first by this much, and
 #: significantly so (one-sided Mann-Whitney U, p < DRIFT_ALPHA).
 DRIFT_MIN_RATIO = 1.05
 DRIFT_ALPHA = 0.01
 DRIFT_MIN_SAMPLES = 16
-CONFIDENCE = 0.95
 
 
 @dataclass(frozen=True)
@@ -50,25 +50,6 @@ class Summary:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Summary:
         return cls(**{name: data[name] for name in cls.__dataclass_fields__})
-
-
-def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Order-statistic confidence interval of the median (exact, distribution-free).
-
-    With fewer than 6 samples no pair of ranks reaches 95% coverage; the interval is then the
-    full range, which is the widest honest answer.
-    """
-    ordered = np.sort(np.asarray(samples, dtype=float))
-    n = len(ordered)
-    if n == 0:
-        raise ValueError("median_ci needs at least one sample")
-    alpha = 1.0 - confidence
-    # Largest j with P(Binom(n, .5) < j) <= alpha/2: the interval is [x_(j), x_(n-j+1)] (1-based).
-    j = int(sps.binom.ppf(alpha / 2, n, 0.5))
-    if sps.binom.cdf(j - 1, n, 0.5) > alpha / 2:
-        j -= 1
-    j = max(j, 1)
-    return float(ordered[j - 1]), float(ordered[n - j])
 
 
 def mean_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -137,18 +118,3 @@ def drift(samples: Sequence[float]) -> dict[str, Any] | None:
     p_value = float(sps.mannwhitneyu(last, first, alternative="greater").pvalue)
     return {"ratio": ratio, "p_value": p_value,
             "drifting": ratio >= DRIFT_MIN_RATIO and p_value < DRIFT_ALPHA}
-
-
-def relative_median_ci_half_width(samples: Sequence[float],
-                                  confidence: float = CONFIDENCE) -> float:
-    """The precision of the median: the larger distance from the median to an end of its
-    confidence interval, as a fraction of the median (the interval is asymmetric; the larger
-    side is the honest "+-"). Infinite for a non-positive median."""
-    values = np.asarray(samples, dtype=float)
-    if len(values) == 0:
-        raise ValueError("relative_median_ci_half_width needs at least one sample")
-    median = float(np.median(values))
-    if median <= 0:
-        return math.inf
-    low, high = median_ci(values, confidence)
-    return max(median - low, high - median) / median

@@ -1,0 +1,72 @@
+"""The numeric precisions a case can run in, as plain data (no torch): what option parsing and the
+CLI validate and list, what parity's tolerances are; ``devices/numerics.py`` turns a row into
+torch dtypes and switches.
+
+| name      | parameters and inputs | fp32 matmul and convolution             | autocast | gradient scaler |
+|-----------|-----------------------|-----------------------------------------|----------|-----------------|
+| fp32      | float32               | full fp32 (every TF32 switch off)       | no       | no              |
+| tf32      | float32               | TF32 where the device has it            | no       | no              |
+| bf16      | bfloat16              | full fp32                               | no       | no              |
+| fp16      | float16               | full fp32                               | no       | no              |
+| amp-bf16  | float32               | full fp32 (ops autocast leaves in fp32) | bfloat16 | no              |
+| amp-fp16  | float32               | full fp32 (ops autocast leaves in fp32) | float16  | yes             |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from accelbench.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Relative tolerances of parity against the reference (README: "Parity tolerances")."""
+
+    passed: float
+    drift: float
+
+
+@dataclass(frozen=True)
+class PrecisionSpec:
+    name: str
+    #: Names of torch dtypes (``torch.<name>``), kept as text so that reading the table needs no
+    #: torch.
+    param_dtype: str = "float32"
+    autocast_dtype: str | None = None
+    grad_scaler: bool = False
+    #: torch's fp32 matmul precision: "highest" is full fp32, "high" allows TF32.
+    matmul: str = "highest"
+    tolerance: Tolerance = Tolerance(1e-3, 1e-2)
+    #: The relative size of one rounding in this precision (its unit roundoff: 2^-(mantissa bits
+    #: + 1)): the perturbation parity's noise-floor run applies to every parameter after every step.
+    unit_roundoff: float = 2.0**-24
+
+
+PRECISION_SPECS: dict[str, PrecisionSpec] = {
+    p.name: p for p in (
+        PrecisionSpec("fp32"),
+        PrecisionSpec("tf32", matmul="high", tolerance=Tolerance(1e-2, 5e-2), unit_roundoff=2.0**-11),
+        PrecisionSpec("bf16", param_dtype="bfloat16", tolerance=Tolerance(5e-2, 2e-1),
+                      unit_roundoff=2.0**-8),
+        PrecisionSpec("fp16", param_dtype="float16", tolerance=Tolerance(2e-2, 1e-1),
+                      unit_roundoff=2.0**-11),
+        PrecisionSpec("amp-bf16", autocast_dtype="bfloat16", tolerance=Tolerance(5e-2, 2e-1),
+                      unit_roundoff=2.0**-8),
+        PrecisionSpec("amp-fp16", autocast_dtype="float16", grad_scaler=True,
+                      tolerance=Tolerance(2e-2, 1e-1), unit_roundoff=2.0**-11),
+    )
+}
+PRECISION_NAMES: tuple[str, ...] = tuple(PRECISION_SPECS)
+
+#: Parity's views of the table: the tolerances and unit roundoff of each candidate precision.
+TOLERANCES: dict[str, Tolerance] = {name: p.tolerance for name, p in PRECISION_SPECS.items()}
+UNIT_ROUNDOFF: dict[str, float] = {name: p.unit_roundoff for name, p in PRECISION_SPECS.items()}
+
+
+def precision_spec(name: str) -> PrecisionSpec:
+    """The table's row for ``name``; a UsageError naming the allowed precisions otherwise."""
+    try:
+        return PRECISION_SPECS[name]
+    except KeyError:
+        raise UsageError(f"unknown precision {name!r}; allowed: {', '.join(PRECISION_NAMES)}") from None
