@@ -10,20 +10,29 @@ from typing import Any
 
 import pytest
 import torch
+from fakes import FakeAsyncAdapter
 from torch import nn
 
 from accelbench.devices import Device, DeviceSet
 from accelbench.engine.precision import get_precision
 from accelbench.errors import UsageError
 from accelbench.measure import generation as gen
-from accelbench.measure.decode_bytes import (CACHE_RESIDENT, MEASUREMENT_ERROR, WITHIN, judge_bandwidth,
-                                             weights_read_by)
-from accelbench.parity.generation import (GenerationParity, judge_generation, run_generation_check,
-                                          tolerance_for)
+from accelbench.measure.decode_bytes import (
+    CACHE_RESIDENT,
+    MEASUREMENT_ERROR,
+    WITHIN,
+    judge_bandwidth,
+    weights_read_by,
+)
+from accelbench.parity.generation import (
+    GenerationParity,
+    judge_generation,
+    run_generation_check,
+    tolerance_for,
+)
 from accelbench.workloads import get_workload_class
 from accelbench.workloads.decoder import Decoder, greedy_generate
 from accelbench.workloads.language_model import DecoderLM
-from fakes import FakeAsyncAdapter
 
 DECODERS = ("nanogpt-char", "gpt2", "llama-1b")
 
@@ -73,7 +82,8 @@ def test_cpu_figures_are_consistent_and_count_what_they_say() -> None:
     assert figures.itl_median_s == statistics.median(pooled)
     assert figures.itl_p99_s == pytest.approx(float(torch.tensor(pooled).double().quantile(0.99)))
     assert figures.ttft_s == statistics.median(r.ttft_s for r in figures.rounds)
-    assert figures.prefill_tokens_per_s == statistics.median(batch * prompt / r.ttft_s for r in figures.rounds)
+    prefill = statistics.median(batch * prompt / r.ttft_s for r in figures.rounds)
+    assert figures.prefill_tokens_per_s == prefill
     assert figures.decode_tokens_per_s == statistics.median((new - 1) / r.decode_s for r in figures.rounds)
     assert figures.decode_tokens_per_s_total == pytest.approx(batch * figures.decode_tokens_per_s)
     # Bytes: keys and values (2) x layers x batch x kv heads x head_dim x 4 bytes, per position.
@@ -94,7 +104,7 @@ def test_cpu_figures_are_consistent_and_count_what_they_say() -> None:
 def test_tokens_are_the_plain_greedy_loops(name: str) -> None:
     workload, model = tiny(name)
     prompt = workload.make_prompt(2, 6, seed=3)
-    tokens, round_ = gen.greedy_round(workload, model, prompt, 9, gen.make_clock(cpu(), 8))
+    tokens, round_ = gen.greedy_round(workload, model, prompt, 9, gen.clock_maker(cpu(), 8)())
     expected = greedy_generate(model, prompt, 9)
     assert tokens.shape == (2, 9)  # exactly N new tokens, whatever they are
     assert torch.equal(tokens, expected)
@@ -362,3 +372,28 @@ def test_a_candidate_that_raises_is_a_failed_verdict() -> None:
     result = run_generation_check(workload, workload.build_model, cpu(), bf16(), prompt_len=4, new_tokens=2,
                                   plant=fault)
     assert result.verdict == "failed" and "RuntimeError" in result.error
+
+
+def test_on_the_ampere_personality_decode_is_timed_by_events_without_a_sync_per_token(personality) -> None:
+    workload, model = tiny()
+    new = 9
+    with personality("ampere") as journal:
+        device = DeviceSet.current().select("cuda:0")[0]
+        figures = gen.measure_generation(workload, model.to(device.torch_device), device, prompt_len=6,
+                                         new_tokens=new, rounds=2, warmup_rounds=1)
+    assert figures.timing_method == gen.EVENTS
+    assert all(len(r.token_times_s) == new - 1 for r in figures.rounds)
+    # One event per token and round (warm-up included) in the loop, and one trial pair before it.
+    assert len(journal.event_records(under=r"accelbench/measure/generation\.py:\d+ in step$")) == 3 * new
+    assert len(journal.event_records(under=r"accelbench/measure/generation\.py")) == 3 * new + 2
+
+
+def test_check_on_the_mps_personality_keeps_float64_on_the_cpu(personality) -> None:
+    """MPS has no float64: the reference stays on the CPU and the candidate's logits are copied
+    to the CPU before they are widened."""
+    workload = get_workload_class("nanogpt-char")("tiny")
+    with personality("mps"):
+        device = DeviceSet.current().select("mps")[0]
+        result = run_generation_check(workload, workload.build_model, device, bf16(), batch_size=2,
+                                      prompt_len=8, new_tokens=16)
+    assert result.verdict == "pass", result.message
