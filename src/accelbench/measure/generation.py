@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -297,15 +297,18 @@ class _WindowClock(_HostClock):
         return GenerationRound(self._ttft, sum(s for _, s in self._windows), windows=tuple(self._windows))
 
 
-def make_clock(device: Device, decode_steps: int, window_tokens: int = WINDOW_TOKENS) -> _HostClock:
+def clock_maker(device: Device, decode_steps: int,
+                window_tokens: int = WINDOW_TOKENS) -> Callable[[], _HostClock]:
+    """A maker of a fresh clock per round. Whether the device's events can time decode steps is
+    tried once, here (a trial pair of events and a synchronisation, outside every round)."""
     if not device.is_async:
-        return _HostClock(device)
+        return lambda: _HostClock(device)
     if not device.step_events_safe:
-        return _WindowClock(device, window_tokens, WINDOWS)
+        return lambda: _WindowClock(device, window_tokens, WINDOWS)
     make_event = timing_event_factory(device)
     if make_event is None:
-        return _WindowClock(device, window_tokens, WINDOWS_NO_EVENTS)
-    return _EventClock(device, make_event, decode_steps)
+        return lambda: _WindowClock(device, window_tokens, WINDOWS_NO_EVENTS)
+    return lambda: _EventClock(device, make_event, decode_steps)
 
 
 # --- one round, and the measurement ---------------------------------------------------------------
@@ -374,13 +377,13 @@ def measure_generation(workload: GenerationWorkload, model: nn.Module, device: D
     with device.current():
         prompt = workload.make_prompt(batch_size, prompt_len, seed).to(device.torch_device)
         weights = _weights_read(workload, model, device)
+        new_clock = clock_maker(device, new_tokens - 1, window_tokens)
         for _ in range(warmup_rounds):
-            clock = make_clock(device, new_tokens - 1, window_tokens)
-            greedy_round(workload, model, prompt, new_tokens, clock)
+            greedy_round(workload, model, prompt, new_tokens, new_clock())
         device.reset_peak_memory()
         measured, methods = [], []
         for _ in range(rounds):
-            clock = make_clock(device, new_tokens - 1, window_tokens)
+            clock = new_clock()
             measured.append(greedy_round(workload, model, prompt, new_tokens, clock)[1])
             methods.append(clock.method)
         # A round whose events failed is timed differently: the record says so.
@@ -398,5 +401,5 @@ def measure_generation(workload: GenerationWorkload, model: nn.Module, device: D
 
 
 __all__ = ["EVENTS", "HOST", "WINDOWS", "WINDOWS_NO_EVENTS", "GenerationFigures", "GenerationRound",
-           "GenerationWorkload", "check_lengths", "greedy_round", "make_clock", "measure_generation",
+           "GenerationWorkload", "check_lengths", "greedy_round", "clock_maker", "measure_generation",
            "percentile"]
