@@ -1,0 +1,405 @@
+"""Measuring greedy generation with a key/value cache: time to first token, prefill and decode
+speed, inter-token latency, and what decoding reads from memory.
+
+One round: the prompt (B x P) is prefilled into a fresh cache, the first new token is the argmax
+of the prefill's logits, then N - 1 decode steps give one token per sequence each: exactly N new
+tokens, end-of-sequence ignored (gpt-fast's ``generate``). Warm-up rounds run first (compilation,
+allocator, caches), then the timed rounds; each round's figures are kept, and the summaries are
+medians over rounds.
+
+How it is timed (the record's ``timing_method`` says which):
+
+- the CPU: the host clock, per token. A CPU step is done when it returns;
+- an asynchronous device with timing events that are safe per step (CUDA, XPU): time to first
+  token by the host clock, with one synchronisation when the first token is ready (the moment a
+  user gets it); then a timing event recorded after each decode step, no host synchronisation
+  until the round ends, where the events are read: per-token times and their percentiles;
+- an asynchronous device whose events are not safe per step (MPS: each record commits the
+  command buffer, and two events that complete together raise) or that has none: windows of
+  ``window_tokens`` decode steps, each closed by one synchronisation and timed by the host clock
+  (the synchronisation included); the mean time per token of each window is kept, and no
+  per-token percentiles are reported.
+
+Time to first token holds the prefill and the first token's argmax; prefill tokens/s is B x P over
+that time. Decode tokens/s per sequence is the decode steps over their time; in total, B times it.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+import torch
+from torch import nn
+
+from accelbench.devices import Device
+from accelbench.devices.events import TimingEvent, timing_event_factory
+from accelbench.errors import UsageError
+from accelbench.measure.decode_bytes import BYTES_COUNTED, cache_bytes_read_per_step, weights_read_by
+
+HOST = "host clock per token (synchronous device)"
+EVENTS = ("device timing events per token, no host synchronisation per token; time to first token "
+          "by the host clock with one synchronisation")
+WINDOWS = ("host clock over windows of {window} tokens, one synchronisation each (this device's "
+           "timing events are not safe per token): no per-token percentiles")
+WINDOWS_NO_EVENTS = ("host clock over windows of {window} tokens, one synchronisation each (no device "
+                     "timing events): no per-token percentiles")
+#: Followed by the error: reading the events failed, the round's decode time is the host's.
+EVENTS_FAILED = "host clock over the decode, one synchronisation (a timing event failed: "
+WINDOW_TOKENS = 16
+
+
+class GenerationWorkload(Protocol):
+    """The generation contract (``accelbench.workloads.base.GENERATION``)."""
+
+    def context_length(self) -> int: ...
+
+    def make_prompt(self, batch_size: int, prompt_len: int, seed: int) -> torch.Tensor: ...
+
+    def prefill(self, model: nn.Module, prompt: torch.Tensor,
+                max_len: int) -> tuple[torch.Tensor, object]: ...
+
+    def decode_step(self, model: nn.Module, tokens: torch.Tensor,
+                    cache: object) -> tuple[torch.Tensor, object]: ...
+
+    def kv_cache_bytes(self, batch_size: int, max_len: int, dtype: torch.dtype) -> int: ...
+
+
+@dataclass(frozen=True)
+class GenerationRound:
+    """One timed generation: what was measured, nothing derived."""
+
+    ttft_s: float
+    #: The N - 1 decode steps after the first token.
+    decode_s: float
+    #: Per decode step, where the timing gives them (host clock or events); () under windows.
+    token_times_s: tuple[float, ...] = ()
+    #: (decode steps, seconds) of each window, under windows; () otherwise.
+    windows: tuple[tuple[int, float], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ttft_s": self.ttft_s, "decode_s": self.decode_s,
+                "token_times_s": list(self.token_times_s), "windows": [list(w) for w in self.windows]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GenerationRound:
+        return cls(float(data["ttft_s"]), float(data["decode_s"]),
+                   tuple(float(t) for t in data.get("token_times_s", ())),
+                   tuple((int(n), float(s)) for n, s in data.get("windows", ())))
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100), interpolated between closest ranks (numpy's default)."""
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100.0
+    low = math.floor(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+@dataclass(frozen=True)
+class GenerationFigures:
+    """A generation case's figures: the ``generation`` field of its result."""
+
+    batch_size: int
+    prompt_len: int
+    new_tokens: int
+    timing_method: str
+    rounds: tuple[GenerationRound, ...]
+    warmup_rounds: int
+    #: The full cache prefill allocates (P + N positions, every layer, keys and values).
+    kv_cache_bytes: int
+    weight_bytes_per_step: int
+    cache_bytes_per_step: int
+    bytes_counted: str = BYTES_COUNTED
+    peak_memory_bytes: int | None = None
+    window_tokens: int | None = None
+
+    @property
+    def decode_steps(self) -> int:
+        return self.new_tokens - 1
+
+    @property
+    def bytes_per_step(self) -> int:
+        """Bytes one decode step reads (one token for each of the B sequences)."""
+        return self.weight_bytes_per_step + self.cache_bytes_per_step
+
+    @property
+    def ttft_s(self) -> float:
+        return statistics.median(r.ttft_s for r in self.rounds)
+
+    @property
+    def prefill_tokens_per_s(self) -> float:
+        return statistics.median(self.batch_size * self.prompt_len / r.ttft_s for r in self.rounds)
+
+    @property
+    def decode_tokens_per_s(self) -> float | None:
+        """Per sequence: decode steps per second."""
+        if not self.decode_steps:
+            return None
+        return statistics.median(self.decode_steps / r.decode_s for r in self.rounds)
+
+    @property
+    def decode_tokens_per_s_total(self) -> float | None:
+        per_sequence = self.decode_tokens_per_s
+        return None if per_sequence is None else per_sequence * self.batch_size
+
+    @property
+    def token_times_s(self) -> list[float]:
+        return [t for r in self.rounds for t in r.token_times_s]
+
+    @property
+    def itl_median_s(self) -> float | None:
+        times = self.token_times_s
+        return statistics.median(times) if times else None
+
+    @property
+    def itl_p99_s(self) -> float | None:
+        times = self.token_times_s
+        return percentile(times, 99) if times else None
+
+    @property
+    def effective_bandwidth_bytes_per_s(self) -> float | None:
+        steps_per_s = self.decode_tokens_per_s
+        return None if steps_per_s is None else self.bytes_per_step * steps_per_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "batch_size": self.batch_size, "prompt_len": self.prompt_len, "new_tokens": self.new_tokens,
+            "timing_method": self.timing_method, "warmup_rounds": self.warmup_rounds,
+            "window_tokens": self.window_tokens,
+            "ttft_s": self.ttft_s, "prefill_tokens_per_s": self.prefill_tokens_per_s,
+            "decode_tokens_per_s": self.decode_tokens_per_s,
+            "decode_tokens_per_s_total": self.decode_tokens_per_s_total,
+            "itl_median_s": self.itl_median_s, "itl_p99_s": self.itl_p99_s,
+            "kv_cache_bytes": self.kv_cache_bytes, "weight_bytes_per_step": self.weight_bytes_per_step,
+            "cache_bytes_per_step": self.cache_bytes_per_step, "bytes_per_step": self.bytes_per_step,
+            "bytes_counted": self.bytes_counted,
+            "effective_bandwidth_bytes_per_s": self.effective_bandwidth_bytes_per_s,
+            "peak_memory_bytes": self.peak_memory_bytes,
+            "rounds": [r.to_dict() for r in self.rounds],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GenerationFigures:
+        """The raw fields; the summaries in ``data`` are derived again from the rounds."""
+        return cls(
+            batch_size=int(data["batch_size"]), prompt_len=int(data["prompt_len"]),
+            new_tokens=int(data["new_tokens"]), timing_method=str(data["timing_method"]),
+            rounds=tuple(GenerationRound.from_dict(r) for r in data["rounds"]),
+            warmup_rounds=int(data["warmup_rounds"]), kv_cache_bytes=int(data["kv_cache_bytes"]),
+            weight_bytes_per_step=int(data["weight_bytes_per_step"]),
+            cache_bytes_per_step=int(data["cache_bytes_per_step"]),
+            bytes_counted=str(data.get("bytes_counted", BYTES_COUNTED)),
+            peak_memory_bytes=data.get("peak_memory_bytes"), window_tokens=data.get("window_tokens"))
+
+
+# --- clocks: one per way of timing ----------------------------------------------------------------
+class _HostClock:
+    """The synchronous device: the host clock is the device's."""
+
+    def __init__(self, device: Device) -> None:
+        self.device = device
+        self.method = HOST
+
+    def start(self) -> None:
+        self.device.synchronize()
+        self._start = time.perf_counter()
+
+    def first_token(self) -> None:
+        self.device.synchronize()
+        now = time.perf_counter()
+        self._ttft = now - self._start
+        self._last = self._decode_start = now
+        self._times: list[float] = []
+
+    def step(self) -> None:
+        now = time.perf_counter()
+        self._times.append(now - self._last)
+        self._last = now
+
+    def finish(self) -> GenerationRound:
+        self.device.synchronize()
+        decode = time.perf_counter() - self._decode_start
+        return GenerationRound(self._ttft, decode, tuple(self._times))
+
+
+class _EventClock(_HostClock):
+    """Events recorded after each decode step, read after the round's one final synchronisation.
+    The events are made before the round (a fresh one per record: a recycled event can read an
+    earlier timestamp)."""
+
+    def __init__(self, device: Device, make_event: Any, steps: int) -> None:
+        super().__init__(device)
+        self.method = EVENTS
+        self._make_event = make_event
+        self._steps = steps
+
+    def start(self) -> None:
+        self._events: list[TimingEvent] = [self._make_event() for _ in range(self._steps + 1)]
+        self._recorded = 0
+        super().start()
+
+    def first_token(self) -> None:
+        super().first_token()
+        self.step()
+
+    def step(self) -> None:
+        self._events[self._recorded].record()
+        self._recorded += 1
+
+    def finish(self) -> GenerationRound:
+        self.device.synchronize()
+        host_decode = time.perf_counter() - self._decode_start
+        try:
+            events = self._events[:self._recorded]
+            pairs = zip(events, events[1:], strict=False)
+            times = tuple(max(a.elapsed_time(b), 0.0) / 1000.0 for a, b in pairs)
+            decode = max(events[0].elapsed_time(events[-1]), 0.0) / 1000.0 if times else 0.0
+        except Exception as error:  # the round keeps its host time; the method says what failed
+            text = f"{type(error).__name__}: {error}".strip().splitlines()[0][:200]
+            self.method = f"{EVENTS_FAILED}{text})"
+            return GenerationRound(self._ttft, host_decode)
+        return GenerationRound(self._ttft, decode, times)
+
+
+class _WindowClock(_HostClock):
+    """Windows of decode steps, each ended by one synchronisation, timed by the host clock."""
+
+    def __init__(self, device: Device, window: int, method: str) -> None:
+        super().__init__(device)
+        self.window = window
+        self.method = method.format(window=window)
+
+    def first_token(self) -> None:
+        super().first_token()
+        self._windows: list[tuple[int, float]] = []
+        self._in_window = 0
+
+    def step(self) -> None:
+        self._in_window += 1
+        if self._in_window == self.window:
+            self._close()
+
+    def _close(self) -> None:
+        self.device.synchronize()
+        now = time.perf_counter()
+        self._windows.append((self._in_window, now - self._last))
+        self._last, self._in_window = now, 0
+
+    def finish(self) -> GenerationRound:
+        if self._in_window:
+            self._close()
+        return GenerationRound(self._ttft, sum(s for _, s in self._windows), windows=tuple(self._windows))
+
+
+def clock_maker(device: Device, decode_steps: int,
+                window_tokens: int = WINDOW_TOKENS) -> Callable[[], _HostClock]:
+    """A maker of a fresh clock per round. Whether the device's events can time decode steps is
+    tried once, here (a trial pair of events and a synchronisation, outside every round)."""
+    if not device.is_async:
+        return lambda: _HostClock(device)
+    if not device.step_events_safe:
+        return lambda: _WindowClock(device, window_tokens, WINDOWS)
+    make_event = timing_event_factory(device)
+    if make_event is None:
+        return lambda: _WindowClock(device, window_tokens, WINDOWS_NO_EVENTS)
+    return lambda: _EventClock(device, make_event, decode_steps)
+
+
+# --- one round, and the measurement ---------------------------------------------------------------
+@torch.no_grad()
+def greedy_round(workload: GenerationWorkload, model: nn.Module, prompt: torch.Tensor, new_tokens: int,
+                 clock: _HostClock) -> tuple[torch.Tensor, GenerationRound]:
+    """Generate exactly ``new_tokens`` per sequence from ``prompt`` (on the model's device),
+    timed by ``clock``; (the new tokens (B, N) on the device, the round's times)."""
+    clock.start()
+    logits, cache = workload.prefill(model, prompt, prompt.shape[1] + new_tokens)
+    token = logits.argmax(dim=-1)
+    clock.first_token()
+    generated = [token]
+    for _ in range(new_tokens - 1):
+        logits, cache = workload.decode_step(model, token, cache)
+        token = logits.argmax(dim=-1)
+        clock.step()
+        generated.append(token)
+    times = clock.finish()
+    return torch.stack(generated, dim=1), times
+
+
+def check_lengths(workload: GenerationWorkload, batch_size: int, prompt_len: int, new_tokens: int) -> None:
+    """UsageError naming the bad value and what is allowed."""
+    for name, value in (("batch size", batch_size), ("--prompt-len", prompt_len),
+                        ("--new-tokens", new_tokens)):
+        if value < 1:
+            raise UsageError(f"{name} must be at least 1, not {value}")
+    context = workload.context_length()
+    if prompt_len + new_tokens > context:
+        raise UsageError(f"a prompt of {prompt_len} and {new_tokens} new tokens need "
+                         f"{prompt_len + new_tokens} positions; this model's context holds {context}")
+
+
+def _cache_dtype(model: nn.Module) -> torch.dtype:
+    for parameter in model.parameters():
+        if parameter.is_floating_point():
+            return parameter.dtype
+    return torch.float32
+
+
+def _weights_read(workload: GenerationWorkload, model: nn.Module, device: Device) -> int:
+    """Bytes of the weights a decode step reads, from one decode step of the eager model (the
+    compiled wrapper's original module) after a one-token prefill; untimed."""
+    eager = getattr(model, "_orig_mod", model)
+    prompt = workload.make_prompt(1, 1, seed=0).to(device.torch_device)
+    with torch.no_grad():
+        logits, cache = workload.prefill(eager, prompt, 2)
+        token = logits.argmax(dim=-1)
+        return weights_read_by(lambda: workload.decode_step(eager, token, cache), eager)
+
+
+def measure_generation(workload: GenerationWorkload, model: nn.Module, device: Device, *,
+                       batch_size: int = 1, prompt_len: int, new_tokens: int, rounds: int = 3,
+                       warmup_rounds: int = 1, seed: int = 0, window_tokens: int = WINDOW_TOKENS,
+                       cache_dtype: torch.dtype | None = None) -> GenerationFigures:
+    """Time ``rounds`` greedy generations of ``model`` (on ``device``, in eval mode, at its
+    precision; an autocast or precision switch is the caller's, around this call).
+    ``cache_dtype`` is the dtype of the cached keys and values (default: the parameters')."""
+    check_lengths(workload, batch_size, prompt_len, new_tokens)
+    if rounds < 1 or warmup_rounds < 0 or window_tokens < 1:
+        raise UsageError(f"rounds must be at least 1 (not {rounds}), warm-up rounds at least 0 "
+                         f"(not {warmup_rounds}), window tokens at least 1 (not {window_tokens})")
+    max_len = prompt_len + new_tokens
+    dtype = cache_dtype or _cache_dtype(model)
+    with device.current():
+        prompt = workload.make_prompt(batch_size, prompt_len, seed).to(device.torch_device)
+        weights = _weights_read(workload, model, device)
+        new_clock = clock_maker(device, new_tokens - 1, window_tokens)
+        for _ in range(warmup_rounds):
+            greedy_round(workload, model, prompt, new_tokens, new_clock())
+        device.reset_peak_memory()
+        measured, methods = [], []
+        for _ in range(rounds):
+            clock = new_clock()
+            measured.append(greedy_round(workload, model, prompt, new_tokens, clock)[1])
+            methods.append(clock.method)
+        # A round whose events failed is timed differently: the record says so.
+        method = next((m for m in methods if m.startswith(EVENTS_FAILED)), methods[0])
+        peak = device.peak_memory_bytes()
+    per_position = workload.kv_cache_bytes(batch_size, 1, dtype)
+    figures = GenerationFigures(
+        batch_size=batch_size, prompt_len=prompt_len, new_tokens=new_tokens, timing_method=method,
+        rounds=tuple(measured), warmup_rounds=warmup_rounds,
+        kv_cache_bytes=workload.kv_cache_bytes(batch_size, max_len, dtype), weight_bytes_per_step=weights,
+        cache_bytes_per_step=cache_bytes_read_per_step(per_position, prompt_len, new_tokens),
+        peak_memory_bytes=peak)
+    windowed = any(r.windows for r in measured)
+    return replace(figures, window_tokens=window_tokens) if windowed else figures
+
+
+__all__ = ["EVENTS", "HOST", "WINDOWS", "WINDOWS_NO_EVENTS", "GenerationFigures", "GenerationRound",
+           "GenerationWorkload", "check_lengths", "greedy_round", "clock_maker", "measure_generation",
+           "percentile"]

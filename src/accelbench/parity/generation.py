@@ -1,0 +1,235 @@
+"""``check --mode generate``: does the candidate (device x precision) generate the tokens the CPU
+reference does?
+
+The same weights (one model built on the CPU from a seed, copied to each side) and the same prompt
+are decoded greedily on both sides: the reference in float64 on the CPU, the candidate on its
+device at its precision. Both sides keep every step's logits. Up to the first position where the
+greedy tokens differ, both sides saw the same tokens, so their logits are comparable there (that
+position included: its logits came from the same inputs, and its argmax is what differs); after
+it, the sequences differ and nothing more is compared.
+
+The logit difference at a position is max over the vocabulary |candidate - reference|, relative to
+the largest |reference logit| there (scale-free: logits of random and trained models differ in
+size). Verdicts, per sequence, the worst one reported:
+
+  pass        the same tokens, and every compared logit difference within the precision's ``pass``
+              tolerance (``parity.core.TOLERANCES``, as the training check uses)
+  drift       the tokens first differ where the reference's best logit and its logit of the
+              candidate's token are within the ``pass`` tolerance of that position's scale (a near
+              tie that the precision's rounding can flip), or the logits differ by more than ``pass``
+              but within ``drift``
+  diverged    the tokens differ where the reference had a clear winner, or a logit difference
+              beyond ``drift``
+  non-finite  the candidate's logits hold NaN or Inf at a compared position
+  failed      the candidate raised (the error text is kept)
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+from torch import nn
+
+from accelbench.devices import Device
+from accelbench.errors import UsageError
+from accelbench.measure.generation import GenerationWorkload, check_lengths
+from accelbench.parity.core import TOLERANCES, Tolerance
+
+ORDER = ("pass", "drift", "diverged", "non-finite", "failed")
+#: Logits are compared relative to the largest |reference logit| at the position; below this the
+#: position's scale is taken as this (an all-zero row would divide by zero).
+SCALE_FLOOR = 1e-12
+
+
+class PrecisionLike(Protocol):
+    """What the check needs of a precision (``Precision`` from the precision table)."""
+
+    name: str
+    param_dtype: torch.dtype
+    autocast_dtype: torch.dtype | None
+
+
+@dataclass(frozen=True)
+class GenerationParity:
+    verdict: str
+    precision: str
+    tolerance: Tolerance
+    #: New tokens per sequence compared.
+    new_tokens: int
+    #: The first position (0 = the first new token) where the greedy tokens differ, and in which
+    #: sequence; for a logit-only divergence, the first position beyond ``drift``; None on a pass.
+    position: int | None = None
+    sequence: int | None = None
+    reference_token: int | None = None
+    candidate_token: int | None = None
+    #: Reference's best logit minus its logit of the candidate's token, at ``position`` ...
+    reference_gap: float | None = None
+    #: ... and the gap that counts as a near tie there (``pass`` x the position's scale).
+    tie_tolerance: float | None = None
+    #: The largest relative logit difference over the compared positions, and where it was.
+    max_logit_diff: float = 0.0
+    max_logit_diff_position: int | None = None
+    error: str = ""
+
+    @property
+    def message(self) -> str:
+        if self.verdict == "failed":
+            return f"failed: {self.error}"
+        worst = f"largest logit difference {self.max_logit_diff:.2e}"
+        if self.max_logit_diff_position is not None:
+            worst += f" (position {self.max_logit_diff_position})"
+        if self.candidate_token is None:
+            where = f" at position {self.position}" if self.position is not None else ""
+            return f"{self.verdict}: the same {self.new_tokens} tokens{where}; {worst}"
+        tie = "a near tie" if self.verdict == "drift" else "not a tie"
+        return (f"{self.verdict}: tokens first differ at position {self.position} of sequence "
+                f"{self.sequence} (reference {self.reference_token}, candidate {self.candidate_token}; "
+                f"reference gap {self.reference_gap:.2e} vs tie tolerance {self.tie_tolerance:.2e}: "
+                f"{tie}); before it {worst}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "precision": self.precision,
+                "tolerance": {"pass": self.tolerance.passed, "drift": self.tolerance.drift},
+                "new_tokens": self.new_tokens, "position": self.position, "sequence": self.sequence,
+                "reference_token": self.reference_token, "candidate_token": self.candidate_token,
+                "reference_gap": self.reference_gap, "tie_tolerance": self.tie_tolerance,
+                "max_logit_diff": self.max_logit_diff,
+                "max_logit_diff_position": self.max_logit_diff_position, "error": self.error,
+                "message": self.message}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GenerationParity:
+        tolerance = Tolerance(float(data["tolerance"]["pass"]), float(data["tolerance"]["drift"]))
+        fields = {k: data.get(k) for k in ("position", "sequence", "reference_token", "candidate_token",
+                                           "reference_gap", "tie_tolerance", "max_logit_diff_position")}
+        return cls(verdict=str(data["verdict"]), precision=str(data["precision"]), tolerance=tolerance,
+                   new_tokens=int(data["new_tokens"]), max_logit_diff=float(data["max_logit_diff"]),
+                   error=str(data.get("error", "")), **fields)
+
+
+def tolerance_for(precision: str) -> Tolerance:
+    if precision not in TOLERANCES:
+        raise UsageError(f"no generation tolerance for precision {precision!r}; allowed: "
+                         f"{', '.join(TOLERANCES)}")
+    return TOLERANCES[precision]
+
+
+def _worst(a: str, b: str) -> str:
+    return max(a, b, key=ORDER.index)
+
+
+def judge_generation(reference_tokens: torch.Tensor, reference_logits: torch.Tensor,
+                     candidate_tokens: torch.Tensor, candidate_logits: torch.Tensor,
+                     precision: str, tolerance: Tolerance | None = None) -> GenerationParity:
+    """The verdict from both sides' greedy tokens (B, N) and logits (B, N, vocab), on the CPU."""
+    tolerance = tolerance or tolerance_for(precision)
+    if reference_tokens.shape != candidate_tokens.shape or reference_logits.shape != candidate_logits.shape:
+        raise ValueError(f"the two sides differ in shape: tokens {tuple(reference_tokens.shape)} vs "
+                         f"{tuple(candidate_tokens.shape)}, logits {tuple(reference_logits.shape)} vs "
+                         f"{tuple(candidate_logits.shape)}")
+    reference = reference_logits.double()
+    candidate = candidate_logits.double()
+    batch, new_tokens = reference_tokens.shape
+    differs = reference_tokens != candidate_tokens
+    # Per sequence, the positions compared: up to and including its first differing token.
+    first = torch.where(differs.any(dim=1), differs.int().argmax(dim=1), torch.full((batch,), new_tokens))
+    compared = torch.arange(new_tokens).view(1, -1) <= first.view(-1, 1)
+    scale = reference.abs().amax(dim=-1).clamp_min(SCALE_FLOOR)
+    finite = torch.isfinite(candidate).all(dim=-1)
+    relative = ((candidate - reference).abs().amax(dim=-1) / scale).where(finite, torch.inf)
+    relative = relative.where(compared, 0.0)
+    base = {"precision": precision, "tolerance": tolerance, "new_tokens": new_tokens}
+
+    bad = ~finite & compared
+    if bad.any():
+        sequence, position = (int(i) for i in bad.nonzero()[bad.nonzero()[:, 1].argmin()])
+        return GenerationParity("non-finite", position=position, sequence=sequence, **base)
+    flat = int(relative.argmax())
+    worst_diff, worst_at = float(relative.flatten()[flat]), flat % new_tokens
+    base.update(max_logit_diff=worst_diff, max_logit_diff_position=worst_at)
+    logits_verdict = ("pass" if worst_diff <= tolerance.passed
+                      else "drift" if worst_diff <= tolerance.drift else "diverged")
+
+    if not differs.any():
+        position = None
+        if logits_verdict == "diverged":  # name where the logits first left the drift tolerance
+            beyond = (relative > tolerance.drift).nonzero()
+            position = int(beyond[beyond[:, 1].argmin(), 1])
+        return GenerationParity(logits_verdict, position=position, **base)
+    sequences = [b for b in range(batch) if first[b] < new_tokens]
+    verdicts = {}
+    for b in sequences:
+        p = int(first[b])
+        ref_token, cand_token = int(reference_tokens[b, p]), int(candidate_tokens[b, p])
+        gap = float(reference[b, p, ref_token] - reference[b, p, cand_token])
+        tie = tolerance.passed * float(scale[b, p])
+        verdicts[b] = (_worst("drift" if gap <= tie else "diverged", logits_verdict),
+                       p, ref_token, cand_token, gap, tie)
+    # Report the worst sequence; among equals, the earliest difference.
+    chosen = min(sequences, key=lambda b: (-ORDER.index(verdicts[b][0]), verdicts[b][1], b))
+    verdict, position, ref_token, cand_token, gap, tie = verdicts[chosen]
+    return GenerationParity(verdict, position=position, sequence=chosen, reference_token=ref_token,
+                            candidate_token=cand_token, reference_gap=gap, tie_tolerance=tie, **base)
+
+
+# --- running both sides ---------------------------------------------------------------------------
+@torch.no_grad()
+def greedy_with_logits(workload: GenerationWorkload, model: nn.Module, prompt: torch.Tensor,
+                       new_tokens: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Greedy tokens (B, N) and every step's logits (B, N, vocab), both on the CPU (logits in
+    float64)."""
+    logits, cache = workload.prefill(model, prompt, prompt.shape[1] + new_tokens)
+    steps = [logits]
+    token = logits.argmax(dim=-1)
+    tokens = [token]
+    for _ in range(new_tokens - 1):
+        logits, cache = workload.decode_step(model, token, cache)
+        token = logits.argmax(dim=-1)
+        steps.append(logits)
+        tokens.append(token)
+    return torch.stack(tokens, dim=1).cpu(), torch.stack(steps, dim=1).cpu().double()
+
+
+def both_sides(model: nn.Module, device: Device, precision: PrecisionLike) -> tuple[nn.Module, nn.Module]:
+    """(the float64 CPU reference, the candidate on ``device`` at ``precision``), both copies of
+    ``model`` (built once on the CPU), in eval mode (no dropout on either side)."""
+    reference = copy.deepcopy(model).double().eval()
+    candidate = copy.deepcopy(model).to(device=device.torch_device, dtype=precision.param_dtype).eval()
+    return reference, candidate
+
+
+def run_generation_check(workload: GenerationWorkload, build_model: Callable[[], nn.Module], device: Device,
+                         precision: PrecisionLike, *, batch_size: int = 1, prompt_len: int,
+                         new_tokens: int, seed: int = 0,
+                         plant: Callable[[nn.Module], None] | None = None) -> GenerationParity:
+    """Build the model once on the CPU (seeded), decode the same prompt on both sides, judge.
+    ``plant`` alters the candidate after the copy (a planted fault, for tests and selftest). The
+    precision's torch switches (TF32 and the like) are the caller's, around this call."""
+    check_lengths(workload, batch_size, prompt_len, new_tokens)
+    tolerance = tolerance_for(precision.name)
+    torch.manual_seed(seed)
+    reference, candidate = both_sides(build_model(), device, precision)
+    if plant is not None:
+        plant(candidate)
+    prompt = workload.make_prompt(batch_size, prompt_len, seed)
+    ref_tokens, ref_logits = greedy_with_logits(workload, reference, prompt, new_tokens)
+    try:
+        with device.current(), _autocast(device, precision):
+            cand_tokens, cand_logits = greedy_with_logits(workload, candidate,
+                                                          prompt.to(device.torch_device), new_tokens)
+    except Exception as error:  # a failure is a verdict with its text, not a crash
+        text = f"{type(error).__name__}: {error}".strip().splitlines()[0][:500]
+        return GenerationParity("failed", precision.name, tolerance, new_tokens, error=text)
+    return judge_generation(ref_tokens, ref_logits, cand_tokens, cand_logits, precision.name, tolerance)
+
+
+def _autocast(device: Device, precision: PrecisionLike) -> Any:
+    import contextlib
+
+    if precision.autocast_dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=torch.device(device.torch_device).type, dtype=precision.autocast_dtype)
