@@ -14,7 +14,7 @@ from fakes import FakeAsyncAdapter
 from torch import nn
 
 from accelbench.devices import Device, DeviceSet
-from accelbench.engine.precision import get_precision
+from accelbench.devices.numerics import get_precision
 from accelbench.errors import UsageError
 from accelbench.measure import generation as gen
 from accelbench.measure.decode_bytes import (
