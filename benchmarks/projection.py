@@ -15,8 +15,10 @@ import argparse
 import torch
 
 from accelbench.devices import DeviceSet
+from accelbench.engine.case import Case
+from accelbench.engine.measure_case import run_case
 from accelbench.engine.repeat import merge_repeats
-from accelbench.engine.runner import Case, run_case, run_with_auto_batch
+from accelbench.engine.runner import run_with_auto_batch
 from accelbench.options import RunOptions, StopRule
 
 

@@ -29,8 +29,9 @@ import numpy as np
 
 from accelbench.compare.verdict import CANT_TELL, FASTER, SAME, SLOWER, judge
 from accelbench.devices import DeviceSet
+from accelbench.engine.case import Case
 from accelbench.engine.repeat import DEFAULT_REPEATS
-from accelbench.engine.runner import Case, run_with_auto_batch
+from accelbench.engine.runner import run_with_auto_batch
 from accelbench.options import RunOptions, StopRule
 from accelbench.results.process import process_figure
 from accelbench.workloads.userfile import load_workload_file

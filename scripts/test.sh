@@ -13,4 +13,7 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
     || echo "warning: could not install chromium; the browser test of the HTML report will skip"
 fi
 
+# The layering is a contract (pyproject.toml [tool.importlinter]): an import that runs back up fails.
+.venv/bin/lint-imports --no-cache
+
 exec .venv/bin/python -m pytest -q "$@"

@@ -157,7 +157,7 @@ def test_the_api_keyword_takes_only_a_switch() -> None:
 
 def test_check_runs_with_cudnn_benchmark_off_and_says_so() -> None:
     from accelbench.options import RunOptions
-    from accelbench.parity.options import CheckOptions
+    from accelbench.options.check import CheckOptions
 
     assert CheckOptions(RunOptions()).run.cudnn_benchmark is False
 
@@ -203,7 +203,8 @@ def test_scale_no_cudnn_benchmark_reaches_the_ranks_spec(monkeypatch, tmp_path: 
 
     monkeypatch.setattr(launcher, "launch", launch)
     launcher.run_world_size(options, options.run_options(cpu), cpu, "gloo", 1)
-    assert specs[0]["cudnn_benchmark"] is False
+    assert specs[0]["work"] == "accelbench.scale.ddp_worker:run_rank"
+    assert specs[0]["settings"]["cudnn_benchmark"] is False
 
 
 # --- torch >= 2.9: the per-op switches are what the kernels read ---------------------------------

@@ -11,8 +11,8 @@ from torch import nn
 
 import accelbench
 from accelbench.errors import UsageError
-from accelbench.models import objects
 from accelbench.render.format import format_rate
+from accelbench.workloads.named import objects
 
 
 def _model() -> nn.Module:

@@ -19,7 +19,8 @@ import torch
 import torch._dynamo
 
 from accelbench.devices import DeviceSet
-from accelbench.engine.runner import plan, run_case
+from accelbench.engine.case import plan
+from accelbench.engine.measure_case import run_case
 from accelbench.options import RunOptions, StopRule
 
 BACKEND = "accelbench-test-recorder"

@@ -160,7 +160,8 @@ def _tiny(**overrides: Any) -> RunOptions:
 
 
 def test_every_case_records_its_backend_flags() -> None:
-    from accelbench.engine.runner import plan, run_plan
+    from accelbench.engine.case import plan
+    from accelbench.engine.runner import run_plan
 
     devices = DeviceSet([CpuAdapter()])
     options = _tiny(precisions=("fp32", "tf32"))
@@ -261,7 +262,8 @@ def test_mps_without_a_counter_is_a_lower_bound_until_read() -> None:
 
 
 def test_every_case_stores_its_memory_source_and_bound() -> None:
-    from accelbench.engine.runner import plan, run_plan
+    from accelbench.engine.case import plan
+    from accelbench.engine.runner import run_plan
 
     devices = DeviceSet([CpuAdapter()])
     options = _tiny()
@@ -333,7 +335,8 @@ def test_a_case_makes_its_device_current_before_anything_touches_it(monkeypatch)
     """run_case makes the device current first: inline (--isolation none) and in the worker,
     which calls run_case."""
     import accelbench.engine.runner
-    from accelbench.engine.runner import Case, run_case
+    from accelbench.engine.case import Case
+    from accelbench.engine.measure_case import run_case
 
     adapter = RecordingAdapter()
     seen: list[list[int]] = []
@@ -366,8 +369,9 @@ def test_pin_memory_only_on_cuda_and_xpu() -> None:
 
 
 def test_the_runner_asks_the_device_whether_to_pin(monkeypatch) -> None:
-    from accelbench.engine.runner import plan, run_plan
-    from accelbench.workloads.base import get_workload_class
+    from accelbench.engine.case import plan
+    from accelbench.engine.runner import run_plan
+    from accelbench.workloads.catalogue import get_workload_class
 
     pinned: list[bool] = []
     mnist = get_workload_class("mnist")
@@ -510,7 +514,8 @@ def _no_device_work(monkeypatch: pytest.MonkeyPatch, fake: Any, seen: list[tuple
 def test_an_inline_run_over_two_gpus_leaves_no_device_current(monkeypatch) -> None:
     # make_current(N) without a restore left cuda:1 current after an --isolation none run, for
     # whatever ran next in the process (the next case's stray work, the report's device calls).
-    from accelbench.engine.runner import plan, run_plan
+    from accelbench.engine.case import plan
+    from accelbench.engine.runner import run_plan
 
     fake, devices, _, _ = _two_fake_gpus()
     seen: list[tuple[str, int]] = []
@@ -524,8 +529,8 @@ def test_an_inline_run_over_two_gpus_leaves_no_device_current(monkeypatch) -> No
 
 
 def test_an_inline_check_over_two_gpus_leaves_no_device_current(monkeypatch) -> None:
+    from accelbench.options.check import CheckOptions
     from accelbench.parity.check import run_check
-    from accelbench.parity.options import CheckOptions
 
     fake, devices, _, _ = _two_fake_gpus()
     seen: list[tuple[str, int]] = []
@@ -538,9 +543,10 @@ def test_an_inline_check_over_two_gpus_leaves_no_device_current(monkeypatch) -> 
 
 
 def test_a_device_that_cannot_be_made_current_is_the_cases_status(monkeypatch) -> None:
-    from accelbench.engine.runner import Case, run_case
+    from accelbench.engine.case import Case
+    from accelbench.engine.measure_case import run_case
+    from accelbench.options.check import CheckOptions
     from accelbench.parity.check import check_case
-    from accelbench.parity.options import CheckOptions
 
     fake, devices, gpu1, _ = _two_fake_gpus()
 

@@ -18,7 +18,8 @@ NO_MPS = pytest.mark.skipif(not torch.backends.mps.is_available(), reason="no MP
 
 
 def _run(device: str, **overrides: Any) -> Any:
-    from accelbench.engine.runner import plan, run_plan
+    from accelbench.engine.case import plan
+    from accelbench.engine.runner import run_plan
 
     fields = {"workloads": ("mnist",), "device": device, "modes": ("train",), "size": "tiny",
               "stop": StopRule("steps", 3), "warmup_steps": 1, "isolation": "none", **overrides}
@@ -29,7 +30,7 @@ def _run(device: str, **overrides: Any) -> Any:
 
 def _parity(device: str, precision: str) -> dict[str, Any]:
     from accelbench.parity.core import run_parity
-    from accelbench.workloads.base import get_workload_class
+    from accelbench.workloads.catalogue import get_workload_class
 
     devices = DeviceSet.current()
     return run_parity(get_workload_class("mnist"), "tiny", devices.select(device)[0], precision, "",

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from accelbench.cli import main
-from accelbench.models.facts import clear_facts_cache
 from accelbench.workloads import get_workload_class, workload_names
+from accelbench.workloads.named.facts import clear_facts_cache
 
 FIELDS = {"name", "description", "source", "parameters", "forward_flops_per_sample", "flops_per_sample",
           "torchvision", "default_batch_size", "input_shape", "dataset_size", "modes", "available",

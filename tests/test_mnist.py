@@ -12,7 +12,8 @@ from idx import write_idx, write_tiny_mnist
 from accelbench.data.mnist import load_mnist, read_idx
 from accelbench.data.options import DataOptions
 from accelbench.devices import DeviceSet
-from accelbench.engine.runner import Case, run_case
+from accelbench.engine.case import Case
+from accelbench.engine.measure_case import run_case
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions, StopRule
 from accelbench.workloads import get_workload_class

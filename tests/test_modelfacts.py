@@ -10,14 +10,14 @@ import torchvision
 
 from accelbench.devices import DeviceSet
 from accelbench.measure import peak
-from accelbench.models import facts as modelfacts
-from accelbench.models.facts import (
+from accelbench.workloads import get_workload_class
+from accelbench.workloads.named import facts as modelfacts
+from accelbench.workloads.named.facts import (
     TORCHVISION_LABEL,
     flops_per_sample,
     model_facts,
     torchvision_figures,
 )
-from accelbench.workloads import get_workload_class
 
 # Published in torchvision's weights metadata (quoted by the SimCLR report): params, GMACs at 224x224.
 PUBLISHED = {

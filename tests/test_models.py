@@ -11,8 +11,8 @@ import pytest
 
 import accelbench
 from accelbench.errors import UsageError
-from accelbench.models import match_models, resolve
-from accelbench.models.named import version_number
+from accelbench.workloads.catalogue import match_models, resolve
+from accelbench.workloads.named.named import version_number
 
 
 @pytest.fixture(scope="module")

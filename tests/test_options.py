@@ -15,8 +15,8 @@ from accelbench import api
 from accelbench.cli import build_parser, main
 from accelbench.engine.repeat import DEFAULT_REPEATS
 from accelbench.errors import UsageError
-from accelbench.option_values import DEFAULTS
 from accelbench.options import RunOptions, StopRule
+from accelbench.options.values import DEFAULTS
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = str(REPO / "examples" / "my_model.py")

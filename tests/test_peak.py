@@ -17,7 +17,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from accelbench.devices import Device, DeviceSet
 from accelbench.devices.numerics import get_precision
-from accelbench.engine.runner import Case, achieved_flops, skeleton_result
+from accelbench.engine.case import Case, skeleton_result
+from accelbench.engine.measure_case import achieved_flops
 from accelbench.measure import peak
 from accelbench.options import RunOptions
 

@@ -14,7 +14,8 @@ from accelbench.data.synthetic import EpochBatches
 from accelbench.devices import DeviceSet
 from accelbench.devices.base import Device
 from accelbench.devices.cpu import CpuAdapter
-from accelbench.engine.runner import plan, run_case
+from accelbench.engine.case import plan
+from accelbench.engine.measure_case import run_case
 from accelbench.options import RunOptions, StopRule
 
 

@@ -15,10 +15,11 @@ from torch import nn
 from accelbench.data.options import DataOptions
 from accelbench.data.synthetic import synthetic_epoch
 from accelbench.devices import DeviceSet
-from accelbench.engine.runner import Case, run_case
+from accelbench.engine.case import Case
+from accelbench.engine.measure_case import run_case
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions, StopRule
-from accelbench.workloads import base, get_workload_class, workload_names
+from accelbench.workloads import get_workload_class, registry, workload_names
 from accelbench.workloads.base import Batch, Workload, WorkloadContractError, check_contract
 from accelbench.workloads.presets import SIZES, Preset
 
@@ -103,7 +104,7 @@ def test_a_workload_with_only_the_older_size_attributes_still_runs(
     cpu = DeviceSet.current().select("cpu")[0]
     options = RunOptions(workloads=("older-contract",), size="tiny", stop=StopRule("steps", 2),
                          warmup_steps=0, device="cpu", isolation="none")
-    monkeypatch.setitem(base._REGISTRY, "older-contract", OlderContract)  # registered for this test
+    monkeypatch.setitem(registry._CLASSES, "older-contract", OlderContract)  # registered for this test
     result = run_case(Case("older-contract", "train", cpu, 4), options)
     assert result.ok and result.dataset_size == 16 and result.steps_per_epoch == 4
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from accelbench.devices import DeviceSet
-from accelbench.engine.runner import plan, run_case
+from accelbench.engine.case import plan
+from accelbench.engine.measure_case import run_case
 from accelbench.measure import profile as profile_module
 from accelbench.measure.profile import STEP_MARK, analyse_trace, profiler_activities
 from accelbench.options import RunOptions, StopRule

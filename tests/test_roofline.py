@@ -11,7 +11,8 @@ from fakes import FakeAsyncAdapter
 
 from accelbench.devices import Device, DeviceSet
 from accelbench.devices.numerics import get_precision
-from accelbench.engine.runner import Case, achieved_flops, skeleton_result
+from accelbench.engine.case import Case, skeleton_result
+from accelbench.engine.measure_case import achieved_flops
 from accelbench.measure import bandwidth, peak, roofline
 from accelbench.measure.roofline import Roofline, device_roofline, merge_best
 from accelbench.options import RunOptions

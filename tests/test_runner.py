@@ -8,7 +8,8 @@ from fakes import FakeAsyncAdapter
 
 from accelbench.devices import DeviceSet
 from accelbench.devices.cpu import CpuAdapter
-from accelbench.engine.runner import plan, run_plan
+from accelbench.engine.case import plan
+from accelbench.engine.runner import run_plan
 from accelbench.options import RunOptions, StopRule
 
 
@@ -53,7 +54,7 @@ def test_plan_expands_precisions_backends_and_devices() -> None:
 
 
 def test_achieved_flops_and_fraction_of_the_measured_peak() -> None:
-    from accelbench.models.facts import flops_per_sample
+    from accelbench.workloads.named.facts import flops_per_sample
 
     devices = DeviceSet.current()
     options = tiny(stop=StopRule("steps", 3))
@@ -82,7 +83,7 @@ def test_unsupported_combination_is_a_status_and_the_run_goes_on() -> None:
 
 
 def test_compile_failure_naming_an_unsupported_device_is_unsupported() -> None:
-    from accelbench.engine.runner import status_of
+    from accelbench.engine.case import status_of
 
     assert status_of(RuntimeError("Unsupported device type: mps")) == "unsupported"
     assert status_of(RuntimeError("CUDA out of memory. Tried to allocate 2 GiB")) == "oom"

@@ -11,6 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from accelbench.engine.launch import torchrun_command
 from accelbench.engine.supervise import ChildOutcome
 from accelbench.errors import UsageError
 from accelbench.results import CaseResult, ScaleFigures
@@ -19,7 +20,6 @@ from accelbench.scale.launcher import (
     collect_ranks,
     fill_case,
     fill_efficiency,
-    torchrun_command,
 )
 
 RANK_FAULTS = '''
@@ -216,15 +216,15 @@ def test_a_device_index_is_refused_before_any_device_is_looked_at(monkeypatch) -
 def test_multi_node_options_reach_torchrun_unchanged(tmp_path: Path) -> None:
     rendezvous = Rendezvous(nnodes=2, node_rank=1, endpoint="node0.example:29400",
                             backend="c10d", id="job-42")
-    command = torchrun_command(4, rendezvous, tmp_path / "spec.json")
+    command = torchrun_command(4, rendezvous.torchrun_args(), tmp_path / "spec.json")
     assert command[1:5] == ["-m", "torch.distributed.run", "--nproc-per-node", "4"]
     text = " ".join(command)
     for option in ("--nnodes 2", "--node-rank 1", "--rdzv-endpoint node0.example:29400",
                    "--rdzv-backend c10d", "--rdzv-id job-42"):
         assert option in text
     assert "--standalone" not in command
-    assert command[-3:] == ["-m", "accelbench.scale.ddp_worker", str(tmp_path / "spec.json")]
-    single = torchrun_command(2, Rendezvous(), tmp_path / "spec.json")
+    assert command[-4:] == ["-m", "accelbench.engine.worker", "--rank", str(tmp_path / "spec.json")]
+    single = torchrun_command(2, Rendezvous().torchrun_args(), tmp_path / "spec.json")
     assert "--standalone" in single and "--nnodes" not in single
     with pytest.raises(UsageError, match="--rdzv-endpoint"):
         Rendezvous(nnodes=2)

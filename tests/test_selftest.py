@@ -252,7 +252,7 @@ def test_autocast_dtypes_pass_and_a_dead_autocast_fails(cpu) -> None:
 # --- memory ---------------------------------------------------------------------------------
 
 def test_the_state_floor_counts_parameters_gradients_and_optimiser_state() -> None:
-    from accelbench.workloads.base import get_workload_class
+    from accelbench.workloads.catalogue import get_workload_class
 
     model = get_workload_class("mnist")("tiny").build_model()
     params = sum(p.numel() * 4 for p in model.parameters())

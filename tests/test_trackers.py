@@ -12,7 +12,8 @@ from fakes import FakeAsyncAdapter
 from accelbench.data.synthetic import EpochBatches
 from accelbench.devices.base import Device
 from accelbench.devices.cpu import CpuAdapter
-from accelbench.engine.runner import Case, _measure, skeleton_result
+from accelbench.engine.case import Case, skeleton_result
+from accelbench.engine.measure_case import _measure
 from accelbench.measure.energy import EnergyMeter, EnergySource
 from accelbench.measure.loop import NonFiniteError, StepLoop
 from accelbench.measure.trackers import (

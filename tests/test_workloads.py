@@ -13,9 +13,10 @@ from idx import write_tiny_mnist
 
 from accelbench.data.options import DataOptions
 from accelbench.devices import DeviceSet
-from accelbench.engine.runner import Case, plan, run_case
-from accelbench.option_values import build_run_options
+from accelbench.engine.case import Case, plan
+from accelbench.engine.measure_case import run_case
 from accelbench.options import RunOptions, StopRule
+from accelbench.options.values import build_run_options
 from accelbench.workloads import get_workload_class, workload_names
 from accelbench.workloads.base import Workload
 from accelbench.workloads.bert import INSTALL_HINT, transformers_missing

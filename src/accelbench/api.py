@@ -9,7 +9,7 @@
 
 Every option of ``accelbench run`` is a keyword of the same name (``--target-ci`` ->
 ``target_ci=``), turned into RunOptions by the same function as the CLI's flags
-(``option_values.build_run_options``), so both accept and reject the same values.
+(``options.values.build_run_options``), so both accept and reject the same values.
 """
 
 from __future__ import annotations
@@ -21,9 +21,11 @@ from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
 
 from accelbench.devices import DeviceSet
-from accelbench.engine.runner import CaseProgress, plan, run_plan
+from accelbench.engine.case import CaseProgress, plan
+from accelbench.engine.runner import run_plan
 from accelbench.errors import UsageError
-from accelbench.option_values import (
+from accelbench.options import RunOptions
+from accelbench.options.values import (
     BenchKeywords,
     RunKeywords,
     SweepKeywords,
@@ -32,7 +34,6 @@ from accelbench.option_values import (
     load_workload_files,
     reject_unknown,
 )
-from accelbench.options import RunOptions
 from accelbench.results import RunRecord
 from accelbench.workloads import match_workloads
 
@@ -100,7 +101,7 @@ def run(
     ``compile``, ``channels_last``, ``size``, ``batch_size``, ``threads``, ``data``, ``data_dir``,
     ``workers``, ``workload_file``, ``suite``, ``isolation``, ``case_timeout``, ``auto_batch``,
     ``cooldown``, ``repeat``, ``profile``, ``cudnn_benchmark`` (default True; False is
-    ``--no-cudnn-benchmark``) (see ``option_values.RunKeywords``). A list option takes
+    ``--no-cudnn-benchmark``) (see ``options.values.RunKeywords``). A list option takes
     a list or a comma string (``precision="fp32,bf16"``); ``compile=True`` is a bare
     ``--compile``. Or give ``options=RunOptions(...)`` and nothing else.
     """
@@ -145,10 +146,10 @@ def bench(
     processes (as ``accelbench run --repeat``), so it needs a model that can go to one. The other
     keywords are ``run``'s: ``steps``, ``time_budget``, ``epochs``, ``target_ci``, ``warmup``,
     ``precision``, ``compile``, ``channels_last``, ``threads``, ``case_timeout``, ``auto_batch``,
-    ``cooldown``, ``profile``, ``cudnn_benchmark`` (see ``option_values.BenchKeywords``).
+    ``cooldown``, ``profile``, ``cudnn_benchmark`` (see ``options.values.BenchKeywords``).
     """
-    from accelbench.models import objects
     from accelbench.workloads.base import register
+    from accelbench.workloads.named import objects
 
     if not hasattr(model, "parameters") or not callable(model):
         raise UsageError(f"bench() needs a torch.nn.Module; got {type(model).__name__}")
@@ -202,7 +203,7 @@ def sweep(
     """``accelbench sweep`` from Python: every workload at each batch size (``[1, 4, 16]`` or
     ``"1,2,4,...,256"``) on each device; a record of kind "sweep" (see ``accelbench.sweeps.analysis``
     for the saturation and crossover). The keywords are ``accelbench sweep``'s options, as ``run``
-    spells them (see ``option_values.SweepKeywords``)."""
+    spells them (see ``options.values.SweepKeywords``)."""
     reject_unknown("sweep", keywords, SweepKeywords)
     sizes = _sweep_sizes(batch_sizes)
     if sizes is None:

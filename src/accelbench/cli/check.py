@@ -15,8 +15,8 @@ from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import add_saving_arguments
 from accelbench.cli.driven import run_driven
 from accelbench.devices import DeviceSet
-from accelbench.option_values import build_run_options
-from accelbench.parity.options import DEFAULT_CHECK_STEPS, REFERENCES, CheckOptions
+from accelbench.options.check import DEFAULT_CHECK_STEPS, REFERENCES, CheckOptions
+from accelbench.options.values import build_run_options
 from accelbench.render.check_table import check_table
 from accelbench.results import RunRecord
 from accelbench.store.jsonfile import check_writable
@@ -36,7 +36,7 @@ def add_parser(subparsers: Any) -> None:
     groups.add_config_arguments(parser)
     groups.add_isolation_arguments(parser, auto_batch=False, schedule=False)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    add_saving_arguments(parser, quiet=False)
+    add_saving_arguments(parser)
     parser.set_defaults(execute=execute)
 
 
@@ -54,7 +54,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     from accelbench.parity.check import run_check  # torch: only once the usage is known good
 
     def drive(on_case: Callable[[RunRecord], None]) -> RunRecord:
-        return run_check(options, devices, ["accelbench", *argv], on_case=on_case, live=True)
+        return run_check(options, devices, ["accelbench", *argv], on_case=on_case, live=not args.quiet)
 
     def show(record: RunRecord, saved: Path) -> None:
         if args.json:

@@ -59,13 +59,22 @@ def fail(message: str) -> NoReturn:
     raise UsageError(message)
 
 
-def add_saving_arguments(parser: argparse.ArgumentParser, quiet: bool = True,
-                         debug_help: str = "show tracebacks") -> None:
+def add_saving_arguments(parser: argparse.ArgumentParser, debug_help: str = "show tracebacks",
+                         db_help: str = "history database (default: the per-user one)") -> None:
     """Where a command's record goes besides the per-user folder, and how much it says: the same
-    options for every command that measures and stores (run, sweep, check, scale)."""
+    four options for every command that measures (run, sweep, check, probe, scale, selftest,
+    roofline)."""
     parser.add_argument("--output", "-o", type=Path, metavar="FILE.json",
                         help="also write the result JSON here")
-    parser.add_argument("--db", type=Path, help="history database (default: the per-user one)")
-    if quiet:
-        parser.add_argument("--quiet", action="store_true", help="no live progress display")
+    parser.add_argument("--db", type=Path, help=db_help)
+    parser.add_argument("--quiet", action="store_true", help="no live progress display")
     parser.add_argument("--debug", action="store_true", help=debug_help)
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    """The same options for the commands that measure but keep nothing in the history (selftest,
+    roofline: their figures go to the data folder), so ``--db`` has nothing to name there."""
+    parser.add_argument("--output", "-o", type=Path, metavar="FILE.json",
+                        help="also write the results JSON here")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")

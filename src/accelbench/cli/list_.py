@@ -12,10 +12,6 @@ from typing import Any
 
 from rich.console import Console
 
-from accelbench.models.facts import model_facts
-from accelbench.render.list_table import facts_table, notes
-from accelbench.workloads import match_workloads, workload_names
-
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("list", help="show the workloads, their sizes and FLOPs")
@@ -27,6 +23,10 @@ def add_parser(subparsers: Any) -> None:
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
+    from accelbench.render.list_table import facts_table, notes
+    from accelbench.workloads import match_workloads, workload_names
+    from accelbench.workloads.named.facts import model_facts  # torch: only to run the command
+
     names = match_workloads(args.patterns) if args.patterns else workload_names()
     facts = [model_facts(name) for name in names]
     if args.json:

@@ -1,7 +1,7 @@
 """The options that several commands share, each declared once.
 
 Every flag's destination is its Python keyword (``--target-ci`` -> ``target_ci``), so
-``run_keywords`` hands the parsed values to ``option_values.build_run_options``, the function that
+``run_keywords`` hands the parsed values to ``options.values.build_run_options``, the function that
 ``accelbench.run()`` calls with the same keywords. The flags parse only the syntax (is it a whole
 number?); what values are allowed is checked there, so the CLI and the Python API report a bad
 value in the same words. Help texts differ between commands only where the meaning does.
@@ -16,7 +16,6 @@ from typing import Any
 from accelbench.devices import DEVICE_HELP
 from accelbench.devices.precisions import PRECISION_NAMES
 from accelbench.engine.repeat import DEFAULT_REPEATS
-from accelbench.option_values import DEFAULTS, RunKeywords, keyword_names
 from accelbench.options import (
     DATA_MODES,
     DEFAULT_TARGET_CI_PCT,
@@ -24,6 +23,7 @@ from accelbench.options import (
     DEFAULT_WARMUP_STEPS,
     ISOLATIONS,
 )
+from accelbench.options.values import DEFAULTS, RunKeywords, keyword_names
 from accelbench.workloads.presets import SIZES
 
 _KEYWORDS = keyword_names(RunKeywords)
@@ -90,7 +90,7 @@ def add_stop_arguments(parser: argparse.ArgumentParser, *, epochs: bool = True,
                        target_ci: bool = True,
                        time_help: str = f"measure for about this long per case (default "
                        f"{DEFAULT_TIME_BUDGET_S:g})") -> None:
-    """--steps | --time-budget | --epochs (at most one: option_values.stop_rule says so),
+    """--steps | --time-budget | --epochs (at most one: options.values.stop_rule says so),
     --target-ci, --warmup."""
     parser.add_argument("--steps", type=whole_number, help="measure exactly N steps after warm-up")
     parser.add_argument("--time-budget", type=number, metavar="SECONDS", help=time_help)

@@ -8,7 +8,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -17,12 +17,11 @@ from accelbench.cli.common import add_saving_arguments
 from accelbench.cli.driven import run_driven
 from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
-from accelbench.probes import Feature
-from accelbench.probes.features import all_features, select_features
-from accelbench.probes.work import load_feature_file, probe_record
-from accelbench.render.probe_table import feature_list_table, probe_table
 from accelbench.results import RunRecord
 from accelbench.store.jsonfile import check_writable
+
+if TYPE_CHECKING:
+    from accelbench.probes import Feature
 
 
 def add_parser(subparsers: Any) -> None:
@@ -44,11 +43,13 @@ def add_parser(subparsers: Any) -> None:
         "'timeout' and a fresh worker goes on")
     parser.add_argument("--list", action="store_true", help="list the features and exit")
     parser.add_argument("--json", action="store_true", help="print the result record as JSON")
-    add_saving_arguments(parser, quiet=False, debug_help="show tracebacks of failing probes")
+    add_saving_arguments(parser, debug_help="show tracebacks of failing probes")
     parser.set_defaults(execute=execute)
 
 
 def chosen_features(patterns: list[str] | None, skip_compile: bool) -> list[Feature]:
+    from accelbench.probes.features import all_features, select_features
+
     features = all_features()
     try:
         chosen = select_features(features, patterns, ("compile",) if skip_compile else ())
@@ -61,6 +62,11 @@ def chosen_features(patterns: list[str] | None, skip_compile: bool) -> list[Feat
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
+    # torch: only once the command runs, not to build its parser
+    from accelbench.probes.features import all_features
+    from accelbench.probes.work import load_feature_file, probe_record
+    from accelbench.render.probe_table import feature_list_table
+
     for path in args.feature_file:
         load_feature_file(path)
     if args.list:
@@ -77,7 +83,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     def drive(on_case: Callable[[RunRecord], None]) -> RunRecord:
         return probe_record(devices, chosen, features, ["accelbench", *argv], options,
                             on_case=on_case, isolation=args.isolation, timeout=args.case_timeout,
-                            feature_files=args.feature_file, debug=args.debug, live=True)
+                            feature_files=args.feature_file, debug=args.debug, live=not args.quiet)
 
     return run_driven(drive, args.output, args.db, lambda record, saved: _show(
         record, saved, args.output, args.json), exit_code=lambda record: 0)
@@ -85,6 +91,8 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
 
 def _show(record: RunRecord, saved: Path, output: Path | None, as_json: bool) -> None:
     # With --json, stdout carries only the JSON; where it was saved goes to stderr.
+    from accelbench.render.probe_table import probe_table
+
     notes = Console(stderr=True) if as_json else Console()
     if as_json:
         sys.stdout.write(json.dumps(record.to_dict(), indent=1) + "\n")

@@ -16,8 +16,8 @@ from accelbench.cli.compare import add_against_argument, print_against
 from accelbench.cli.driven import run_driven
 from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
-from accelbench.option_values import build_run_options, check_data
 from accelbench.options import RunOptions
+from accelbench.options.values import build_run_options, check_data
 from accelbench.render.table import diagnosis_lines, energy_lines, run_table
 from accelbench.results import RunRecord
 from accelbench.store.jsonfile import check_writable
@@ -58,7 +58,8 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         from accelbench.sharing.sources import check_sources
 
         check_sources(args.against)  # a missing bundle is known before a long run
-    from accelbench.engine.runner import plan, run_plan  # torch: only once the usage is known good
+    from accelbench.engine.case import plan  # torch: only once the usage is known good
+    from accelbench.engine.runner import run_plan
 
     devices = DeviceSet.current()
     cases = plan(options, devices)

@@ -18,8 +18,8 @@ from accelbench.cli.common import (
     positive_int,
 )
 from accelbench.cli.driven import run_driven
-from accelbench.option_values import stop_rule
 from accelbench.options import DEFAULT_TIME_BUDGET_S
+from accelbench.options.values import stop_rule
 from accelbench.results import RunRecord
 from accelbench.scale import DEFAULT_TIMEOUT_S
 from accelbench.store.jsonfile import check_writable
@@ -68,8 +68,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--timeout", type=positive_float, default=DEFAULT_TIMEOUT_S,
                         metavar="SECONDS", help=f"kill a world size's processes after this long "
                         f"(default {DEFAULT_TIMEOUT_S:g})")
-    add_saving_arguments(parser, quiet=False,
-                         debug_help="show tracebacks and torchrun's output as it comes")
+    add_saving_arguments(parser, debug_help="show tracebacks and torchrun's output as it comes")
     parser.set_defaults(execute=execute)
 
 
@@ -99,7 +98,8 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
 
     def drive(on_case: Callable[[RunRecord], None]) -> RunRecord:
         # --debug streams torchrun's output to the terminal: a live display would fight it.
-        return run_scale(options, ["accelbench", *argv], on_case=on_case, live=not args.debug)
+        return run_scale(options, ["accelbench", *argv], on_case=on_case,
+                         live=not (args.debug or args.quiet))
 
     def show(record: RunRecord, saved: Path) -> None:
         out = Console(width=None if sys.stdout.isatty() else 160)

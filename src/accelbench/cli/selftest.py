@@ -6,15 +6,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from accelbench.cli.common import comma_list
+from accelbench.cli.common import add_report_arguments, comma_list
 from accelbench.devices import DEVICE_HELP, DeviceSet
 from accelbench.errors import UsageError
+from accelbench.files import write_atomic
 from accelbench.selftest.suite import GROUPS
+from accelbench.store.jsonfile import check_writable
 
 
 def add_parser(subparsers: Any) -> None:
@@ -25,8 +26,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="fewer timing rounds and smaller bandwidth buffers (128 MiB)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    parser.add_argument("--output", "-o", type=Path, metavar="FILE.json",
-                        help="also write the results JSON here")
+    add_report_arguments(parser)
     parser.set_defaults(execute=execute)
 
 
@@ -45,19 +45,22 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     from accelbench.selftest.suite import run_selftest
 
     groups = chosen_groups(args.only)
+    if args.output:
+        check_writable(args.output)
     devices = DeviceSet.current()
     chosen = devices.select(args.device)
     # With --json, stdout carries only the JSON; the lines go to stderr as they come.
-    console = Console(stderr=args.json, highlight=False)
+    console = Console(stderr=args.json, highlight=False, quiet=args.quiet)
     summary = run_selftest(devices, chosen, groups, args.quick,
                            on_result=lambda result: console.print(check_line(result.to_dict())))
+    console.quiet = False  # --quiet drops the line per check, never the verdict
     console.print(summary_line(summary))
     from accelbench.store.selftest_latest import record_selftest
 
     record_selftest(summary)  # so that a shared result can say whether selftest passed here
     text = json.dumps(summary, indent=1) + "\n"
     if args.output:
-        args.output.write_text(text, encoding="utf-8")
+        write_atomic(args.output, text)
     if args.json:
         sys.stdout.write(text)
     return 0 if summary["passed"] else 1

@@ -16,8 +16,8 @@ from accelbench.cli.common import add_saving_arguments
 from accelbench.cli.driven import run_driven
 from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
-from accelbench.option_values import build_run_options, check_data
 from accelbench.options import RunOptions
+from accelbench.options.values import build_run_options, check_data
 from accelbench.render.sweep_table import definition, summary_lines, sweep_table
 from accelbench.results import RunRecord
 from accelbench.store.jsonfile import check_writable

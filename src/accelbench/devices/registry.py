@@ -9,13 +9,10 @@ from accelbench.devices.base import Availability, Device, DeviceAdapter
 from accelbench.devices.cpu import CpuAdapter
 from accelbench.devices.cuda import CudaAdapter
 from accelbench.devices.generic import GenericAcceleratorAdapter
+from accelbench.devices.kinds import DEVICE_HELP, KNOWN_KINDS
 from accelbench.devices.mps import MpsAdapter
 from accelbench.devices.xpu import XpuAdapter
 from accelbench.errors import DeviceUnavailableError, UsageError
-
-#: Accelerators in the order ``auto`` prefers them.
-KNOWN_KINDS = ("cuda", "xpu", "mps")
-DEVICE_HELP = "cpu, cuda, cuda:N, mps, xpu, any torch.accelerator type, auto, all, or a comma list"
 
 
 def discover(torch_module: Any = None) -> list[DeviceAdapter]:

@@ -3,7 +3,7 @@
 A subcommand plugs in a :class:`CaseWork`: how to run one case in this process, how to describe
 it to a worker (a JSON spec), and the result that names the case before anything ran (what a
 crash, a timeout or an interruption is recorded on). In a worker (``python -m accelbench.engine.worker
-SPEC RESULT``) the spec's ``work`` picks the function in :data:`WORKER_FUNCTIONS`.
+SPEC RESULT``) the spec's ``work`` names the subcommand's own function (``module:function``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
+from accelbench.engine.case import WorkerSpec
 from accelbench.engine.supervise import ChildOutcome, supervise
 from accelbench.results import CaseResult, DeviceProbe, RunRecord
 
@@ -27,20 +28,16 @@ Item = TypeVar("Item")
 PROGRESS_PREFIX = "@@accelbench-progress "
 DEFAULT_CASE_TIMEOUT_S = 1800.0
 ISOLATIONS = ("process", "none")
+#: The third launcher's output: every rank's lines merged, the last ones kept.
+TORCHRUN_TAIL_LINES = 200
 
-#: The spec's ``work`` -> ``module:function(spec, report) -> CaseResult`` run in the worker.
-#: Imported only there, and only the one named, so a worker loads no other subcommand's code.
-WORKER_FUNCTIONS: dict[str, str] = {
-    "run": "accelbench.engine.runner:run_from_spec",
-    "check": "accelbench.parity.check:check_from_spec",
-    "probe": "accelbench.probes.work:probe_from_spec",
-}
-
-
-def worker_function(work: str) -> Callable[[dict[str, Any], Report], CaseResult]:
-    if work not in WORKER_FUNCTIONS:
-        raise ValueError(f"unknown work {work!r}; known: {', '.join(WORKER_FUNCTIONS)}")
-    module, name = WORKER_FUNCTIONS[work].split(":")
+def worker_function(work: str) -> Callable[[WorkerSpec, Report], Any]:
+    """The function a spec's ``work`` names (``module:function``, inside accelbench): each
+    subcommand names its own, so the engine knows none of them, and a worker imports only the
+    one module it needs."""
+    module, colon, name = work.partition(":")
+    if not colon or not name or not module.startswith("accelbench."):
+        raise ValueError(f"a worker function is 'accelbench.MODULE:FUNCTION', not {work!r}")
     return getattr(importlib.import_module(module), name)
 
 
@@ -60,7 +57,7 @@ class Report:
         write_atomic(self.result_path, json.dumps(result.to_dict()))
 
 
-def worker_call(work: str, spec: dict[str, Any], timeout: float, progress: Progress | None,
+def worker_call(spec: WorkerSpec, timeout: float, progress: Progress | None,
                 echo: bool = False) -> tuple[ChildOutcome, dict[str, Any] | None]:
     """Run ``work`` in a worker process: how it ended, and the result it left (complete when it
     exited 0, else the partial result it reported, or None).
@@ -75,11 +72,28 @@ def worker_call(work: str, spec: dict[str, Any], timeout: float, progress: Progr
 
     with tempfile.TemporaryDirectory(prefix="accelbench-case-") as folder:
         spec_path, result_path = Path(folder) / "spec.json", Path(folder) / "result.json"
-        spec_path.write_text(json.dumps({**spec, "work": work}))
+        spec_path.write_text(spec.to_json())
         outcome = supervise([sys.executable, "-m", "accelbench.engine.worker", str(spec_path),
                              str(result_path)], timeout, on_line=on_line, echo=echo)
         data = json.loads(result_path.read_text()) if result_path.exists() else None
     return outcome, data
+
+
+def torchrun_command(nproc: int, torchrun_args: list[str], spec_path: Path) -> list[str]:
+    """torchrun starting ``nproc`` ranks per node, each ``python -m accelbench.engine.worker
+    --rank SPEC``, which calls the spec's worker function (``torchrun_args``: the rendezvous)."""
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc),
+            *torchrun_args, "--max-restarts", "0",
+            "-m", "accelbench.engine.worker", "--rank", str(spec_path)]
+
+
+def in_torchrun(command: list[str], env: dict[str, str], timeout: float,
+                echo: bool) -> ChildOutcome:
+    """The third launcher, beside inline and a worker process: torchrun under the shared
+    supervisor; its output (every rank's) merged into one tail; at the timeout torchrun and
+    every rank under it are killed."""
+    return supervise(command, timeout, env=env, merge_output=True, echo=echo,
+                     tail_lines=TORCHRUN_TAIL_LINES)
 
 
 def ending(outcome: ChildOutcome, timeout: float) -> tuple[str, str]:
@@ -90,11 +104,11 @@ def ending(outcome: ChildOutcome, timeout: float) -> tuple[str, str]:
     return "crashed", f"{error}: {outcome.last_line()}" if outcome.last_line() else error
 
 
-def in_worker(work: str, spec: dict[str, Any], failed: CaseResult, timeout: float,
+def in_worker(spec: WorkerSpec, failed: CaseResult, timeout: float,
               progress: Progress | None, echo: bool = False) -> CaseResult:
     """The worker's result; when it dies or overruns ``timeout``, ``failed`` (a skeleton of the
     case, or the partial result the worker left) with status ``crashed`` or ``timeout``."""
-    outcome, data = worker_call(work, spec, timeout, progress, echo)
+    outcome, data = worker_call(spec, timeout, progress, echo)
     if data is not None:
         result = CaseResult.from_dict(data)
         if outcome.returncode == 0:
@@ -109,9 +123,12 @@ def in_worker(work: str, spec: dict[str, Any], failed: CaseResult, timeout: floa
 class CaseWork(ABC, Generic[Item]):
     """A subcommand's per-case work, plugged into the driver (see ``engine.driver.drive``)."""
 
-    #: The key of :data:`WORKER_FUNCTIONS` that runs this work in a worker process.
-    kind: ClassVar[str]
-    #: "process": each case in a worker process; "none": inline, in this process.
+    #: The subcommand's function that runs one case in a worker process, as
+    #: ``module:function`` (called with the :class:`WorkerSpec` and a :class:`Report`); empty
+    #: for work that runs only inline.
+    worker: ClassVar[str] = ""
+    #: "process": each case in a worker process; "none": inline, in this process; "torchrun":
+    #: the work's ``inline`` starts its ranks through :func:`in_torchrun` (scale).
     isolation: str = "none"
     timeout: float = DEFAULT_CASE_TIMEOUT_S
     #: Write the worker's stderr to ours as it comes (--debug).
@@ -129,8 +146,8 @@ class CaseWork(ABC, Generic[Item]):
     def inline(self, item: Item, progress: Progress | None) -> CaseResult:
         """Run the case in this process; every exception the work can raise becomes a status."""
 
-    def spec(self, item: Item) -> dict[str, Any]:
-        """The case for a worker process, as JSON (the worker function rebuilds it)."""
+    def spec(self, item: Item) -> WorkerSpec:
+        """The case for a worker process (the worker function rebuilds it)."""
         raise NotImplementedError(f"{type(self).__name__} runs only inline")
 
     def interrupted(self, item: Item, error: str) -> Any:
@@ -150,6 +167,6 @@ class CaseWork(ABC, Generic[Item]):
     def run(self, item: Item, progress: Progress | None) -> CaseResult:
         """One case through the chosen launcher."""
         if self.isolation == "process":
-            return in_worker(self.kind, self.spec(item), self.skeleton(item), self.timeout,
-                             progress, self.echo)
+            return in_worker(self.spec(item), self.skeleton(item), self.timeout, progress,
+                             self.echo)
         return self.inline(item, progress)

@@ -5,17 +5,12 @@ from __future__ import annotations
 import contextlib
 import traceback
 from collections.abc import Callable
-from typing import Any
 
 from accelbench.devices import DeviceSet
 from accelbench.devices.numerics import backend_flags, get_precision, precision_settings, unsupported_reason
-from accelbench.engine.driver import drive
-from accelbench.engine.launch import CaseWork, Progress, Report
-from accelbench.engine.progress import ItemProgress
-from accelbench.engine.runner import (
+from accelbench.engine.case import (
     Case,
-    case_from_spec,
-    case_spec,
+    WorkerSpec,
     new_record,
     plan,
     prepare_worker,
@@ -23,11 +18,13 @@ from accelbench.engine.runner import (
     skeleton_result,
     status_of,
 )
-from accelbench.options import RunOptions
+from accelbench.engine.driver import drive
+from accelbench.engine.launch import CaseWork, Progress, Report
+from accelbench.engine.progress import ItemProgress
+from accelbench.options.check import CheckOptions
 from accelbench.parity.core import run_parity
-from accelbench.parity.options import CheckOptions
 from accelbench.results import CaseResult, Parity, RunRecord
-from accelbench.workloads.base import get_workload_class
+from accelbench.workloads.catalogue import get_workload_class
 
 
 def _verdict_status(parity: dict) -> tuple[str, str]:
@@ -93,7 +90,7 @@ class CheckWork(CaseWork[Case]):
     """``check``'s per-case work: the parity of one case (the CPU reference runs beside it, in
     the same process)."""
 
-    kind = "check"
+    worker = "accelbench.parity.check:check_from_spec"
 
     def __init__(self, options: CheckOptions, devices: DeviceSet) -> None:
         self.options, self.devices = options, devices
@@ -108,18 +105,19 @@ class CheckWork(CaseWork[Case]):
     def inline(self, case: Case, progress: Progress | None) -> CaseResult:
         return check_case(case, self.options, self.devices)
 
-    def spec(self, case: Case) -> dict[str, Any]:
-        return {"options": self.options.run.to_dict(), "reference": self.options.reference,
-                "steps": self.options.steps, "case": case_spec(case)}
+    def spec(self, case: Case) -> WorkerSpec:
+        return WorkerSpec.for_case(self.worker, self.options.run, case,
+                                   reference=self.options.reference, steps=self.options.steps)
 
 
-def check_from_spec(spec: dict[str, Any], report: Report) -> CaseResult:
+def check_from_spec(spec: WorkerSpec, report: Report) -> CaseResult:
     """The worker's side of CheckWork."""
-    run = RunOptions.from_dict(spec["options"])
+    run = spec.run_options()
     prepare_worker(run)
     devices = DeviceSet.current()
-    options = CheckOptions(run=run, reference=spec["reference"], steps=spec["steps"])
-    return check_case(case_from_spec(spec["case"], devices), options, devices)
+    options = CheckOptions(run=run, reference=spec.settings["reference"],
+                           steps=spec.settings["steps"])
+    return check_case(spec.rebuild_case(devices), options, devices)
 
 
 def check_record(options: CheckOptions, devices: DeviceSet, command: list[str]) -> RunRecord:

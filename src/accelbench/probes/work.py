@@ -19,6 +19,7 @@ from typing import Any
 from accelbench import __version__
 from accelbench.devices import Device, DeviceSet
 from accelbench.devices.environment import collect_environment
+from accelbench.engine.case import WorkerSpec
 from accelbench.engine.driver import drive
 from accelbench.engine.launch import DEFAULT_CASE_TIMEOUT_S, CaseWork, Progress, Report, ending, worker_call
 from accelbench.engine.progress import ItemProgress
@@ -30,7 +31,7 @@ from accelbench.workloads.userfile import run_user_file
 
 
 class ProbeWork(CaseWork[Device]):
-    kind = "probe"
+    worker = "accelbench.probes.work:probe_from_spec"
 
     def __init__(self, features: Sequence[Feature], cpu: Device, isolation: str = "none",
                  timeout: float = DEFAULT_CASE_TIMEOUT_S, feature_files: Sequence[str] = (),
@@ -56,9 +57,10 @@ class ProbeWork(CaseWork[Device]):
         return device_probe(device, probe_on(device, self.features, self.cpu, progress,
                                              self.references, self._traceback_shower(device)))
 
-    def spec(self, device: Device, features: Sequence[Feature] | None = None) -> dict[str, Any]:
-        return {"device": device.name, "features": [f.name for f in features or self.features],
-                "feature_files": self.feature_files, "debug": self.echo}
+    def spec(self, device: Device, features: Sequence[Feature] | None = None) -> WorkerSpec:
+        return WorkerSpec(self.worker, settings={
+            "device": device.name, "features": [f.name for f in features or self.features],
+            "feature_files": self.feature_files, "debug": self.echo})
 
     def run(self, device: Device, progress: Progress | None) -> DeviceProbe:  # type: ignore[override]
         if self.isolation != "process":
@@ -66,8 +68,8 @@ class ProbeWork(CaseWork[Device]):
         remaining = [f for f in self.features if f.applies_to(device.kind)]
         cells: dict[str, ProbeCell] = {}
         while remaining:
-            outcome, data = worker_call(self.kind, self.spec(device, remaining), self.timeout,
-                                        progress, self.echo)
+            outcome, data = worker_call(self.spec(device, remaining), self.timeout, progress,
+                                        self.echo)
             if data is not None:
                 cells.update(DeviceProbe.from_dict(data).cells)
             remaining = [f for f in remaining if f.name not in cells]
@@ -109,10 +111,11 @@ def load_feature_file(path: Path) -> list[str]:
     return added
 
 
-def probe_from_spec(spec: dict[str, Any], report: Report) -> DeviceProbe:
+def probe_from_spec(worker_spec: WorkerSpec, report: Report) -> DeviceProbe:
     """The worker's side of ProbeWork: the cells so far go to the parent after every feature."""
     from accelbench.probes.features import all_features
 
+    spec = worker_spec.settings
     for path in spec["feature_files"]:
         load_feature_file(Path(path))
     devices = DeviceSet.current()

@@ -1,4 +1,5 @@
-"""One rank of a scaling case: ``torchrun ... -m accelbench.scale.ddp_worker SPEC.json``.
+"""One rank of a scaling case: ``torchrun ... -m accelbench.engine.worker --rank SPEC.json``, which
+calls :func:`run_rank` (the spec's ``work``) with the spec's settings.
 
 torchrun sets RANK, LOCAL_RANK, WORLD_SIZE and GROUP_RANK. Each rank writes
 ``rank-<RANK>.json`` into the spec's ``out_dir`` (also when it fails, with the error), and after
@@ -31,13 +32,15 @@ import json
 import math
 import os
 import socket
-import sys
 import time
 import traceback
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from accelbench.engine.case import WorkerSpec
 
 ALL_RANKS_FILE = "all-ranks.json"
 
@@ -46,8 +49,10 @@ def rank_file(rank: int) -> str:
     return f"rank-{rank}.json"
 
 
-def main(argv: list[str]) -> int:
-    spec = json.loads(Path(argv[0]).read_text())
+def run_rank(worker_spec: WorkerSpec) -> int:
+    """One rank (``python -m accelbench.engine.worker --rank SPEC`` under torchrun): its report
+    goes to ``rank-<RANK>.json`` in the spec's ``out_dir``; the exit code is torchrun's to see."""
+    spec = worker_spec.settings
     out = Path(spec["out_dir"])
     rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
     report: dict[str, Any] = {
@@ -55,7 +60,7 @@ def main(argv: list[str]) -> int:
         "world_size": int(os.environ["WORLD_SIZE"]), "host": socket.gethostname(),
         "status": "ok", "error": "", "step_times": [], "nosync_step_times": [],
     }
-    from accelbench.engine.runner import status_of
+    from accelbench.engine.case import status_of
     from accelbench.files import write_atomic
 
     try:
@@ -96,7 +101,7 @@ def _run(spec: dict[str, Any], rank: int, local_rank: int) -> dict[str, Any]:
     from accelbench.measure.trackers import MemoryTracker
     from accelbench.options import StopRule
     from accelbench.scale.backends import rank_device
-    from accelbench.workloads.base import get_workload_class
+    from accelbench.workloads.catalogue import get_workload_class
     from accelbench.workloads.userfile import load_workload_file
 
     for path in spec["workload_files"]:
@@ -198,6 +203,3 @@ def _steps_for_budget(budget_s: float, warm: Any, device: Any) -> int:
     dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
     return max(MIN_SAMPLES, math.ceil(budget_s / max(float(seconds.item()), 1e-6)))
 
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

@@ -2,7 +2,7 @@
 
 For each ``--nproc N`` the launcher starts ``python -m torch.distributed.run --nproc-per-node N``
 (``--standalone`` on one node; torchrun's own rendezvous options, passed on unchanged, across
-nodes) running :mod:`accelbench.scale.ddp_worker`, waits at most ``--timeout`` seconds, then reads
+nodes) running :func:`accelbench.scale.ddp_worker.run_rank`, waits at most ``--timeout`` seconds, then reads
 the per-rank result files. torchrun ends the whole group when one rank dies; a group that is still
 running at the timeout is killed (torchrun and every process under it) by the supervisor every
 child process of accelbench runs under (``engine/supervise.py``). Each process count is a case of
@@ -24,7 +24,6 @@ import os
 import re
 import signal
 import statistics
-import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -33,11 +32,11 @@ from typing import Any
 
 import accelbench
 from accelbench.devices import Device, DeviceSet
+from accelbench.engine.case import Case, WorkerSpec, new_record, skeleton_result
 from accelbench.engine.driver import Interrupted, drive
-from accelbench.engine.launch import CaseWork, Progress
+from accelbench.engine.launch import CaseWork, Progress, in_torchrun, torchrun_command
 from accelbench.engine.progress import ItemProgress
-from accelbench.engine.runner import Case, new_record, skeleton_result
-from accelbench.engine.supervise import ChildOutcome, signal_name, supervise
+from accelbench.engine.supervise import ChildOutcome, signal_name
 from accelbench.errors import UsageError
 from accelbench.options import DEFAULT_WARMUP_STEPS, RunOptions, StopRule
 from accelbench.results import CaseResult, RunRecord, ScaleFigures, ScaleRank
@@ -51,13 +50,12 @@ from accelbench.scale.backends import (
     fsdp_unavailable_reason,
 )
 from accelbench.scale.ddp_worker import ALL_RANKS_FILE
-from accelbench.workloads.base import get_workload_class
+from accelbench.workloads.catalogue import get_workload_class
 from accelbench.workloads.userfile import load_workload_file
 
 #: Collectives in a rank give up this long after --timeout: the launcher's kill comes first; the
 #: process-group timeout only backstops ranks it cannot reach (those on other nodes).
 PG_TIMEOUT_MARGIN_S = 30.0
-OUTPUT_TAIL_LINES = 200
 
 
 @dataclass(frozen=True)
@@ -143,10 +141,10 @@ class ScaleOptions:
 
 
 class ScaleWork(CaseWork[int]):
-    """``scale``'s per-case work: one process count, launched through torchrun under the shared
-    supervisor (torchrun is its launcher, so the driver runs it inline)."""
+    """``scale``'s per-case work: one process count, launched through torchrun (the engine's
+    third launcher, :func:`accelbench.engine.launch.in_torchrun`) under the shared supervisor."""
 
-    kind = "scale"
+    isolation = "torchrun"
 
     def __init__(self, options: ScaleOptions, run_options: RunOptions, device: Device,
                  backend: str) -> None:
@@ -204,10 +202,6 @@ def run_scale(options: ScaleOptions, command: list[str], progress: ItemProgress 
     return record
 
 
-def torchrun_command(nproc: int, rendezvous: Rendezvous, spec_path: Path) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc),
-            *rendezvous.torchrun_args(), "--max-restarts", "0",
-            "-m", "accelbench.scale.ddp_worker", str(spec_path)]
 
 
 def world_skeleton(options: ScaleOptions, run_options: RunOptions, device: Device, backend: str,
@@ -241,7 +235,7 @@ def run_world_size(options: ScaleOptions, run_options: RunOptions, device: Devic
         return result
     with tempfile.TemporaryDirectory(prefix="accelbench-scale-") as folder:
         out = Path(folder)
-        spec = {
+        settings = {
             "workload": options.workload, "size": options.size, "device": device.kind,
             "backend": backend, "strategy": options.strategy, "batch_size": batch,
             "warmup_steps": options.warmup_steps, "stop": asdict(options.stop),
@@ -250,9 +244,10 @@ def run_world_size(options: ScaleOptions, run_options: RunOptions, device: Devic
             "pg_timeout_s": options.timeout + PG_TIMEOUT_MARGIN_S,
             "cudnn_benchmark": options.cudnn_benchmark,
         }
-        (out / "spec.json").write_text(json.dumps(spec))
-        outcome = launch(torchrun_command(nproc, options.rendezvous, out / "spec.json"),
-                         _environment(result.threads), options.timeout, options.echo)
+        spec = WorkerSpec(RANK_WORKER, run_options.to_dict(), settings=settings)
+        (out / "spec.json").write_text(spec.to_json())
+        command = torchrun_command(nproc, options.rendezvous.torchrun_args(), out / "spec.json")
+        outcome = launch(command, _environment(result.threads), options.timeout, options.echo)
         ranks = collect_ranks(out, world if options.rendezvous.nnodes == 1 else None, outcome)
     fill_case(result, ranks, outcome, options.timeout)
     return result
@@ -266,11 +261,10 @@ def _environment(threads: int) -> dict[str, str]:
             "PYTHONUNBUFFERED": "1"}
 
 
-def launch(command: list[str], env: dict[str, str], timeout: float, echo: bool) -> ChildOutcome:
-    """torchrun under the shared supervisor: its output (every rank's) merged into one tail; at
-    the timeout torchrun and every rank under it are killed."""
-    return supervise(command, timeout, env=env, merge_output=True, echo=echo,
-                     tail_lines=OUTPUT_TAIL_LINES)
+#: torchrun, the engine's third launcher (tests replace it to see the spec without ranks).
+launch = in_torchrun
+#: What each rank runs.
+RANK_WORKER = "accelbench.scale.ddp_worker:run_rank"
 
 
 # torchrun's failure summary: "rank : 1 (local_rank: 1)" then "exitcode : -11 (pid: 42)".

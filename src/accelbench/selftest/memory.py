@@ -15,7 +15,7 @@ from accelbench.devices import Device
 from accelbench.measure.memory import format_bytes
 from accelbench.options import RunOptions, StopRule
 from accelbench.selftest.result import SKIP, CheckResult, verdict
-from accelbench.workloads.base import get_workload_class
+from accelbench.workloads.catalogue import get_workload_class
 
 GROUP = "memory"
 WORKLOAD = "mnist"
@@ -37,7 +37,8 @@ def state_floor_bytes(workload_name: str, size: str) -> int:
 
 
 def check_peak_memory(device: Device, size: str = "published") -> CheckResult:
-    from accelbench.engine.runner import Case, run_case
+    from accelbench.engine.case import Case
+    from accelbench.engine.measure_case import run_case
 
     floor = state_floor_bytes(WORKLOAD, size)
     options = RunOptions(workloads=(WORKLOAD,), device=device.name, size=size,

@@ -15,8 +15,8 @@ STEPS = 5
 
 
 def check_quick_suite_parity(device: Device, devices: DeviceSet, steps: int = STEPS) -> list[CheckResult]:
+    from accelbench.options.check import CheckOptions
     from accelbench.parity.check import run_check
-    from accelbench.parity.options import CheckOptions
     from accelbench.parity.shown import judged_label, verdict_of
 
     options = CheckOptions(RunOptions(workloads=suite_workloads("quick"), device=device.name,

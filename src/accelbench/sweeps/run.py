@@ -12,8 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from accelbench.devices import DeviceSet
+from accelbench.engine.case import Case, CaseProgress, plan, skeleton_result
 from accelbench.engine.driver import Interrupted
-from accelbench.engine.runner import Case, CaseProgress, plan, run_plan, skeleton_result
+from accelbench.engine.runner import run_plan
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
 from accelbench.results import CaseResult, RunRecord

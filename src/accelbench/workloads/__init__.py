@@ -1,7 +1,9 @@
-"""Workloads: one file each, registered where defined with ``@register``.
+"""Workloads: the contract (base.py), a leaf registry of names (registry.py), one resolver
+from any name to a class (catalogue.py), one file per built-in workload, and the named-model
+adapters (named/).
 
-The names from ``base`` are loaded on first use (``base`` imports torch), so code that needs only
-``SIZES``/``MODES`` (option parsing) starts without torch.
+The names below are loaded on first use (``base`` and the catalogue import torch), so code that
+needs only ``SIZES``/``MODES`` or the registry (option parsing) starts without torch.
 """
 
 from __future__ import annotations
@@ -10,10 +12,10 @@ from typing import Any
 
 from accelbench.workloads.presets import MODES, SIZES, Preset
 
-_FROM_BASE = ("DataOptions", "Workload", "get_workload_class", "match_workloads", "register",
-              "workload_names")
+_FROM_BASE = ("DataOptions", "Workload", "register")
+_FROM_CATALOGUE = ("get_workload_class", "match_workloads", "workload_names")
 
-__all__ = ["MODES", "SIZES", "Preset", *_FROM_BASE]
+__all__ = ["MODES", "SIZES", "Preset", *_FROM_BASE, *_FROM_CATALOGUE]
 
 
 def __getattr__(name: str) -> Any:
@@ -21,4 +23,8 @@ def __getattr__(name: str) -> Any:
         from accelbench.workloads import base
 
         return getattr(base, name)
+    if name in _FROM_CATALOGUE:
+        from accelbench.workloads import catalogue
+
+        return getattr(catalogue, name)
     raise AttributeError(f"module 'accelbench.workloads' has no attribute {name!r}")

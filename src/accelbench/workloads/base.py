@@ -1,13 +1,13 @@
-"""The workload contract and the registry that workloads join where they are defined.
+"""The workload contract, and ``@register``, by which a workload joins the registry where it is
+defined (workloads/registry.py; names are resolved by workloads/catalogue.py).
 
 A workload says what to build and how one step goes; it never times itself (the runner does).
 """
 
 from __future__ import annotations
 
-import fnmatch
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
 import torch
@@ -15,6 +15,7 @@ from torch import nn
 
 from accelbench.data.options import DataOptions
 from accelbench.errors import UsageError
+from accelbench.workloads import registry
 from accelbench.workloads.presets import MODES, SIZES, Preset, derived_presets, preset_problems
 
 Batch = tuple[torch.Tensor, ...]
@@ -171,7 +172,6 @@ class Noise(nn.Module):
         return noise.to(device=tensor.device, dtype=tensor.dtype)
 
 
-_REGISTRY: dict[str, type[Workload]] = {}
 #: What every workload defines, and what each mode it declares needs on top.
 REQUIRED = ("build_model", "make_batches")
 REQUIRED_BY_MODE = {"train": ("make_optimizer", "training_loss"), "eval": ("eval_step",)}
@@ -228,55 +228,4 @@ def register(cls: type[Workload]) -> type[Workload]:
     """Class decorator: ``@register`` adds a workload to the registry under ``cls.name``, after
     checking that it defines every method its modes need."""
     check_contract(cls)
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def _ensure_builtin() -> None:
-    import accelbench.workloads.builtin  # noqa: F401  (registers the built-in workloads)
-
-
-def workload_names() -> list[str]:
-    _ensure_builtin()
-    return sorted(_REGISTRY)
-
-
-def get_workload_class(name: str) -> type[Workload]:
-    _ensure_builtin()
-    if name not in _REGISTRY and _is_model_name(name):
-        from accelbench.models import resolve
-
-        return resolve(name)  # timm:, torchvision:, hf:, bench: names resolve on first use
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise UsageError(
-            f"unknown workload {name!r}; known: {', '.join(sorted(_REGISTRY))}{MODEL_NAME_HINT}"
-        ) from None
-
-
-MODEL_NAME_HINT = "; or a model name: timm:NAME, torchvision:NAME, hf:TYPE, hf:ORG/NAME"
-
-
-def _is_model_name(name: str) -> bool:
-    from accelbench.models import is_model_name
-
-    return is_model_name(name)
-
-
-def match_workloads(patterns: Sequence[str]) -> list[str]:
-    """Names matching each pattern (exact names or shell wildcards like ``resnet*``), in order."""
-    names = workload_names()
-    chosen: list[str] = []
-    for pattern in patterns:
-        if _is_model_name(pattern):
-            from accelbench.models import match_models
-
-            chosen.extend(h for h in match_models(pattern) if h not in chosen)
-            continue
-        hits = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
-        if not hits:
-            raise UsageError(f"unknown workload {pattern!r}; known: {', '.join(names)}{MODEL_NAME_HINT}")
-        chosen.extend(h for h in hits if h not in chosen)
-    return chosen
-
+    return registry.add(cls)

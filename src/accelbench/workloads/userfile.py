@@ -9,7 +9,7 @@ import traceback
 from pathlib import Path
 
 from accelbench.errors import UsageError
-from accelbench.workloads import base
+from accelbench.workloads import registry
 
 
 def run_user_file(path: Path, what: str) -> str:
@@ -42,10 +42,10 @@ def run_user_file(path: Path, what: str) -> str:
 def load_workload_file(path: Path) -> list[str]:
     """Execute ``path`` and return the names of the workloads it registered."""
     path = Path(path)
-    before = set(base._REGISTRY)
+    before = set(registry.registered())
     module_name = run_user_file(path, "workload file")
-    added = sorted(set(base._REGISTRY) - before) or sorted(
-        name for name, cls in base._REGISTRY.items() if cls.__module__ == module_name)
+    added = sorted(set(registry.registered()) - before) or sorted(
+        name for name, cls in registry.registered().items() if cls.__module__ == module_name)
     if not added:
         raise UsageError(f"workload file {path} registers no workload; decorate a subclass of "
                          "accelbench.Workload with @accelbench.register")

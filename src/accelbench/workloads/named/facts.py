@@ -19,7 +19,8 @@ import torchvision
 from torch.utils.flop_counter import FlopCounterMode
 
 from accelbench.data.options import DataOptions
-from accelbench.workloads.base import Workload, get_workload_class
+from accelbench.workloads.base import Workload
+from accelbench.workloads.catalogue import get_workload_class
 
 #: Training-mode batch norm needs more than one value per channel.
 COUNT_BATCH = 2

@@ -17,9 +17,9 @@ from torch import nn
 
 from accelbench.data.options import DataOptions
 from accelbench.data.synthetic import synthetic_epoch
-from accelbench.models.named import PUBLISHED_BATCH, TINY_BATCH, TINY_SAMPLES
 from accelbench.workloads.base import Batch
 from accelbench.workloads.imagenet import IMAGENET_SIZES, ImageNetClassifier, ImagePreset
+from accelbench.workloads.named.named import PUBLISHED_BATCH, TINY_BATCH, TINY_SAMPLES
 
 TINY_SIDE = 64
 

@@ -23,10 +23,16 @@ from torch import nn
 from accelbench.data.options import DataOptions
 from accelbench.data.synthetic import synthetic_epoch
 from accelbench.errors import UsageError
-from accelbench.models.named import PUBLISHED_BATCH, TINY_BATCH, TINY_SAMPLES, import_library, version_number
 from accelbench.workloads.base import Batch, Workload
 from accelbench.workloads.bert import SST2_SIZES
 from accelbench.workloads.imagenet import IMAGENET_SIZES
+from accelbench.workloads.named.named import (
+    PUBLISHED_BATCH,
+    TINY_BATCH,
+    TINY_SAMPLES,
+    import_library,
+    version_number,
+)
 from accelbench.workloads.presets import Preset
 
 #: Tokens per sequence at the published and the tiny size (fewer when the model has fewer positions).

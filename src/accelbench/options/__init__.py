@@ -1,4 +1,6 @@
-"""Run options and the Cases they expand into, validated when built."""
+"""The options, in one package that imports no torch: the run options and the Cases they expand
+into, validated when built (here); flags and keywords turned into them (values.py); check's
+options (check.py). Option parsing and validation import no torch."""
 
 from __future__ import annotations
 

@@ -32,8 +32,8 @@ from torch import nn
 from accelbench.data.options import DataOptions
 from accelbench.data.synthetic import synthetic_epoch
 from accelbench.errors import UsageError
-from accelbench.models.images import logits_of
 from accelbench.workloads.base import Batch, Workload
+from accelbench.workloads.named.images import logits_of
 from accelbench.workloads.presets import SIZES, Preset
 
 ENV_VAR = "ACCELBENCH_BENCH_MODELS"

@@ -1,0 +1,200 @@
+"""Measuring one case in this process: build the workload on its device under the case's
+precision settings, warm up, run the timed loop with its trackers, and fill the case's result
+(exceptions become its status). Every subcommand that measures steps goes through here."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+
+from accelbench.data.options import DataOptions
+from accelbench.data.placement import POOL_LABEL, device_pool_bytes, place_batches, source_kind
+from accelbench.devices import Device
+from accelbench.devices.numerics import (
+    Precision,
+    backend_flags,
+    get_precision,
+    precision_settings,
+    prepare_model,
+    unsupported_reason,
+)
+from accelbench.engine.case import Case, record_error, skeleton_result
+from accelbench.engine.steps import make_eval_step, make_train_step
+from accelbench.measure.energy import energy_meter_for
+from accelbench.measure.loop import Progress, StepLoop
+from accelbench.measure.trackers import EnergyTracker, MemoryTracker, SensorTracker
+from accelbench.options import RunOptions
+from accelbench.results import CaseResult, Energy, Flops, Sensors
+from accelbench.workloads.base import Workload
+from accelbench.workloads.catalogue import get_workload_class
+
+
+def _epoch_samples(batches: Iterable[Any], fallback: int) -> int:
+    dataset = getattr(batches, "dataset", None)
+    if dataset is not None and hasattr(dataset, "__len__"):
+        return len(dataset)
+    return int(getattr(batches, "dataset_size", fallback))
+
+
+def _make_step(workload: Workload, model: torch.nn.Module, case: Case) -> Callable[[Any], Any]:
+    precision = get_precision(case.precision)
+    # Compiled: the full batch's graphs stay static when an epoch's partial batch comes (steps.py).
+    static_batch = case.batch_size if case.compile_backend else None
+    if case.mode == "train":
+        optimizer = workload.make_optimizer(model)
+        return make_train_step(workload, model, optimizer, case.device, precision,
+                               case.channels_last, static_batch=static_batch)
+    return make_eval_step(workload, model, case.device, precision, case.channels_last,
+                          static_batch=static_batch)
+
+
+def _make_step(workload: Workload, model: torch.nn.Module, case: Case) -> Callable[[Any], Any]:
+    precision = get_precision(case.precision)
+    # Compiled: the full batch's graphs stay static when an epoch's partial batch comes (steps.py).
+    static_batch = case.batch_size if case.compile_backend else None
+    if case.mode == "train":
+        optimizer = workload.make_optimizer(model)
+        return make_train_step(workload, model, optimizer, case.device, precision,
+                               case.channels_last, static_batch=static_batch)
+    return make_eval_step(workload, model, case.device, precision, case.channels_last,
+                          static_batch=static_batch)
+
+
+def run_case(case: Case, options: RunOptions, progress: Progress | None = None) -> CaseResult:
+    """Set up, warm up and measure one case in this process. Exceptions become its status.
+
+    The case's device is current for all of it, from before anything touches the device
+    (otherwise cuda:N's pinned-memory threads, stray allocations and timing events land on
+    GPU 0) to after its peak is measured; the device current before is current again after, so
+    an inline run (``--isolation none``) over several devices leaks none into the next case."""
+    with contextlib.ExitStack() as current:
+        try:
+            current.enter_context(case.device.current())
+        except Exception as error:  # a device that cannot be selected is the case's status
+            return record_error(skeleton_result(case, options), error)
+        return _run_case_here(case, options, progress)
+
+
+def _run_case_here(case: Case, options: RunOptions, progress: Progress | None) -> CaseResult:
+    workload = get_workload_class(case.workload)(options.size)
+    result = skeleton_result(case, options)
+    try:
+        result.device_name = str(case.device.info().get("name", case.device.name))
+    except Exception as error:  # describing the device is not worth failing the case over
+        result.device_name = f"{case.device.name} ({type(error).__name__})"
+    unavailable = workload.unavailable_reason()
+    if unavailable:
+        result.status, result.error = "unavailable", unavailable
+        return result
+    precision = get_precision(case.precision)
+    unsupported = unsupported_reason(case.device, precision)
+    if unsupported:
+        result.status, result.error = "unsupported", unsupported
+        return result
+    try:
+        with precision_settings(precision, case.device, cudnn_benchmark=options.cudnn_benchmark):
+            result.backend_flags = backend_flags(case.device)  # fp32 = TF32 off, in the record
+            _measure(case, workload, options, result, progress)
+    except Exception as error:
+        record_error(result, error)
+    if result.ok:
+        result.flops = Flops.from_dict(achieved_flops(result, case.device, precision), "flops")
+    return result
+
+
+def achieved_flops(result: CaseResult, device: Device, precision: Precision) -> dict[str, Any]:
+    """Achieved FLOP/s (counted FLOPs per sample x samples/s) and its fraction of the device's
+    matrix-product peak measured under the case's own precision settings (a tf32 case against
+    TF32 products, amp-bf16 against bf16 autocast). The peak used is stored with the figures
+    (value, settings, when measured); a case that beats the cached peak has it measured again."""
+    from accelbench.measure.peak import peak_figure
+    from accelbench.workloads.named.facts import flops_per_sample
+
+    dtype = precision.autocast_dtype or precision.param_dtype
+    figures: dict[str, Any] = {"peak_dtype": str(dtype).removeprefix("torch."),
+                               "peak_precision": precision.name}
+    try:
+        per_sample = flops_per_sample(result.workload, result.mode, result.size)
+        throughput = result.throughput()
+        if per_sample is None or throughput is None:
+            return {**figures, "error": "FLOPs could not be counted for this workload"}
+        achieved = per_sample * throughput
+        peak = peak_figure(device, precision, at_least=achieved)
+        figures.update(per_sample=per_sample, achieved_flops=achieved, **peak.to_dict(),
+                       fraction_of_peak=achieved / peak.flops if peak.flops > 0 else None)
+    except Exception as error:  # the figures are extra; the timing stands without them
+        figures["error"] = f"{type(error).__name__}: {error}"
+    return figures
+
+
+def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseResult,
+             progress: Progress | None) -> None:
+    torch.manual_seed(options.seed)
+    memory = MemoryTracker(case.device)
+    # Sensors, then energy: exited in reverse, so the energy window hugs the measured steps.
+    sensors, energy = SensorTracker(case.device), EnergyTracker(energy_meter_for(case.device))
+    with memory:  # the whole case: building the model, warm-up and the measured steps
+        model = prepare_model(workload.build_model(), get_precision(case.precision),
+                              case.channels_last).to(case.device.torch_device)
+        if case.compile_backend:
+            model = torch.compile(model, backend=case.compile_backend)
+        data = DataOptions(kind=source_kind(options.data), data_dir=options.data_dir,
+                           seed=options.seed, workers=options.workers,
+                           pin_memory=case.device.pin_memory)
+        pool = workload.make_batches(case.mode, case.batch_size, data)
+        if options.data == "synthetic-device":  # its pool is the harness's memory, not the model's
+            memory.note_peak()
+        batches = place_batches(pool, options.data, case.device)
+        memory.set_aside(device_pool_bytes(batches, options.data, case.device), POOL_LABEL)
+        del pool  # the host copy of a device-resident pool is not kept
+        result.dataset_size = _epoch_samples(batches, workload.samples_per_epoch(case.mode))
+        result.steps_per_epoch = -(-result.dataset_size // case.batch_size)
+        epoch_end = None
+        if case.mode == "train" and type(workload).end_of_epoch is not Workload.end_of_epoch:
+            def epoch_end() -> dict[str, float]:
+                return workload.end_of_epoch(model, case.device.torch_device, data)
+        energy.prepare()  # probing the sources takes up to ~1 s: before warm-up, not in the window
+        loop = StepLoop(_make_step(workload, model, case), batches, case.device, progress,
+                        epoch_end, trackers=[sensors, energy], batch_size=case.batch_size,
+                        partial_batch=result.dataset_size % case.batch_size)
+        measured = loop.run(options.stop, options.warmup_steps)
+    measured.copy_into(result)
+    _record_trackers(result, memory, sensors, energy, loop.window_steps)
+    if options.profile:  # after the peak is read: the profiler's own memory must not count
+        from accelbench.measure.loop import BatchStream
+        from accelbench.measure.profile import profile_case
+
+        result.profile = profile_case(loop.step, BatchStream(batches).next, case.device, model)
+
+
+def _record_trackers(result: CaseResult, memory: MemoryTracker, sensors: SensorTracker,
+                     energy: EnergyTracker, window_steps: int) -> None:
+    """The one place the trackers' typed results reach the case's record."""
+    peak = memory.result
+    result.peak_memory_bytes, result.memory_source = peak.bytes, peak.source
+    result.memory_is_lower_bound = peak.lower_bound
+    # Read just before and right after the measured steps (after warm-up, not at idle).
+    result.sensors = Sensors.from_dict(sensors.result.to_dict(), "sensors")
+    reading = energy.result
+    if reading is not None:
+        result.energy = Energy.from_dict(reading.figures(window_steps, result.steps_per_epoch,
+                                                         result.batch_size), "energy")
+
+
+def _record_trackers(result: CaseResult, memory: MemoryTracker, sensors: SensorTracker,
+                     energy: EnergyTracker, window_steps: int) -> None:
+    """The one place the trackers' typed results reach the case's record."""
+    peak = memory.result
+    result.peak_memory_bytes, result.memory_source = peak.bytes, peak.source
+    result.memory_is_lower_bound = peak.lower_bound
+    # Read just before and right after the measured steps (after warm-up, not at idle).
+    result.sensors = Sensors.from_dict(sensors.result.to_dict(), "sensors")
+    reading = energy.result
+    if reading is not None:
+        result.energy = Energy.from_dict(reading.figures(window_steps, result.steps_per_epoch,
+                                                         result.batch_size), "energy")
+
+

@@ -1,0 +1,82 @@
+"""The catalogue: the one resolver that turns any workload name into its class.
+
+A built-in name loads its module (which registers the class), a named model (``timm:``,
+``torchvision:``, ``hf:``, ``bench:``) is built by its adapter under ``workloads/named/`` and
+registered under its full name, and a user's workload file registers its classes when loaded
+(``--workload-file``). Worker processes resolve the same name again, so every kind of name runs
+isolated alike.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+from collections.abc import Sequence
+
+from accelbench.errors import UsageError
+from accelbench.workloads import registry
+from accelbench.workloads.base import Workload, register
+
+
+def load_builtin() -> None:
+    """Import every built-in workload's module (each registers its classes)."""
+    for module in dict.fromkeys(registry.BUILTIN.values()):
+        importlib.import_module(module)
+
+
+def workload_names() -> list[str]:
+    """Every registered name: the built-ins, and what workload files and models have added."""
+    load_builtin()
+    return sorted(registry.registered())
+
+
+def resolve_model(name: str) -> type[Workload]:
+    """The workload class for a prefixed model name, registered under that name."""
+    prefix, rest = registry.split_model_name(name)
+    cls = importlib.import_module(registry.PREFIXES[prefix]).resolve(rest)
+    cls.name = name
+    return register(cls)
+
+
+def match_models(pattern: str) -> list[str]:
+    """Full names matching ``pattern``: an exact name is resolved (so a bad one fails here, before
+    anything runs); a wildcard is expanded by the model library's own listing."""
+    prefix, rest = registry.split_model_name(pattern)
+    if not any(ch in rest for ch in "*?["):
+        resolve_model(pattern)
+        return [pattern]
+    names = importlib.import_module(registry.PREFIXES[prefix]).list_names(rest)
+    hits = [f"{prefix}:{n}" for n in names if fnmatch.fnmatchcase(n, rest)]
+    if not hits:
+        raise UsageError(f"no {prefix} model matches {rest!r}")
+    return hits
+
+
+def get_workload_class(name: str) -> type[Workload]:
+    """The class for any name: built-in, registered by a workload file, or a model name."""
+    classes = registry.registered()
+    if name in classes:
+        return classes[name]
+    if registry.is_model_name(name):
+        return resolve_model(name)  # timm:, torchvision:, hf:, bench: resolve on first use
+    if name in registry.BUILTIN:
+        importlib.import_module(registry.BUILTIN[name])
+        return registry.registered()[name]
+    raise UsageError(f"unknown workload {name!r}; known: {', '.join(workload_names())}"
+                     f"{registry.MODEL_NAME_HINT}")
+
+
+def match_workloads(patterns: Sequence[str]) -> list[str]:
+    """Names matching each pattern (exact names or shell wildcards like ``resnet*``), in order."""
+    names = workload_names()
+    chosen: list[str] = []
+    for pattern in patterns:
+        if registry.is_model_name(pattern):
+            chosen.extend(h for h in match_models(pattern) if h not in chosen)
+            continue
+        hits = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
+        if not hits:
+            raise UsageError(f"unknown workload {pattern!r}; known: {', '.join(names)}"
+                             f"{registry.MODEL_NAME_HINT}")
+        chosen.extend(h for h in hits if h not in chosen)
+    return chosen

@@ -1,0 +1,74 @@
+"""The registry: a leaf that knows every workload name and where its class lives, without
+importing torch or any workload (option parsing and ``list`` read it cheaply).
+
+Built-in workloads are data here (name -> defining module); a workload class joins the registry
+with ``@register`` where it is defined (workloads/base.py), and named models (``timm:``,
+``torchvision:``, ``hf:``, ``bench:``) when the catalogue resolves them. Turning a name into a
+class is the catalogue's job (workloads/catalogue.py), the one resolver.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accelbench.errors import UsageError
+
+#: Built-in workload name -> the module that defines (and registers) it.
+BUILTIN: dict[str, str] = {
+    "bert-base": "accelbench.workloads.bert",
+    "transformer-small": "accelbench.workloads.bert",
+    "gpt2": "accelbench.workloads.gpt2",
+    "llama-1b": "accelbench.workloads.llama",
+    "mnist": "accelbench.workloads.mnist",
+    "nanogpt-char": "accelbench.workloads.nanogpt_char",
+    "resnet50": "accelbench.workloads.resnet50",
+    "simclr-resnet18": "accelbench.workloads.simclr",
+    "vae": "accelbench.workloads.vae",
+    "vgg16": "accelbench.workloads.vgg16",
+}
+
+#: Model-name prefix -> adapter module with ``resolve(rest) -> type[Workload]`` and
+#: ``list_names(pattern) -> list[str]``.
+PREFIXES: dict[str, str] = {
+    "timm": "accelbench.workloads.named.timm_",
+    "torchvision": "accelbench.workloads.named.torchvision_",
+    "hf": "accelbench.workloads.named.hf",
+    "bench": "accelbench.workloads.named.objects",
+}
+
+MODEL_NAME_HINT = "; or a model name: timm:NAME, torchvision:NAME, hf:TYPE, hf:ORG/NAME"
+
+#: Every workload class registered so far, by name (built-ins once loaded, user files, models).
+_CLASSES: dict[str, Any] = {}
+
+
+def add(cls: Any) -> Any:
+    """Keep ``cls`` under ``cls.name`` (the contract is checked by ``register`` before this)."""
+    _CLASSES[cls.name] = cls
+    return cls
+
+
+def registered() -> dict[str, Any]:
+    """The classes registered so far, by name (a copy)."""
+    return dict(_CLASSES)
+
+
+def builtin_names() -> list[str]:
+    return sorted(BUILTIN)
+
+
+def is_model_name(name: str) -> bool:
+    """``timm:resnet18``, ``hf:gpt2`` ...: a name the named-model adapters resolve."""
+    prefix, colon, _ = name.partition(":")
+    return bool(colon) and prefix in PREFIXES
+
+
+def split_model_name(name: str) -> tuple[str, str]:
+    """(prefix, rest) of a model name; a UsageError names an unknown prefix or a missing name."""
+    prefix, _, rest = name.partition(":")
+    if prefix not in PREFIXES:
+        raise UsageError(f"unknown model prefix {prefix!r} in {name!r}; allowed: "
+                         f"{', '.join(p + ':' for p in PREFIXES)}")
+    if not rest:
+        raise UsageError(f"{name!r} names no model; write e.g. {prefix}:NAME")
+    return prefix, rest

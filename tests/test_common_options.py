@@ -1,0 +1,66 @@
+"""Every command that measures takes the same options for where its result goes and how much it
+says: ``--output``, ``--db``, ``--quiet``, ``--debug`` (selftest and roofline keep nothing in the
+history, so they take all but ``--db``). ``scale``, ``check`` and ``probe`` used to refuse
+``--quiet`` ("unrecognized arguments")."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from accelbench.cli import build_parser
+
+FOUR = ["--output", "out.json", "--db", "h.sqlite", "--quiet", "--debug"]
+MEASURING = {
+    "run": ["run", "mnist"], "sweep": ["sweep", "mnist"], "check": ["check", "mnist"],
+    "probe": ["probe"], "scale": ["scale", "mnist"],
+}
+NO_HISTORY = {"selftest": ["selftest"], "roofline": ["roofline"]}
+
+
+@pytest.mark.parametrize("command", sorted(MEASURING))
+def test_every_measuring_command_takes_the_four_options(command: str) -> None:
+    argv = [*MEASURING[command], *FOUR]
+    args = build_parser(argv).parse_args(argv)
+    assert (args.output, args.db, args.quiet, args.debug) == (
+        Path("out.json"), Path("h.sqlite"), True, True)
+
+
+@pytest.mark.parametrize("command", sorted(NO_HISTORY))
+def test_selftest_and_roofline_take_output_quiet_and_debug(command: str) -> None:
+    argv = [*NO_HISTORY[command], "--output", "out.json", "--quiet", "--debug"]
+    args = build_parser(argv).parse_args(argv)
+    assert (args.output, args.quiet, args.debug) == (Path("out.json"), True, True)
+
+
+def test_option_parsing_imports_no_torch() -> None:
+    """Building any command's parser and parsing its options must not import torch (the
+    commands that only read results start in a fraction of a second)."""
+    code = ("import sys\n"
+            "from accelbench.cli import COMMANDS, build_parser\n"
+            "import accelbench.options, accelbench.options.values, accelbench.options.check\n"
+            "from accelbench.workloads import registry\n"
+            "assert 'mnist' in registry.builtin_names()\n"
+            "for name in COMMANDS:\n"
+            "    build_parser([name])\n"
+            "build_parser(['run', 'mnist']).parse_args(['run', 'mnist', '--precision', 'bf16'])\n"
+            "print('torch' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_scale_quiet_writes_its_result_and_no_live_display(cli, tmp_path: Path) -> None:
+    out = tmp_path / "scale.json"
+    done = cli("scale", "mnist", "--size", "tiny", "--device", "cpu", "--nproc", "1", "--steps", "2",
+               "--warmup", "1", "--quiet", "-o", str(out), "--db", str(tmp_path / "h.sqlite"))
+    assert done.returncode == 0, done.stderr
+    record = json.loads(out.read_text())
+    assert record["cases"] and all(case["status"] == "ok" for case in record["cases"])
+    assert "Saved to" in done.stdout
+    assert "\x1b[" not in done.stdout + done.stderr  # no live display drawn
+    assert (tmp_path / "h.sqlite").exists()
