@@ -16,7 +16,7 @@ from accelbench.cli import build_parser
 
 FOUR = ["--output", "out.json", "--db", "h.sqlite", "--quiet", "--debug"]
 MEASURING = {
-    "run": ["run", "mnist"], "sweep": ["sweep", "mnist"], "check": ["check", "mnist"],
+    "run": ["run", "mnist"], "sweep": ["sweep", "mnist", "--batch-size", "2,4"], "check": ["check", "mnist"],
     "probe": ["probe"], "scale": ["scale", "mnist"],
 }
 NO_HISTORY = {"selftest": ["selftest"], "roofline": ["roofline"]}

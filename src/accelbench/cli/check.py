@@ -33,6 +33,10 @@ def add_parser(subparsers: Any) -> None:
     # Not the stop group: parity trains a fixed number of steps on each side, no time budget.
     parser.add_argument("--steps", type=groups.whole_number, default=DEFAULT_CHECK_STEPS,
                         help=f"training steps on each side (default {DEFAULT_CHECK_STEPS})")
+    parser.add_argument("--mode", choices=("train", "generate"), default="train",
+                        help="train (default): the loss and output over training steps; "
+                        "generate: the greedy tokens of a decoder, against the CPU's")
+    groups.add_generation_arguments(parser)
     groups.add_config_arguments(parser)
     groups.add_isolation_arguments(parser, auto_batch=False, schedule=False)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -41,7 +45,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
-    run = build_run_options(args.workloads, args.device, "train", **groups.run_keywords(args))
+    run = build_run_options(args.workloads, args.device, args.mode, **groups.run_keywords(args))
     options = CheckOptions(run=run, reference=args.reference, steps=args.steps)
     if args.output:
         check_writable(args.output)

@@ -24,7 +24,7 @@ from accelbench.options import (
     ISOLATIONS,
 )
 from accelbench.options.values import DEFAULTS, RunKeywords, keyword_names
-from accelbench.workloads.presets import SIZES
+from accelbench.workloads.presets import DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_LEN, SIZES
 
 _KEYWORDS = keyword_names(RunKeywords)
 
@@ -78,11 +78,25 @@ def add_device_argument(parser: argparse.ArgumentParser, default: str | None, de
     parser.add_argument("--device", default=default, help=f"{help} ({default_help})")
 
 
-def add_mode_argument(parser: argparse.ArgumentParser, default: tuple[str, ...]) -> None:
+def add_mode_argument(parser: argparse.ArgumentParser, default: tuple[str, ...],
+                      generate: bool = False) -> None:
     spelled = {("train", "eval"): "train, eval or train,eval (default)",
                ("train",): "train (default), eval or train,eval"}
-    parser.add_argument("--mode", dest="modes", metavar="MODE", default=default,
-                        help=spelled.get(default, "train, eval or train,eval"))
+    words = spelled.get(default, "train, eval or train,eval")
+    if generate:
+        words += "; generate: greedy decoding with a KV cache (decoders)"
+    parser.add_argument("--mode", dest="modes", metavar="MODE", default=default, help=words)
+
+
+def add_generation_arguments(parser: argparse.ArgumentParser) -> None:
+    """--prompt-len, --new-tokens: the generation cases (each pair is a case)."""
+    parser.add_argument("--prompt-len", metavar="N[,N...]", default=DEFAULTS["prompt_len"],
+                        help=f"--mode generate: prompt tokens per sequence (default "
+                        f"{DEFAULT_PROMPT_LEN}, or the model's context minus the new tokens "
+                        "where shorter); a list makes a case each")
+    parser.add_argument("--new-tokens", metavar="N[,N...]", default=DEFAULTS["new_tokens"],
+                        help=f"--mode generate: tokens generated per sequence, exactly (default "
+                        f"{DEFAULT_NEW_TOKENS}; end-of-sequence ignored); a list makes a case each")
 
 
 # --- when to stop --------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
 from accelbench.options.values import build_run_options, check_data
+from accelbench.render.generation_table import generation_cases, generation_notes, generation_table
 from accelbench.render.table import diagnosis_lines, energy_lines, run_table
 from accelbench.results import RunRecord
 from accelbench.store.jsonfile import check_writable
@@ -29,7 +31,8 @@ def add_parser(subparsers: Any) -> None:
     groups.add_workload_arguments(
         parser, f"workload names or wildcards (default: the '{DEFAULT_SUITE}' suite)", suite=True)
     groups.add_device_argument(parser, None, "default: auto for named workloads, all for a suite")
-    groups.add_mode_argument(parser, ("train", "eval"))
+    groups.add_mode_argument(parser, ("train", "eval"), generate=True)
+    groups.add_generation_arguments(parser)
     groups.add_stop_arguments(parser)
     groups.add_config_arguments(parser)
     groups.add_cudnn_benchmark_argument(parser)
@@ -76,7 +79,14 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
 
 def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool, against: list[str]) -> None:
     out = Console(width=None if sys.stdout.isatty() else 160)
-    out.print(run_table(record, wide))
+    generated = generation_cases(record)
+    steps = dataclasses.replace(record, cases=[c for c in record.cases if c.mode != "generate"])
+    if steps.cases or not generated:
+        out.print(run_table(steps, wide))
+    if generated:
+        out.print(generation_table(record))
+        for line in generation_notes(record):
+            out.print(line, style="dim", highlight=False)
     for line in diagnosis_lines(record):
         out.print(line, highlight=False, markup=False)
     for line in energy_lines(record):

@@ -18,10 +18,13 @@ import torch
 from accelbench import __version__
 from accelbench.devices import Device, DeviceSet
 from accelbench.devices.environment import collect_environment
+from accelbench.errors import UsageError
 from accelbench.measure.loop import NonFiniteError
 from accelbench.options import RunOptions
 from accelbench.results import CaseResult, RunRecord
+from accelbench.workloads.base import Workload, generates
 from accelbench.workloads.catalogue import get_workload_class
+from accelbench.workloads.presets import DEFAULT_PROMPT_LEN, GENERATE
 from accelbench.workloads.suites import suite_batch_size
 
 
@@ -34,10 +37,14 @@ class Case:
     precision: str = "fp32"
     compile_backend: str = ""
     channels_last: bool = False
+    #: Generation cases: prompt tokens and new tokens per sequence (0 for train and eval).
+    prompt_len: int = 0
+    new_tokens: int = 0
 
     @property
     def label(self) -> str:
-        extras = [self.precision] if self.precision != "fp32" else []
+        extras = [f"prompt {self.prompt_len}, {self.new_tokens} new"] if self.new_tokens else []
+        extras += [self.precision] if self.precision != "fp32" else []
         extras += [f"compile={self.compile_backend}"] if self.compile_backend else []
         extras += ["channels-last"] if self.channels_last else []
         suffix = f", {', '.join(extras)}" if extras else ""
@@ -52,8 +59,12 @@ def plan(options: RunOptions, devices: DeviceSet) -> list[Case]:
     chosen = devices.select(options.device)
     cases = []
     for name in options.workloads:
-        workload = get_workload_class(name)(options.size)
+        cls = get_workload_class(name)
+        workload = cls(options.size)
         for mode in options.modes:
+            if mode == GENERATE:
+                cases += _generation_cases(options, name, workload, generates(cls), chosen)
+                continue
             if mode not in workload.modes:
                 continue
             batch = options.batch_size or suite_batch_size(options.suite, name, mode,
@@ -64,6 +75,31 @@ def plan(options: RunOptions, devices: DeviceSet) -> list[Case]:
                 for backend in options.compile_backends
                 for device in chosen
             )
+    return cases
+
+
+def _generation_cases(options: RunOptions, name: str, workload: Workload, decoder: bool,
+                      chosen: list[Device]) -> list[Case]:
+    """One case per prompt length x new tokens x precision x compile x device; batch 1 unless
+    given. A named workload that cannot generate is a usage error; a suite's is skipped."""
+    if not decoder:
+        if options.suite is None:
+            raise UsageError(f"--mode generate needs a decoder (a workload with prefill and "
+                             f"decode_step); {name!r} is not one")
+        return []
+    context = workload.context_length()
+    cases = []
+    for new in options.new_tokens:
+        for prompt in options.prompt_lens or (min(DEFAULT_PROMPT_LEN, context - new),):
+            if prompt < 1 or prompt + new > context:
+                raise UsageError(f"a prompt of {prompt} tokens and {new} new tokens do not fit "
+                                 f"{name!r}'s context of {context} tokens")
+            cases.extend(
+                Case(name, GENERATE, device, options.batch_size or 1, precision, backend,
+                     options.channels_last, prompt, new)
+                for precision in options.precisions
+                for backend in options.compile_backends
+                for device in chosen)
     return cases
 
 
@@ -88,9 +124,23 @@ def skeleton_result(case: Case, options: RunOptions) -> CaseResult:
         workload=case.workload, workload_version=workload_cls.version, mode=case.mode,
         device=case.device.name, batch_size=case.batch_size, precision=case.precision,
         compile_backend=case.compile_backend, channels_last=case.channels_last,
-        data=options.data, size=options.size, stop_rule=options.stop.describe(),
+        prompt_len=case.prompt_len, new_tokens=case.new_tokens,
+        data=options.data, size=options.size,
+        stop_rule=generation_rounds(options)[2] if case.new_tokens else options.stop.describe(),
         threads=torch.get_num_threads(), memory_source=case.device.memory_source,
     )
+
+
+#: Generation rounds measured when ``--steps`` does not say how many.
+DEFAULT_GENERATION_ROUNDS = 3
+
+
+def generation_rounds(options: RunOptions) -> tuple[int, int, str]:
+    """(measured rounds, warm-up rounds, the rule in words) of a generation case: ``--steps N``
+    is N rounds, otherwise 3; one warm-up round unless ``--warmup 0``."""
+    rounds = int(options.stop.value) if options.stop.kind == "steps" else DEFAULT_GENERATION_ROUNDS
+    warmup = 1 if options.warmup_steps else 0
+    return rounds, warmup, f"{rounds} generation rounds"
 
 
 def record_error(result: CaseResult, error: Exception) -> CaseResult:
@@ -142,7 +192,8 @@ class WorkerSpec:
     def for_case(cls, work: str, options: RunOptions, case: Case, **settings: Any) -> WorkerSpec:
         fields = {"workload": case.workload, "mode": case.mode, "device": case.device.name,
                   "batch_size": case.batch_size, "precision": case.precision,
-                  "compile_backend": case.compile_backend, "channels_last": case.channels_last}
+                  "compile_backend": case.compile_backend, "channels_last": case.channels_last,
+                  "prompt_len": case.prompt_len, "new_tokens": case.new_tokens}
         return cls(work, options.to_dict(), fields, settings)
 
     def run_options(self) -> RunOptions:

@@ -15,11 +15,13 @@ import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from accelbench.engine.case import WorkerSpec
 from accelbench.engine.supervise import ChildOutcome, supervise
 from accelbench.results import CaseResult, DeviceProbe, RunRecord
+
+if TYPE_CHECKING:  # the spec's class imports torch; the launcher only passes specs on
+    from accelbench.engine.case import WorkerSpec
 
 #: A case's progress: (phase, done, total or None).
 Progress = Callable[[str, float, "float | None"], None]

@@ -15,13 +15,14 @@ from accelbench.data.placement import POOL_LABEL, device_pool_bytes, place_batch
 from accelbench.devices import Device
 from accelbench.devices.numerics import (
     Precision,
+    autocast,
     backend_flags,
     get_precision,
     precision_settings,
     prepare_model,
     unsupported_reason,
 )
-from accelbench.engine.case import Case, record_error, skeleton_result
+from accelbench.engine.case import Case, generation_rounds, record_error, skeleton_result
 from accelbench.engine.steps import make_eval_step, make_train_step
 from accelbench.measure.energy import energy_meter_for
 from accelbench.measure.loop import Progress, StepLoop
@@ -30,6 +31,7 @@ from accelbench.options import RunOptions
 from accelbench.results import CaseResult, Energy, Flops, Sensors
 from accelbench.workloads.base import Workload
 from accelbench.workloads.catalogue import get_workload_class
+from accelbench.workloads.presets import GENERATE
 
 
 def _epoch_samples(batches: Iterable[Any], fallback: int) -> int:
@@ -89,6 +91,8 @@ def _run_case_here(case: Case, options: RunOptions, progress: Progress | None) -
     if unavailable:
         result.status, result.error = "unavailable", unavailable
         return result
+    if case.mode != GENERATE:
+        result.tokens_per_sample = workload.tokens_per_sample(case.mode)
     precision = get_precision(case.precision)
     unsupported = unsupported_reason(case.device, precision)
     if unsupported:
@@ -97,10 +101,13 @@ def _run_case_here(case: Case, options: RunOptions, progress: Progress | None) -
     try:
         with precision_settings(precision, case.device, cudnn_benchmark=options.cudnn_benchmark):
             result.backend_flags = backend_flags(case.device)  # fp32 = TF32 off, in the record
-            _measure(case, workload, options, result, progress)
+            if case.mode == GENERATE:
+                _measure_generation(case, workload, options, result)
+            else:
+                _measure(case, workload, options, result, progress)
     except Exception as error:
         record_error(result, error)
-    if result.ok:
+    if result.ok and case.mode != GENERATE:
         result.flops = Flops.from_dict(achieved_flops(result, case.device, precision), "flops")
     return result
 
@@ -170,31 +177,50 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
         result.profile = profile_case(loop.step, BatchStream(batches).next, case.device, model)
 
 
-def _record_trackers(result: CaseResult, memory: MemoryTracker, sensors: SensorTracker,
-                     energy: EnergyTracker, window_steps: int) -> None:
-    """The one place the trackers' typed results reach the case's record."""
+def _measure_generation(case: Case, workload: Workload, options: RunOptions,
+                        result: CaseResult) -> None:
+    """Greedy decoding with the KV cache (measure/generation.py): the figures go to
+    ``result.generation``; the step samples are the decode steps (per token where they were
+    timed one by one, else each round's mean), so throughput reads as tokens/s over the batch."""
+    from accelbench.measure.generation import measure_generation
+
+    torch.manual_seed(options.seed)
+    precision = get_precision(case.precision)
+    rounds, warmup, _ = generation_rounds(options)
+    memory = MemoryTracker(case.device)
+    with memory:
+        model = prepare_model(workload.build_model(), precision, case.channels_last)
+        model = model.to(case.device.torch_device).eval()
+        if case.compile_backend:
+            model = torch.compile(model, backend=case.compile_backend)
+        with torch.no_grad(), autocast(case.device, precision):
+            figures = measure_generation(
+                workload, model, case.device, batch_size=case.batch_size,  # type: ignore[arg-type]
+                prompt_len=case.prompt_len, new_tokens=case.new_tokens, rounds=rounds,
+                warmup_rounds=warmup, seed=options.seed)
+    result.generation = figures.to_dict()
+    steps = figures.decode_steps
+    per_token = figures.token_times_s
+    result.step_times = per_token or ([r.decode_s / steps for r in figures.rounds] if steps
+                                      else [r.ttft_s for r in figures.rounds])
+    result.warmup_steps = warmup
+    result.time_to_first_step_s = figures.ttft_s
+    _record_memory(result, memory)
+
+
+def _record_memory(result: CaseResult, memory: MemoryTracker) -> None:
     peak = memory.result
     result.peak_memory_bytes, result.memory_source = peak.bytes, peak.source
     result.memory_is_lower_bound = peak.lower_bound
+
+
+def _record_trackers(result: CaseResult, memory: MemoryTracker, sensors: SensorTracker,
+                     energy: EnergyTracker, window_steps: int) -> None:
+    """The one place the trackers' typed results reach the case's record."""
+    _record_memory(result, memory)
     # Read just before and right after the measured steps (after warm-up, not at idle).
     result.sensors = Sensors.from_dict(sensors.result.to_dict(), "sensors")
     reading = energy.result
     if reading is not None:
         result.energy = Energy.from_dict(reading.figures(window_steps, result.steps_per_epoch,
                                                          result.batch_size), "energy")
-
-
-def _record_trackers(result: CaseResult, memory: MemoryTracker, sensors: SensorTracker,
-                     energy: EnergyTracker, window_steps: int) -> None:
-    """The one place the trackers' typed results reach the case's record."""
-    peak = memory.result
-    result.peak_memory_bytes, result.memory_source = peak.bytes, peak.source
-    result.memory_is_lower_bound = peak.lower_bound
-    # Read just before and right after the measured steps (after warm-up, not at idle).
-    result.sensors = Sensors.from_dict(sensors.result.to_dict(), "sensors")
-    reading = energy.result
-    if reading is not None:
-        result.energy = Energy.from_dict(reading.figures(window_steps, result.steps_per_epoch,
-                                                         result.batch_size), "energy")
-
-

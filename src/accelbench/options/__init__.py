@@ -11,7 +11,7 @@ from typing import Any
 
 from accelbench.devices.precisions import precision_spec
 from accelbench.errors import UsageError
-from accelbench.workloads.presets import MODES, SIZES
+from accelbench.workloads.presets import DEFAULT_NEW_TOKENS, RUN_MODES, SIZES
 
 STOP_KINDS = ("steps", "time", "epochs")
 DEFAULT_TIME_BUDGET_S = 10.0
@@ -146,12 +146,21 @@ class RunOptions:
     #: The suite the workloads came from (None: named): a suite may run a workload at a smaller
     #: batch than its published one (``workloads/suites.py``).
     suite: str | None = None
+    #: Generation cases: prompt lengths (empty: 512, or the model's context minus the new
+    #: tokens where that is shorter) and new-token counts; each pair is a case.
+    prompt_lens: tuple[int, ...] = ()
+    new_tokens: tuple[int, ...] = (DEFAULT_NEW_TOKENS,)
 
     def __post_init__(self) -> None:
-        bad = [m for m in self.modes if m not in MODES]
+        bad = [m for m in self.modes if m not in RUN_MODES]
         if bad or not self.modes:
             raise UsageError(f"--mode {','.join(self.modes)!r} is not allowed; allowed: train, "
-                             "eval, or train,eval")
+                             "eval, generate, or a comma list of them")
+        for flag, lengths in (("--prompt-len", self.prompt_lens), ("--new-tokens", self.new_tokens)):
+            for value in lengths:
+                check_number(flag, value, whole=True, zero_ok=False)
+        if not self.new_tokens:
+            raise UsageError("--new-tokens needs at least one value")
         for flag, value in (("--batch-size", self.batch_size), ("--threads", self.threads)):
             if value is not None:
                 check_number(flag, value, whole=True, zero_ok=False)

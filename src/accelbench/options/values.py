@@ -66,6 +66,8 @@ class RunKeywords(SweepKeywords, total=False):
 
     suite: str | None  # --suite quick|full
     batch_size: int | None  # --batch-size
+    prompt_len: int | str | Sequence[int] | None  # --prompt-len: generation prompts, "128,512"
+    new_tokens: int | str | Sequence[int] | None  # --new-tokens: generated tokens per case
     auto_batch: bool  # --auto-batch
     profile: bool  # --profile
 
@@ -84,7 +86,7 @@ DEFAULTS: dict[str, Any] = {
     "channels_last": False, "size": "published", "batch_size": None, "threads": None,
     "data": "synthetic", "data_dir": None, "workers": 0, "isolation": "process",
     "case_timeout": DEFAULT_CASE_TIMEOUT_S, "auto_batch": False, "cooldown": 0.0, "repeat": 1,
-    "profile": False, "cudnn_benchmark": True,
+    "profile": False, "cudnn_benchmark": True, "prompt_len": None, "new_tokens": None,
 }
 
 
@@ -107,6 +109,22 @@ def names(value: str | Sequence[str], flag: str) -> tuple[str, ...]:
     if not isinstance(items, Sequence) or not all(isinstance(item, str) for item in items):
         raise UsageError(f"{flag} takes a name, a comma list or a list of names; got {value!r}")
     return tuple(item.strip() for item in items if item.strip())
+
+
+def lengths(value: int | str | Sequence[int] | None, flag: str) -> tuple[int, ...]:
+    """``"128,512"``, ``512`` or ``[128, 512]`` -> ``(128, 512)``; None -> ``()`` (the default)."""
+    if value is None:
+        return ()
+    items = value.split(",") if isinstance(value, str) else [value] if isinstance(value, int) \
+        else value
+    found = []
+    for item in items:
+        try:
+            found.append(int(str(item).strip()))
+        except ValueError:
+            raise UsageError(f"{flag} takes whole numbers or a comma list of them; got {value!r}") \
+                from None
+    return tuple(found)
 
 
 def compile_backends(value: bool | str | Sequence[str] | None) -> tuple[str, ...]:
@@ -187,6 +205,8 @@ def build_run_options(workloads: str | Sequence[str] | None, device: str | None,
         isolation=values["isolation"], case_timeout=values["case_timeout"],
         auto_batch=values["auto_batch"], cooldown=values["cooldown"], repeat=values["repeat"],
         profile=values["profile"], cudnn_benchmark=values["cudnn_benchmark"],
+        prompt_lens=lengths(values["prompt_len"], "--prompt-len"),
+        **({"new_tokens": new} if (new := lengths(values["new_tokens"], "--new-tokens")) else {}),
     )
 
 

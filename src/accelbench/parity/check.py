@@ -25,6 +25,7 @@ from accelbench.options.check import CheckOptions
 from accelbench.parity.core import run_parity
 from accelbench.results import CaseResult, Parity, RunRecord
 from accelbench.workloads.catalogue import get_workload_class
+from accelbench.workloads.presets import GENERATE
 
 
 def _verdict_status(parity: dict) -> tuple[str, str]:
@@ -72,6 +73,8 @@ def _check_case_here(case: Case, options: CheckOptions, devices: DeviceSet) -> C
         return result
     with precision_settings(get_precision(case.precision), case.device):
         result.backend_flags = backend_flags(case.device)  # what the candidate ran under
+    if case.mode == GENERATE:
+        return _check_generation(case, options, result)
     try:
         parity = run_parity(workload_cls, run.size, case.device, case.precision, case.compile_backend,
                             case.channels_last, options.reference, devices.select("cpu")[0],
@@ -83,6 +86,26 @@ def _check_case_here(case: Case, options: CheckOptions, devices: DeviceSet) -> C
         result.traceback = traceback.format_exc(limit=8)
         parity = {"verdict": "failed", "error": result.error}
     result.parity = Parity.from_dict(parity, "parity")
+    return result
+
+
+def _check_generation(case: Case, options: CheckOptions, result: CaseResult) -> CaseResult:
+    """``check --mode generate``: the same weights and prompt decoded greedily on the candidate
+    and on the CPU in fp64; the verdict names the first position where the tokens differ."""
+    from accelbench.parity.generation import run_generation_check
+
+    precision = get_precision(case.precision)
+    workload = get_workload_class(case.workload)(options.run.size)
+    with precision_settings(precision, case.device):
+        verdict = run_generation_check(
+            workload, workload.build_model, case.device, precision,  # type: ignore[arg-type]
+            batch_size=case.batch_size, prompt_len=case.prompt_len, new_tokens=case.new_tokens,
+            seed=options.run.seed)
+    result.generation = {"parity": verdict.to_dict()}
+    result.parity = Parity.from_dict({"verdict": verdict.verdict, "error": verdict.error}, "parity")
+    result.stop_rule = f"{case.new_tokens} greedy tokens (parity)"
+    if verdict.verdict not in ("pass", "drift"):
+        result.status, result.error = "failed", verdict.message or verdict.error
     return result
 
 

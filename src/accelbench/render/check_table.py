@@ -7,7 +7,7 @@ from rich.table import Table
 
 from accelbench.parity.shown import judged_label, verdict_of
 from accelbench.render.table import config_label
-from accelbench.results import Parity, RunRecord
+from accelbench.results import CaseResult, Parity, RunRecord
 
 _COLOURS = {"pass": "green", "drift": "yellow", "diverged": "red", "non-finite": "red",
             "inconclusive": "yellow", "failed": "red"}
@@ -22,6 +22,14 @@ def _detail(text: str) -> str:
 
 def _number(value: float | None) -> str:
     return "" if value is None else f"{value:.2e}"
+
+
+def _generation_detail(case: CaseResult) -> str:
+    """``check --mode generate``: what the verdict rests on (the tokens compared, the logits)."""
+    parity = (case.generation or {}).get("parity")
+    if not parity:
+        return ""
+    return str(parity.get("message") or "")
 
 
 def check_table(record: RunRecord) -> Table:
@@ -44,7 +52,7 @@ def check_table(record: RunRecord) -> Table:
             # Past the judged steps the output is reported, not judged: in parentheses.
             f"({output})" if judged and output else output,
             f"{tolerance.passed:g}/{tolerance.drift:g}" if tolerance else "",
-            escape(_detail(case.error)),
+            escape(_detail(case.error or _generation_detail(case))),
         )
     if any(judged_label(case.parity) for case in record.cases):
         table.caption = ("judged steps: those before the reference, re-run with a rounding of the "

@@ -50,10 +50,12 @@ def rate_cell(case: CaseResult) -> str:
     """Median samples/s ± the wider side of its 95% CI in percent (the interval is asymmetric:
     --wide and the result file have both ends), breakable so the column stays narrow."""
     rate, ci = case.throughput(), case.throughput_ci()
+    tokens = case.tokens_per_s()
+    per_token = f"\n{format_rate(tokens)} tok/s" if tokens else ""
     if not rate or not ci:
-        return f"{format_rate(rate)} ±n/a"
+        return f"{format_rate(rate)} ±n/a{per_token}"
     half = max(rate - ci[0], ci[1] - rate) / rate
-    return f"{format_rate(rate)} ±{half * 100:.1f}%"
+    return f"{format_rate(rate)} ±{half * 100:.1f}%{per_token}"
 
 
 def ci_cell(case: CaseResult) -> str:

@@ -28,7 +28,11 @@ from accelbench.results.records import CaseResult
 KEY_DEFAULTS: dict[str, Any] = {
     "workload": "", "workload_version": 1, "mode": "", "batch_size": 0, "precision": "fp32",
     "compile_backend": "", "channels_last": False, "data": "synthetic", "size": "published",
+    "prompt_len": 0, "new_tokens": 0,
 }
+#: Key fields added later: left out of the stored key string at their default, so that a run
+#: stored before they existed keeps its key (the history matches runs on it).
+_OMITTED_AT_DEFAULT = ("prompt_len", "new_tokens")
 KEY_FIELDS = tuple(KEY_DEFAULTS)
 
 CaseLike = CaseResult | Mapping[str, Any]
@@ -49,7 +53,11 @@ def comparability_key(case: CaseLike) -> tuple[Any, ...]:
 
 def key_json(case: CaseLike) -> str:
     """The key as a stable string, for the history's ``config_key`` column."""
-    return json.dumps(dict(zip(KEY_FIELDS, comparability_key(case), strict=True)), sort_keys=True)
+    fields = dict(zip(KEY_FIELDS, comparability_key(case), strict=True))
+    for name in _OMITTED_AT_DEFAULT:
+        if fields[name] == KEY_DEFAULTS[name]:
+            del fields[name]
+    return json.dumps(fields, sort_keys=True)
 
 
 def incomparable_reasons(a: CaseLike, b: CaseLike) -> list[str]:

@@ -68,6 +68,12 @@ class _CaseHead:
     stop_rule: str = ""
     dataset_size: int = 0
     steps_per_epoch: int = 0
+    #: Generation cases (mode "generate"): prompt and new tokens per sequence; 0 otherwise.
+    prompt_len: int = 0
+    new_tokens: int = 0
+    #: Decoders' training and eval: tokens in one sample (its sequence), so tokens/s = samples/s
+    #: x this; None where a sample is not tokens.
+    tokens_per_sample: int | None = None
 
 
 # A dataclass lists its bases' fields from the last base to the first, then its own: the head,
@@ -90,6 +96,9 @@ class CaseResult(Timing, _CaseHead):
     sensors: Sensors | None = None
     scale: ScaleFigures | None = None
     profile: Profile | None = None
+    #: Mode "generate": the figures of measure/generation.py (GenerationFigures.to_dict(): time
+    #: to first token, prefill and decode tokens/s, inter-token latency, KV cache, bytes/token).
+    generation: dict[str, Any] | None = None
     #: The global numeric switches in force (TF32, cuDNN benchmark, determinism: precision.py).
     backend_flags: dict[str, str | bool] = field(default_factory=dict)
     # --- how the case ran or failed ---------------------------------------------------------------
@@ -123,6 +132,11 @@ class CaseResult(Timing, _CaseHead):
         """Samples per second at the median step time (the typical steady-state rate)."""
         summary = self.summary()
         return self.batch_size / summary.median if summary else None
+
+    def tokens_per_s(self) -> float | None:
+        """Training and eval of a decoder: tokens per second (samples/s x sequence length)."""
+        rate = self.throughput()
+        return rate * self.tokens_per_sample if rate and self.tokens_per_sample else None
 
     def throughput_ci(self) -> tuple[float, float] | None:
         summary = self.summary()
@@ -196,6 +210,7 @@ class CaseResult(Timing, _CaseHead):
             "stats": summary.to_dict() if summary else None,
             "throughput_samples_per_s": self.throughput(),
             "throughput_ci": self.throughput_ci(),
+            "throughput_tokens_per_s": self.tokens_per_s(),
             "epoch_time_s": epoch[0] if epoch else None,
             "epoch_time_ci": [epoch[1], epoch[2]] if epoch else None,
             "epoch_time_kind": epoch[3] if epoch else None,

@@ -27,6 +27,15 @@ from accelbench.errors import UsageError
 SIZES = ("published", "tiny")
 #: The modes a workload can run in (here, beside SIZES, so option parsing needs no torch).
 MODES = ("train", "eval")
+#: A decoder (a workload with the generation contract, base.GENERATION) also generates: greedy
+#: decoding with a key/value cache, timed as prefill then per-token decode.
+GENERATE = "generate"
+#: What ``--mode`` takes.
+RUN_MODES = (*MODES, GENERATE)
+#: A generation case's prompt (or the model's context minus the new tokens, when shorter) and
+#: its new tokens, when not given.
+DEFAULT_PROMPT_LEN = 512
+DEFAULT_NEW_TOKENS = 128
 
 
 @dataclass(frozen=True)
