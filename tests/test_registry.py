@@ -74,3 +74,24 @@ def test_unknown_and_malformed_names_are_one_line_usage_errors() -> None:
     with pytest.raises(UsageError, match=r"^'torchvision:' names no model; write e.g. torchvision:NAME$"):
         catalogue.match_workloads(["torchvision:"])
     assert catalogue.match_workloads(["mnist", "m*", "vae"]) == ["mnist", "vae"]
+
+
+def test_a_workload_file_cannot_take_a_builtin_name(tmp_path: Path) -> None:
+    """Built-ins load one module at a time, so a file's class under a built-in's name was the
+    workload until something listed every name, and the built-in after that: a parent that listed
+    names and its worker processes, which do not, ran different models under one name."""
+    path = tmp_path / "clash.py"
+    path.write_text("import torch\n"
+                    "import accelbench\n\n"
+                    "@accelbench.register\n"
+                    "class Mine(accelbench.Workload):\n"
+                    "    name = 'mnist'\n"
+                    "    modes = ('eval',)\n"
+                    "    default_batch_size = dataset_size = {'eval': 2}\n"
+                    "    def build_model(self): return torch.nn.Linear(2, 2)\n"
+                    "    def make_batches(self, mode, batch_size, options): return [(torch.zeros(2, 2),)]\n"
+                    "    def eval_step(self, model, batch): return model(batch[0]).sum()\n")
+    with pytest.raises(UsageError, match=r"clash\.py \(line \d+\): workload class Mine takes the name "
+                                         r"'mnist' of a built-in workload; choose another name$"):
+        catalogue.load_workload_file(path)
+    assert catalogue.get_workload_class("mnist").__module__ == "accelbench.workloads.mnist"
