@@ -34,7 +34,7 @@ from accelbench.engine.repeat import DEFAULT_REPEATS
 from accelbench.engine.runner import run_with_auto_batch
 from accelbench.options import RunOptions, StopRule
 from accelbench.results.process import process_figure
-from accelbench.workloads.userfile import load_workload_file
+from accelbench.workloads.catalogue import load_workload_file
 
 PROCESS_STATISTIC = "p10"  # what compare judges: repeat.process_figure
 FACTOR_VARIABLE = "ACCELBENCH_PLANTED_FACTOR"

@@ -14,8 +14,8 @@ from torch import nn
 from accelbench.workloads import get_workload_class
 from accelbench.workloads.base import GENERATION, Workload, WorkloadContractError, check_contract, generates
 from accelbench.workloads.decoder import Decoder, DecoderConfig, greedy_generate, rope_frequencies
+from accelbench.workloads.facts import model_facts
 from accelbench.workloads.language_model import DecoderLM
-from accelbench.workloads.named.facts import model_facts
 
 DECODERS = ("nanogpt-char", "gpt2", "llama-1b")
 

@@ -9,7 +9,7 @@ import pytest
 
 from accelbench.cli import main
 from accelbench.workloads import get_workload_class, workload_names
-from accelbench.workloads.named.facts import clear_facts_cache
+from accelbench.workloads.facts import clear_facts_cache
 
 FIELDS = {"name", "description", "source", "parameters", "forward_flops_per_sample", "flops_per_sample",
           "torchvision", "default_batch_size", "input_shape", "dataset_size", "modes", "available",

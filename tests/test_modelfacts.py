@@ -10,9 +10,9 @@ import torchvision
 
 from accelbench.devices import DeviceSet
 from accelbench.measure import peak
+from accelbench.workloads import facts as modelfacts
 from accelbench.workloads import get_workload_class
-from accelbench.workloads.named import facts as modelfacts
-from accelbench.workloads.named.facts import (
+from accelbench.workloads.facts import (
     TORCHVISION_LABEL,
     flops_per_sample,
     model_facts,

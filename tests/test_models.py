@@ -11,7 +11,7 @@ import pytest
 
 import accelbench
 from accelbench.errors import UsageError
-from accelbench.workloads.catalogue import match_models, resolve
+from accelbench.workloads.catalogue import match_models, resolve_model
 from accelbench.workloads.named.named import version_number
 
 
@@ -27,26 +27,26 @@ def config_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_input_shapes_and_classes_come_from_the_models_own_config() -> None:
     pytest.importorskip("timm")
-    timm_resnet = resolve("timm:resnet18")
+    timm_resnet = resolve_model("timm:resnet18")
     assert timm_resnet.input_shape == (3, 224, 224) and timm_resnet.classes == 1000
     assert timm_resnet("tiny").image_shape() == (3, 64, 64)  # a CNN accepts a smaller image
     import timm
 
     assert timm_resnet.version == version_number(timm.__version__)
-    assert resolve("timm:resnet10t").input_shape == (3, 176, 176)  # timm's own input_size
-    vit = resolve("torchvision:vit_b_16")
+    assert resolve_model("timm:resnet10t").input_shape == (3, 176, 176)  # timm's own input_size
+    vit = resolve_model("torchvision:vit_b_16")
     assert vit.input_shape == (3, 224, 224) and vit.classes == 1000
     assert vit("tiny").image_shape() == (3, 224, 224)  # fixed position embeddings: keeps 224
-    assert resolve("torchvision:inception_v3").input_shape == (3, 299, 299)
+    assert resolve_model("torchvision:inception_v3").input_shape == (3, 299, 299)
     assert vit.torchvision_weights == "ViT_B_16_Weights.IMAGENET1K_V1"  # for `list`'s published GMACs
 
 
 def test_hf_heads_follow_the_config(config_folder: Path) -> None:
-    bert = resolve("hf:bert")
+    bert = resolve_model("hf:bert")
     assert (bert.task, bert.input_shape, bert.config.vocab_size) == ("sequence-classification", (128,), 30522)
-    assert resolve("hf:gpt2").task == "causal-lm"
-    assert resolve("hf:vit").task == "image-classification"
-    folder = resolve(f"hf:{config_folder}")
+    assert resolve_model("hf:gpt2").task == "causal-lm"
+    assert resolve_model("hf:vit").task == "image-classification"
+    folder = resolve_model(f"hf:{config_folder}")
     assert (folder.task, folder.architecture) == ("masked-lm", "BertForMaskedLM")
     assert folder.config.hidden_size == 32
 
@@ -89,19 +89,19 @@ def test_wildcards_expand_through_the_library() -> None:
 def test_bad_names_are_usage_errors(name: str, message: str) -> None:
     pytest.importorskip("timm")
     with pytest.raises(UsageError, match=message):
-        resolve(name)
+        resolve_model(name)
 
 
 def test_a_hub_config_that_cannot_be_had_offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(UsageError, match="cannot load the config of 'no-org/no-model'.*config.json"):
-        resolve("hf:no-org/no-model")
+        resolve_model("hf:no-org/no-model")
 
 
 def test_a_missing_library_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "timm", None)  # import timm now raises ImportError
     with pytest.raises(UsageError, match=r"pip install 'accelbench\[timm\]'"):
-        resolve("timm:resnet18")
+        resolve_model("timm:resnet18")
 
 
 def test_cli_bad_model_name_is_one_line_exit_2(cli) -> None:

@@ -54,7 +54,7 @@ def test_plan_expands_precisions_backends_and_devices() -> None:
 
 
 def test_achieved_flops_and_fraction_of_the_measured_peak() -> None:
-    from accelbench.workloads.named.facts import flops_per_sample
+    from accelbench.workloads.facts import flops_per_sample
 
     devices = DeviceSet.current()
     options = tiny(stop=StopRule("steps", 3))

@@ -10,7 +10,7 @@ from test_cli import assert_one_line_error
 
 import accelbench
 from accelbench.errors import UsageError
-from accelbench.workloads.userfile import load_workload_file
+from accelbench.workloads.catalogue import load_workload_file
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "my_model.py"

@@ -25,7 +25,7 @@ def add_parser(subparsers: Any) -> None:
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
     from accelbench.render.list_table import facts_table, notes
     from accelbench.workloads import match_workloads, workload_names
-    from accelbench.workloads.named.facts import model_facts  # torch: only to run the command
+    from accelbench.workloads.facts import model_facts  # torch: only to run the command
 
     names = match_workloads(args.patterns) if args.patterns else workload_names()
     facts = [model_facts(name) for name in names]

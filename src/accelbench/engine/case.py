@@ -168,7 +168,7 @@ def prepare_worker(options: RunOptions) -> None:
     """A worker process sees the parent's user workloads and thread count."""
     from pathlib import Path
 
-    from accelbench.workloads.userfile import load_workload_file
+    from accelbench.workloads.catalogue import load_workload_file
 
     for path in options.workload_files:
         load_workload_file(Path(path))

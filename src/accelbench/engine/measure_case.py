@@ -118,7 +118,7 @@ def achieved_flops(result: CaseResult, device: Device, precision: Precision) -> 
     TF32 products, amp-bf16 against bf16 autocast). The peak used is stored with the figures
     (value, settings, when measured); a case that beats the cached peak has it measured again."""
     from accelbench.measure.peak import peak_figure
-    from accelbench.workloads.named.facts import flops_per_sample
+    from accelbench.workloads.facts import flops_per_sample
 
     dtype = precision.autocast_dtype or precision.param_dtype
     figures: dict[str, Any] = {"peak_dtype": str(dtype).removeprefix("torch."),

@@ -160,8 +160,8 @@ def select_workloads(patterns: str | Sequence[str] | None, suite: str | None,
     """(workload names, whether they were named): names or wildcards, else the workloads the
     files register, else the suite (default: the quick one). Loads the files."""
     from accelbench.workloads import match_workloads, workload_names
+    from accelbench.workloads.catalogue import load_workload_file
     from accelbench.workloads.suites import DEFAULT_SUITE, suite_workloads
-    from accelbench.workloads.userfile import load_workload_file
 
     chosen = names(patterns or (), "workloads")
     if chosen and suite:
@@ -228,7 +228,7 @@ def check_data(options: RunOptions) -> None:
 def load_workload_files(options: RunOptions) -> RunOptions:
     """RunOptions made by hand name their workload files; load them here as build_run_options
     does, so their workloads are registered in this process."""
-    from accelbench.workloads.userfile import load_workload_file
+    from accelbench.workloads.catalogue import load_workload_file
 
     for path in options.workload_files:
         load_workload_file(Path(path))

@@ -6,7 +6,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from accelbench.workloads.named.facts import TORCHVISION_LABEL, ModelFacts
+from accelbench.workloads.facts import TORCHVISION_LABEL, ModelFacts
 
 
 def _si(value: float | None) -> str:

@@ -101,8 +101,7 @@ def _run(spec: dict[str, Any], rank: int, local_rank: int) -> dict[str, Any]:
     from accelbench.measure.trackers import MemoryTracker
     from accelbench.options import StopRule
     from accelbench.scale.backends import rank_device
-    from accelbench.workloads.catalogue import get_workload_class
-    from accelbench.workloads.userfile import load_workload_file
+    from accelbench.workloads.catalogue import get_workload_class, load_workload_file
 
     for path in spec["workload_files"]:
         load_workload_file(Path(path))

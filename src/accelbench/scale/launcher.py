@@ -50,8 +50,7 @@ from accelbench.scale.backends import (
     fsdp_unavailable_reason,
 )
 from accelbench.scale.ddp_worker import ALL_RANKS_FILE
-from accelbench.workloads.catalogue import get_workload_class
-from accelbench.workloads.userfile import load_workload_file
+from accelbench.workloads.catalogue import get_workload_class, load_workload_file
 
 #: Collectives in a rank give up this long after --timeout: the launcher's kill comes first; the
 #: process-group timeout only backstops ranks it cannot reach (those on other nodes).

@@ -12,8 +12,8 @@ from typing import Any
 
 from accelbench.workloads.presets import MODES, SIZES, Preset
 
-_FROM_BASE = ("DataOptions", "Workload", "register")
-_FROM_CATALOGUE = ("get_workload_class", "match_workloads", "workload_names")
+_FROM_BASE = ("Workload", "register")
+_FROM_CATALOGUE = ("get_workload_class", "load_workload_file", "match_workloads", "workload_names")
 
 __all__ = ["MODES", "SIZES", "Preset", *_FROM_BASE, *_FROM_CATALOGUE]
 

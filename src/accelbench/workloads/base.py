@@ -228,4 +228,10 @@ def register(cls: type[Workload]) -> type[Workload]:
     """Class decorator: ``@register`` adds a workload to the registry under ``cls.name``, after
     checking that it defines every method its modes need."""
     check_contract(cls)
+    builtin = registry.BUILTIN.get(cls.name)
+    # Built-ins load one module at a time: a class of another module under a built-in's name would
+    # be replaced whenever that module loads, so a parent and its workers could differ.
+    if builtin is not None and cls.__module__ != builtin:
+        raise WorkloadContractError(f"workload class {cls.__name__} takes the name {cls.name!r} of a "
+                                    "built-in workload; choose another name")
     return registry.add(cls)

@@ -12,10 +12,12 @@ from __future__ import annotations
 import fnmatch
 import importlib
 from collections.abc import Sequence
+from pathlib import Path
 
 from accelbench.errors import UsageError
 from accelbench.workloads import registry
 from accelbench.workloads.base import Workload, register
+from accelbench.workloads.userfile import run_user_file
 
 
 def load_builtin() -> None:
@@ -80,3 +82,17 @@ def match_workloads(patterns: Sequence[str]) -> list[str]:
                              f"{registry.MODEL_NAME_HINT}")
         chosen.extend(h for h in hits if h not in chosen)
     return chosen
+
+
+def load_workload_file(path: Path) -> list[str]:
+    """Execute a user's workload file and return the names of the workloads it registered."""
+    path = Path(path)
+    before = set(registry.registered())
+    module_name = run_user_file(path, "workload file")
+    # A file loaded again registers nothing new: its names are then those its classes came from.
+    added = sorted(set(registry.registered()) - before) or sorted(
+        name for name, cls in registry.registered().items() if cls.__module__ == module_name)
+    if not added:
+        raise UsageError(f"workload file {path} registers no workload; decorate a subclass of "
+                         "accelbench.Workload with @accelbench.register")
+    return added

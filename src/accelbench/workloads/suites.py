@@ -25,7 +25,7 @@ DEFAULT_SUITE = "quick"
 
 def suite_workloads(name: str) -> tuple[str, ...]:
     if name == "full":
-        from accelbench.workloads import workload_names
+        from accelbench.workloads.catalogue import workload_names
 
         return tuple(workload_names())
     try:

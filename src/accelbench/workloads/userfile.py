@@ -1,5 +1,6 @@
-"""Load a user's Python file: workloads (``--workload-file``, registered with @register) or probe
-features (``probe --feature-file``, registered with ``register_feature``)."""
+"""Run a user's Python file: workloads (``--workload-file``, registered with @register and
+loaded by ``catalogue.load_workload_file``) or probe features (``probe --feature-file``,
+registered with ``register_feature``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import traceback
 from pathlib import Path
 
 from accelbench.errors import UsageError
-from accelbench.workloads import registry
 
 
 def run_user_file(path: Path, what: str) -> str:
@@ -37,19 +37,6 @@ def run_user_file(path: Path, what: str) -> str:
         raise UsageError(f"{what} {path}: {type(error).__name__} while importing"
                          f"{line}: {error}") from None
     return module_name
-
-
-def load_workload_file(path: Path) -> list[str]:
-    """Execute ``path`` and return the names of the workloads it registered."""
-    path = Path(path)
-    before = set(registry.registered())
-    module_name = run_user_file(path, "workload file")
-    added = sorted(set(registry.registered()) - before) or sorted(
-        name for name, cls in registry.registered().items() if cls.__module__ == module_name)
-    if not added:
-        raise UsageError(f"workload file {path} registers no workload; decorate a subclass of "
-                         "accelbench.Workload with @accelbench.register")
-    return added
 
 
 def _user_line(frames: traceback.StackSummary, path: Path) -> str:
