@@ -143,3 +143,55 @@ def test_check_generate_passes_in_bf16_and_fails_on_a_planted_fault(cli, tmp_pat
         assert case["status"] == "failed" and verdict["verdict"] == "diverged"
         assert verdict["position"] is not None and verdict["candidate_token"] == 3
         assert "diverged" in done.stdout
+
+
+def _small_llama(folder: Path) -> str:
+    transformers = pytest.importorskip("transformers")
+    transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                             num_attention_heads=4, num_key_value_heads=2, vocab_size=128,
+                             max_position_embeddings=64).save_pretrained(folder)
+    return f"hf:{folder}"
+
+
+def test_a_small_llama_from_a_folder_generates_what_transformers_generates(tmp_path: Path) -> None:
+    """hf: causal LMs generate through transformers' own cache: the same greedy tokens as the
+    library's generate(), and a generation case measures them."""
+    import torch
+
+    from accelbench.engine.measure_case import run_case
+    from accelbench.parity.generation import greedy_with_logits
+    from accelbench.workloads.catalogue import get_workload_class
+
+    name = _small_llama(tmp_path / "llama")
+    workload = get_workload_class(name)("tiny")
+    assert workload.context_length() == 64
+    torch.manual_seed(0)
+    model = workload.build_model().eval()
+    prompt = workload.make_prompt(2, 6, seed=1)
+    with torch.no_grad():
+        ours, _ = greedy_with_logits(workload, model, prompt, 5)
+        theirs = model.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False,
+                                max_new_tokens=5, min_new_tokens=5, pad_token_id=0)
+    assert torch.equal(ours, theirs[:, 6:])
+    # KV bytes: 2 (K and V) x 2 layers x batch 2 x 11 positions x 2 KV heads x 16 dims x 4 bytes
+    assert workload.kv_cache_bytes(2, 11, torch.float32) == 2 * 2 * 2 * 11 * 2 * 16 * 4
+
+    options = RunOptions(workloads=(name,), modes=("generate",), size="tiny", prompt_lens=(6,),
+                         new_tokens=(4,), isolation="none", warmup_steps=0)
+    (case,) = plan(options, DeviceSet.current())
+    result = run_case(case, options)
+    assert result.ok, result.error
+    assert result.generation["decode_tokens_per_s"] > 0 and len(result.generation["rounds"]) == 3
+
+
+def test_hf_gpt2_generates_through_the_cli(cli, tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    out = tmp_path / "gpt2.json"
+    done = cli("run", "hf:gpt2", "--size", "tiny", "--device", "cpu", "--mode", "generate",
+               "--prompt-len", "8", "--new-tokens", "3", "--steps", "1", "--warmup", "0",
+               "--quiet", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    (case,) = json.loads(out.read_text())["cases"]
+    assert case["status"] == "ok" and case["generation"]["new_tokens"] == 3
+    # GPT-2 small: 12 layers x 12 heads x 64 dims, K and V, 11 positions, fp32
+    assert case["generation"]["kv_cache_bytes"] == 2 * 12 * 1 * 11 * 12 * 64 * 4

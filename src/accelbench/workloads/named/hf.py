@@ -151,6 +151,41 @@ class HFModel(Workload):
         return self._loss(model, batch)
 
 
+class HFCausalLM(HFModel):
+    """A causal language model also generates (the workload contract's generation methods), with
+    transformers' own key/value cache (``past_key_values``: a cache that grows by one position a
+    token, as ``generate()`` uses by default)."""
+
+    positions: ClassVar[int]
+
+    def tokens_per_sample(self, mode: str) -> int:
+        return self.preset.seq_len
+
+    def context_length(self) -> int:
+        return self.positions
+
+    def make_prompt(self, batch_size: int, prompt_len: int, seed: int) -> torch.Tensor:
+        generator = torch.Generator().manual_seed(seed)
+        return torch.randint(1, self.config.vocab_size, (batch_size, prompt_len), generator=generator)
+
+    def prefill(self, model: nn.Module, prompt: torch.Tensor,
+                max_len: int) -> tuple[torch.Tensor, object]:
+        out = model(input_ids=prompt, use_cache=True)
+        return out.logits[:, -1, :], out.past_key_values
+
+    def decode_step(self, model: nn.Module, tokens: torch.Tensor,
+                    cache: object) -> tuple[torch.Tensor, object]:
+        out = model(input_ids=tokens[:, None], past_key_values=cache, use_cache=True)
+        return out.logits[:, -1, :], out.past_key_values
+
+    def kv_cache_bytes(self, batch_size: int, max_len: int, dtype: torch.dtype) -> int:
+        config = self.config
+        heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+        head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        item = torch.empty((), dtype=dtype).element_size()
+        return 2 * config.num_hidden_layers * batch_size * max_len * heads * head_dim * item
+
+
 def resolve(spec: str) -> type[HFModel]:
     transformers = _transformers()
     config = load_config(spec)
@@ -162,8 +197,9 @@ def resolve(spec: str) -> type[HFModel]:
                     or getattr(config, "n_positions", None) or PUBLISHED_SEQ_LEN)
     shape = (config.num_channels, config.image_size, config.image_size) if image else (
         min(PUBLISHED_SEQ_LEN, positions),)
-    return type(f"HF_{spec}", (HFModel,), dict(
-        config=config, task=task, architecture=architecture, input_shape=shape,
+    base = HFCausalLM if task == "causal-lm" else HFModel
+    return type(f"HF_{spec}", (base,), dict(
+        config=config, task=task, architecture=architecture, input_shape=shape, positions=positions,
         presets=hf_presets(IMAGENET_SIZES if image else SST2_SIZES, None if image else positions),
         version=version_number(transformers.__version__),
         description=f"transformers {architecture or config.model_type} {task} from "
