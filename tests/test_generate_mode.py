@@ -195,3 +195,35 @@ def test_hf_gpt2_generates_through_the_cli(cli, tmp_path: Path) -> None:
     assert case["status"] == "ok" and case["generation"]["new_tokens"] == 3
     # GPT-2 small: 12 layers x 12 heads x 64 dims, K and V, 11 positions, fp32
     assert case["generation"]["kv_cache_bytes"] == 2 * 12 * 1 * 11 * 12 * 64 * 4
+
+
+def test_the_last_level_cache_is_read_from_sysfs(tmp_path: Path) -> None:
+    from accelbench.devices.cpuinfo import last_level_cache_bytes
+
+    for index, size in (("index0", "48K"), ("index2", "2048K"), ("index3", "32M")):
+        (tmp_path / index).mkdir()
+        (tmp_path / index / "size").write_text(size + "\n")
+    assert last_level_cache_bytes(tmp_path) == 32 * 1024**2
+    assert last_level_cache_bytes(tmp_path / "missing") is None
+
+
+def test_decode_bandwidth_is_held_against_the_roofline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above the measured bandwidth is a measurement error unless the bytes fit in the last-level
+    cache; without a measured roofline the case says how to get one."""
+    from types import SimpleNamespace
+
+    from accelbench.engine import measure_case
+    from accelbench.measure import roofline
+
+    cpu = DeviceSet.current().select("cpu")[0]
+    figures = SimpleNamespace(effective_bandwidth_bytes_per_s=30e9, bytes_per_step=10**6)
+    monkeypatch.setattr(roofline, "cached_bandwidth", lambda device: None)
+    assert "run accelbench roofline" in measure_case._decode_against_bandwidth(
+        cpu, figures)["bandwidth_verdict"]
+    monkeypatch.setattr(roofline, "cached_bandwidth", lambda device: 10e9)
+    judged = measure_case._decode_against_bandwidth(cpu, figures)
+    assert judged["bandwidth_share"] == pytest.approx(3.0)
+    fits = (judged["last_level_cache_bytes"] or 0) >= 10**6
+    assert ("last-level cache" if fits else "measurement error") in judged["bandwidth_verdict"]
+    big = SimpleNamespace(effective_bandwidth_bytes_per_s=30e9, bytes_per_step=10**12)
+    assert "measurement error" in measure_case._decode_against_bandwidth(cpu, big)["bandwidth_verdict"]

@@ -50,6 +50,19 @@ def parse_parallel_info(text: str) -> dict[str, Any]:
     return facts
 
 
+def last_level_cache_bytes(caches: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> int | None:
+    """The largest cache of CPU 0 (sysfs ``indexN/size``, e.g. "32768K"); None where unreadable."""
+    units = {"K": 1024, "M": 1024**2, "G": 1024**3}
+    sizes = []
+    for entry in caches.glob("index*/size"):
+        try:
+            text = entry.read_text().strip()
+            sizes.append(int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text))
+        except (OSError, ValueError, IndexError):
+            continue
+    return max(sizes) if sizes else None
+
+
 def cpu_info() -> dict[str, Any]:
     import torch
 
@@ -63,6 +76,7 @@ def cpu_info() -> dict[str, Any]:
         "memory_free_bytes": psutil.virtual_memory().available,
         "onednn_available": bool(torch.backends.mkldnn.is_available()),
         "openmp_available": bool(torch.backends.openmp.is_available()),
+        "last_level_cache_bytes": last_level_cache_bytes(),
     }
     info.update(parse_parallel_info(torch.__config__.parallel_info()))
     return info

@@ -108,6 +108,7 @@ class CudaAdapter(DeviceAdapter):
             "memory_total_bytes": int(props.total_memory),
             "compute_capability": f"{props.major}.{props.minor}",
             "multiprocessors": getattr(props, "multi_processor_count", None),
+            "last_level_cache_bytes": getattr(props, "L2_cache_size", None),
             "cuda_version": cuda_version,
             "hip_version": hip_version,
         }

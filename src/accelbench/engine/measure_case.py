@@ -198,7 +198,7 @@ def _measure_generation(case: Case, workload: Workload, options: RunOptions,
                 workload, model, case.device, batch_size=case.batch_size,  # type: ignore[arg-type]
                 prompt_len=case.prompt_len, new_tokens=case.new_tokens, rounds=rounds,
                 warmup_rounds=warmup, seed=options.seed)
-    result.generation = figures.to_dict()
+    result.generation = {**figures.to_dict(), **_decode_against_bandwidth(case.device, figures)}
     steps = figures.decode_steps
     per_token = figures.token_times_s
     result.step_times = per_token or ([r.decode_s / steps for r in figures.rounds] if steps
@@ -206,6 +206,27 @@ def _measure_generation(case: Case, workload: Workload, options: RunOptions,
     result.warmup_steps = warmup
     result.time_to_first_step_s = figures.ttft_s
     _record_memory(result, memory)
+
+
+def _decode_against_bandwidth(device: Device, figures: Any) -> dict[str, Any]:
+    """Decoding reads every weight and the cache each step: its effective bandwidth as a share
+    of what ``accelbench roofline`` measured (above 100% is a measurement error unless the bytes
+    fit in the last-level cache)."""
+    from accelbench.measure.decode_bytes import judge_bandwidth
+    from accelbench.measure.roofline import cached_bandwidth
+
+    measured, effective = cached_bandwidth(device), figures.effective_bandwidth_bytes_per_s
+    if measured is None or not effective:
+        return {"bandwidth_share": None, "bandwidth_reference_bytes_per_s": measured,
+                "bandwidth_verdict": "no bandwidth measured on this device: run accelbench roofline"
+                if measured is None else "no decode steps"}
+    try:
+        cache = device.info().get("last_level_cache_bytes")
+    except Exception:  # describing the device is not worth losing the judgement over
+        cache = None
+    judged = judge_bandwidth(effective, measured, figures.bytes_per_step, cache)
+    return {"bandwidth_share": judged.share, "bandwidth_reference_bytes_per_s": measured,
+            "bandwidth_verdict": judged.verdict, "last_level_cache_bytes": cache}
 
 
 def _record_memory(result: CaseResult, memory: MemoryTracker) -> None:

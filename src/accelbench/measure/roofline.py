@@ -184,6 +184,14 @@ def _cached(device: Device) -> Roofline | None:
         return None
 
 
+def cached_bandwidth(device: Device) -> float | None:
+    """The memory bandwidth ``accelbench roofline`` measured for ``device`` (bytes/s), or None
+    when it has not been measured here (nothing is measured by asking)."""
+    cached = _cached(device)
+    value = cached.memory_bandwidth_bytes_per_s if cached is not None else None
+    return value if value is not None and value == value and value > 0 else None
+
+
 def _is_old(roofline: Roofline) -> bool:
     try:
         when = datetime.fromisoformat(roofline.measured_at)

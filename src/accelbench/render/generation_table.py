@@ -35,6 +35,10 @@ def generation_table(record: RunRecord) -> Table:
         itl = "windows" if windows else (f"{format_seconds(figures['itl_median_s'])}/"
                                          f"{format_seconds(figures['itl_p99_s'])}")
         bandwidth = format_bytes_rate(figures.get("effective_bandwidth_bytes_per_s"))
+        share = figures.get("bandwidth_share")
+        if share is not None:
+            flag = "!" if "measurement error" in str(figures.get("bandwidth_verdict")) else ""
+            bandwidth += f" {share:.0%}{flag}"
         table.add_row(label, shape, format_seconds(figures["ttft_s"]),
                       format_rate(figures["prefill_tokens_per_s"]),
                       format_rate(figures.get("decode_tokens_per_s")),
