@@ -10,6 +10,7 @@ from conftest_report import assert_one_line_error, case
 
 from accelbench.devices import DeviceSet
 from accelbench.engine import runner
+from accelbench.engine.case import plan
 from accelbench.engine.repeat import interleaved, merge_repeats
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions, StopRule
@@ -38,7 +39,7 @@ def test_run_plan_runs_each_case_once_per_round_and_keeps_every_process(monkeypa
     monkeypatch.setattr(runner, "new_record", lambda *a: RunRecord("r", "2025-01-01", "0"))
     options = RunOptions(modes=("train", "eval"), repeat=3, stop=StopRule("steps", 3))
     devices = DeviceSet.current()
-    cases = runner.plan(options, devices)
+    cases = plan(options, devices)
     saved: list[int] = []
     record = runner.run_plan(options, devices, cases, [], on_case=lambda r: saved.append(len(r.cases)))
     assert [mode for mode, _ in calls] == ["train", "eval"] * 3

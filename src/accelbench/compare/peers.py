@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from accelbench.reference.published import TF32_CAVEAT, EpochReference, epoch_references
-from accelbench.results.key import KEY_FIELDS
+from accelbench.results.key import KEY_DEFAULTS, KEY_FIELDS
 
 #: Below this many results of the user's device model, the verdict is "too few peers".
 MIN_PEERS = 5
@@ -208,7 +208,7 @@ def _published_key(ref: EpochReference, workload: str, kind: str) -> tuple[Any, 
     fields = {"workload": workload, "workload_version": 1, "mode": ref.mode,
               "batch_size": ref.batch_size, "precision": precision, "compile_backend": "",
               "channels_last": False, "data": "real", "size": "published"}
-    return tuple(fields[name] for name in KEY_FIELDS)
+    return tuple(fields.get(name, KEY_DEFAULTS[name]) for name in KEY_FIELDS)
 
 
 def published_peers(workload: str, mode: str, dataset_size: int) -> list[PeerResult]:
