@@ -334,7 +334,7 @@ def test_single_device_kinds_do_nothing_on_make_current() -> None:
 def test_a_case_makes_its_device_current_before_anything_touches_it(monkeypatch) -> None:
     """run_case makes the device current first: inline (--isolation none) and in the worker,
     which calls run_case."""
-    import accelbench.engine.runner
+    import accelbench.engine.measure_case
     from accelbench.engine.case import Case
     from accelbench.engine.measure_case import run_case
 
@@ -344,8 +344,8 @@ def test_a_case_makes_its_device_current_before_anything_touches_it(monkeypatch)
     def fake_measure(case: Any, *args: Any) -> None:
         seen.append(list(adapter.made_current))
 
-    monkeypatch.setattr(accelbench.engine.runner, "_measure", fake_measure)
-    monkeypatch.setattr(accelbench.engine.runner, "unsupported_reason", lambda device, precision: None)
+    monkeypatch.setattr(accelbench.engine.measure_case, "_measure", fake_measure)
+    monkeypatch.setattr(accelbench.engine.measure_case, "unsupported_reason", lambda device, precision: None)
     device = Device(adapter, "fake", 1)
     run_case(Case("mnist", "train", device, 4), _tiny(device="fake:1"))
     assert seen == [[1]]
@@ -490,7 +490,7 @@ def test_an_inline_probe_runs_with_its_device_current_and_restores_it() -> None:
 def _no_device_work(monkeypatch: pytest.MonkeyPatch, fake: Any, seen: list[tuple[str, int]]) -> None:
     """The runner's and check's device work replaced by a note of the current device (the fake
     GPUs cannot run torch): what ran where is what the test reads."""
-    import accelbench.engine.runner as runner
+    import accelbench.engine.measure_case as measure_case
     import accelbench.parity.check as check
 
     def measure(case: Any, *args: Any) -> None:
@@ -504,9 +504,9 @@ def _no_device_work(monkeypatch: pytest.MonkeyPatch, fake: Any, seen: list[tuple
         seen.append((f"parity {device.name}", fake.cuda.current))
         return {"verdict": "pass"}
 
-    monkeypatch.setattr(runner, "_measure", measure)
-    monkeypatch.setattr(runner, "achieved_flops", flops)
-    monkeypatch.setattr(runner, "unsupported_reason", lambda device, precision: None)
+    monkeypatch.setattr(measure_case, "_measure", measure)
+    monkeypatch.setattr(measure_case, "achieved_flops", flops)
+    monkeypatch.setattr(measure_case, "unsupported_reason", lambda device, precision: None)
     monkeypatch.setattr(check, "unsupported_reason", lambda device, precision: None)
     monkeypatch.setattr(check, "run_parity", parity)
 
