@@ -26,7 +26,6 @@ import signal
 import statistics
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +47,7 @@ from accelbench.scale.backends import (
     check_processes_fit,
     fsdp_unavailable_reason,
 )
-from accelbench.scale.ddp_worker import ALL_RANKS_FILE
+from accelbench.scale.ddp_worker import ALL_RANKS_FILE, RankSettings
 from accelbench.workloads.catalogue import get_workload_class, load_workload_file
 
 #: Collectives in a rank give up this long after --timeout: the launcher's kill comes first; the
@@ -74,6 +73,9 @@ class ScaleWork(CaseWork[int]):
         return world_skeleton(self.options, self.run_options, self.device, self.backend, nproc)
 
     def inline(self, nproc: int, progress: Progress | None) -> CaseResult:
+        raise NotImplementedError("a world size's ranks run only under torchrun")
+
+    def ranks(self, nproc: int, progress: Progress | None) -> CaseResult:
         return run_world_size(self.options, self.run_options, self.device, self.backend, nproc)
 
 
@@ -149,16 +151,14 @@ def run_world_size(options: ScaleOptions, run_options: RunOptions, device: Devic
         return result
     with tempfile.TemporaryDirectory(prefix="accelbench-scale-") as folder:
         out = Path(folder)
-        settings = {
-            "workload": options.workload, "size": options.size, "device": device.kind,
-            "backend": backend, "strategy": options.strategy, "batch_size": batch,
-            "warmup_steps": options.warmup_steps, "stop": asdict(options.stop),
-            "seed": options.seed, "threads": result.threads,
-            "workload_files": list(options.workload_files), "out_dir": str(out),
-            "pg_timeout_s": options.timeout + PG_TIMEOUT_MARGIN_S,
-            "cudnn_benchmark": options.cudnn_benchmark,
-        }
-        spec = WorkerSpec(RANK_WORKER, run_options.to_dict(), settings=settings)
+        settings = RankSettings(
+            workload=options.workload, size=options.size, device=device.kind, backend=backend,
+            strategy=options.strategy, batch_size=batch, warmup_steps=options.warmup_steps,
+            stop_kind=options.stop.kind, stop_value=options.stop.value, seed=options.seed,
+            threads=result.threads, workload_files=list(options.workload_files),
+            out_dir=str(out), pg_timeout_s=options.timeout + PG_TIMEOUT_MARGIN_S,
+            cudnn_benchmark=options.cudnn_benchmark)
+        spec = WorkerSpec.create(RANK_WORKER, run_options, settings=settings)
         (out / "spec.json").write_text(spec.to_json())
         command = torchrun_command(nproc, options.rendezvous.torchrun_args(), out / "spec.json")
         outcome = launch(command, _environment(result.threads), options.timeout, options.echo)
