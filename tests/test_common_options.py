@@ -84,6 +84,20 @@ def test_option_validation_imports_no_torch() -> None:
     assert done.stdout.strip() == "False"
 
 
+@pytest.mark.parametrize(("flags", "needle"), [
+    (["--isolation", "bogus"], "--isolation 'bogus' is unknown; allowed: process, none"),
+    (["--case-timeout", "0"], "--case-timeout must be positive, got 0"),
+])
+def test_probe_refuses_a_bad_isolation_or_timeout_before_probing(flags: list[str], needle: str,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """probe's options are validated like run's (they once went to the probe unchecked: an
+    unknown --isolation probed inline, a zero --case-timeout timed every worker out)."""
+    from accelbench.cli import main
+
+    assert main(["probe", "--device", "cpu", "--feature", "*conv*", "--skip-compile", *flags]) == 2
+    assert needle in capsys.readouterr().err
+
+
 def test_scale_quiet_writes_its_result_and_no_live_display(cli, tmp_path: Path) -> None:
     out = tmp_path / "scale.json"
     done = cli("scale", "mnist", "--size", "tiny", "--device", "cpu", "--nproc", "1", "--steps", "2",
