@@ -43,7 +43,7 @@ def test_option_parsing_imports_no_torch() -> None:
     code = ("import sys\n"
             "from accelbench.cli import COMMANDS, build_parser\n"
             "import accelbench.options, accelbench.options.values, accelbench.options.check\n"
-            "import accelbench.options.scale\n"
+            "import accelbench.options.probe, accelbench.options.scale\n"
             "from accelbench.workloads import registry\n"
             "assert 'mnist' in registry.builtin_names()\n"
             "for name in COMMANDS:\n"
