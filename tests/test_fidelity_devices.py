@@ -490,7 +490,7 @@ def test_an_inline_probe_runs_with_its_device_current_and_restores_it() -> None:
 def _no_device_work(monkeypatch: pytest.MonkeyPatch, fake: Any, seen: list[tuple[str, int]]) -> None:
     """The runner's and check's device work replaced by a note of the current device (the fake
     GPUs cannot run torch): what ran where is what the test reads."""
-    import accelbench.engine.measure_case as measure_case
+    import accelbench.engine.measure_case as runner
     import accelbench.parity.check as check
 
     def measure(case: Any, *args: Any) -> None:
@@ -504,9 +504,9 @@ def _no_device_work(monkeypatch: pytest.MonkeyPatch, fake: Any, seen: list[tuple
         seen.append((f"parity {device.name}", fake.cuda.current))
         return {"verdict": "pass"}
 
-    monkeypatch.setattr(measure_case, "_measure", measure)
-    monkeypatch.setattr(measure_case, "achieved_flops", flops)
-    monkeypatch.setattr(measure_case, "unsupported_reason", lambda device, precision: None)
+    monkeypatch.setattr(runner, "_measure", measure)
+    monkeypatch.setattr(runner, "achieved_flops", flops)
+    monkeypatch.setattr(runner, "unsupported_reason", lambda device, precision: None)
     monkeypatch.setattr(check, "unsupported_reason", lambda device, precision: None)
     monkeypatch.setattr(check, "run_parity", parity)
 
