@@ -14,9 +14,9 @@ import pytest
 from accelbench.engine.launch import torchrun_command
 from accelbench.engine.supervise import ChildOutcome
 from accelbench.errors import UsageError
+from accelbench.options.scale import Rendezvous
 from accelbench.results import CaseResult, ScaleFigures
 from accelbench.scale.launcher import (
-    Rendezvous,
     collect_ranks,
     fill_case,
     fill_efficiency,
@@ -195,8 +195,9 @@ def test_a_device_index_is_refused_before_any_device_is_looked_at(monkeypatch) -
     from fakes import fake_cuda_torch
 
     from accelbench.devices import DeviceSet, discover
+    from accelbench.options.scale import ScaleOptions
     from accelbench.scale import launcher
-    from accelbench.scale.launcher import ScaleOptions, run_scale
+    from accelbench.scale.launcher import run_scale
 
     def launched(*args: object, **kwargs: object) -> None:
         raise AssertionError("torchrun was started: its ranks would run on cuda:0 and cuda:1")

@@ -44,9 +44,14 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(execute=execute)
 
 
-def execute(args: argparse.Namespace, argv: list[str]) -> int:
+def options_from_args(args: argparse.Namespace) -> CheckOptions:
     run = build_run_options(args.workloads, args.device, args.mode, **groups.run_keywords(args))
-    options = CheckOptions(run=run, reference=args.reference, steps=args.steps)
+    return CheckOptions(run=run, reference=args.reference, steps=args.steps)
+
+
+def execute(args: argparse.Namespace, argv: list[str]) -> int:
+    options = options_from_args(args)
+    run = options.run
     if args.output:
         check_writable(args.output)
     if run.threads:

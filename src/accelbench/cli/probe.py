@@ -17,6 +17,7 @@ from accelbench.cli.common import add_saving_arguments
 from accelbench.cli.driven import run_driven
 from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
+from accelbench.options.probe import ProbeOptions
 from accelbench.results import RunRecord
 from accelbench.store.jsonfile import check_writable
 
@@ -61,29 +62,38 @@ def chosen_features(patterns: list[str] | None, skip_compile: bool) -> list[Feat
     return chosen
 
 
+def options_from_args(args: argparse.Namespace) -> ProbeOptions:
+    return ProbeOptions(device=args.device, feature_patterns=tuple(args.feature or ()),
+                        skip_compile=args.skip_compile,
+                        feature_files=tuple(str(path) for path in args.feature_file),
+                        isolation=args.isolation, case_timeout=args.case_timeout, debug=args.debug)
+
+
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
+    options = options_from_args(args)
     # torch: only once the command runs, not to build its parser
     from accelbench.probes.features import all_features
     from accelbench.probes.work import load_feature_file, probe_record
     from accelbench.render.probe_table import feature_list_table
 
-    for path in args.feature_file:
-        load_feature_file(path)
+    for path in options.feature_files:
+        load_feature_file(Path(path))
     if args.list:
         Console().print(feature_list_table(all_features()))
         return 0
     if args.output:
         check_writable(args.output)
-    features = chosen_features(args.feature, args.skip_compile)
+    features = chosen_features(list(options.feature_patterns) or None, options.skip_compile)
     devices = DeviceSet.current()
-    chosen = devices.select(args.device)
-    options = {"device": args.device, "features": [f.name for f in features],
-               "skip_compile": args.skip_compile, "isolation": args.isolation}
+    chosen = devices.select(options.device)
+    recorded = {"device": options.device, "features": [f.name for f in features],
+                "skip_compile": options.skip_compile, "isolation": options.isolation}
 
     def drive(on_case: Callable[[RunRecord], None]) -> RunRecord:
-        return probe_record(devices, chosen, features, ["accelbench", *argv], options,
-                            on_case=on_case, isolation=args.isolation, timeout=args.case_timeout,
-                            feature_files=args.feature_file, debug=args.debug, live=not args.quiet)
+        return probe_record(devices, chosen, features, ["accelbench", *argv], recorded,
+                            on_case=on_case, isolation=options.isolation,
+                            timeout=options.case_timeout, feature_files=options.feature_files,
+                            debug=options.debug, live=not args.quiet)
 
     return run_driven(drive, args.output, args.db, lambda record, saved: _show(
         record, saved, args.output, args.json), exit_code=lambda record: 0)

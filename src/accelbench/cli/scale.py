@@ -19,9 +19,9 @@ from accelbench.cli.common import (
 )
 from accelbench.cli.driven import run_driven
 from accelbench.options import DEFAULT_TIME_BUDGET_S
+from accelbench.options.scale import DEFAULT_TIMEOUT_S, Rendezvous, ScaleOptions
 from accelbench.options.values import stop_rule
 from accelbench.results import RunRecord
-from accelbench.scale import DEFAULT_TIMEOUT_S
 from accelbench.store.jsonfile import check_writable
 
 HELP = "how a workload's training scales over processes and machines"
@@ -72,9 +72,7 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(execute=execute)
 
 
-def options_from_args(args: argparse.Namespace) -> Any:
-    from accelbench.scale.launcher import Rendezvous, ScaleOptions
-
+def options_from_args(args: argparse.Namespace) -> ScaleOptions:
     stop = stop_rule(args.steps, args.time_budget)
     return ScaleOptions(
         workload=args.workload, nproc=args.nproc, device=args.device, stop=stop,

@@ -1,4 +1,5 @@
-"""The launcher axis: a subcommand's per-case work, run inline or in a worker process.
+"""The launcher axis: a subcommand's per-case work, run inline, in a worker process, or as ranks
+under torchrun.
 
 A subcommand plugs in a :class:`CaseWork`: how to run one case in this process, how to describe
 it to a worker (a JSON spec), and the result that names the case before anything ran (what a
@@ -130,7 +131,7 @@ class CaseWork(ABC, Generic[Item]):
     #: for work that runs only inline.
     worker: ClassVar[str] = ""
     #: "process": each case in a worker process; "none": inline, in this process; "torchrun":
-    #: the work's ``inline`` starts its ranks through :func:`in_torchrun` (scale).
+    #: the case's ranks under torchrun, started by the work's :meth:`ranks` (scale).
     isolation: str = "none"
     timeout: float = DEFAULT_CASE_TIMEOUT_S
     #: Write the worker's stderr to ours as it comes (--debug).
@@ -152,6 +153,11 @@ class CaseWork(ABC, Generic[Item]):
         """The case for a worker process (the worker function rebuilds it)."""
         raise NotImplementedError(f"{type(self).__name__} runs only inline")
 
+    def ranks(self, item: Item, progress: Progress | None) -> CaseResult:
+        """Run the case's ranks under torchrun (:func:`torchrun_command` and :func:`in_torchrun`
+        with the work's spec) and make one result of their reports."""
+        raise NotImplementedError(f"{type(self).__name__} does not run under torchrun")
+
     def interrupted(self, item: Item, error: str) -> Any:
         """What the record keeps of a case a signal stopped (None: nothing)."""
         result = self.skeleton(item)
@@ -171,4 +177,6 @@ class CaseWork(ABC, Generic[Item]):
         if self.isolation == "process":
             return in_worker(self.spec(item), self.skeleton(item), self.timeout, progress,
                              self.echo)
+        if self.isolation == "torchrun":
+            return self.ranks(item, progress)
         return self.inline(item, progress)

@@ -53,18 +53,6 @@ def _make_step(workload: Workload, model: torch.nn.Module, case: Case) -> Callab
                           static_batch=static_batch)
 
 
-def _make_step(workload: Workload, model: torch.nn.Module, case: Case) -> Callable[[Any], Any]:
-    precision = get_precision(case.precision)
-    # Compiled: the full batch's graphs stay static when an epoch's partial batch comes (steps.py).
-    static_batch = case.batch_size if case.compile_backend else None
-    if case.mode == "train":
-        optimizer = workload.make_optimizer(model)
-        return make_train_step(workload, model, optimizer, case.device, precision,
-                               case.channels_last, static_batch=static_batch)
-    return make_eval_step(workload, model, case.device, precision, case.channels_last,
-                          static_batch=static_batch)
-
-
 def run_case(case: Case, options: RunOptions, progress: Progress | None = None) -> CaseResult:
     """Set up, warm up and measure one case in this process. Exceptions become its status.
 

@@ -40,7 +40,7 @@ class RunWork(CaseWork[Case]):
         return run_case(case, self.options, progress)
 
     def spec(self, case: Case) -> WorkerSpec:
-        return WorkerSpec.for_case(self.worker, self.options, case)
+        return WorkerSpec.create(self.worker, self.options, case)
 
     def next_round(self, case: Case, first: CaseResult) -> Case:
         # Later rounds use the batch the first one settled on (--auto-batch may have halved it).

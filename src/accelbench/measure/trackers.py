@@ -3,7 +3,7 @@
 A tracker starts on ``__enter__`` and reads on ``__exit__``; its ``result`` is a small typed value
 the runner copies into the case's record. Trackers compose (``contextlib.ExitStack``): entered in
 order, exited in reverse, so the one that must hug the measured steps goes last. Two regions use
-them (see ``runner._measure``):
+them (see ``engine.measure_case._measure``):
 
 * the case: :class:`MemoryTracker` around building the model, warm-up and the measured steps, so
   the peak is what running the case needed (the model, the optimiser's state, the first step's

@@ -158,27 +158,44 @@ def _paths(value: PathLike | Sequence[PathLike] | None) -> tuple[Path, ...]:
 def select_workloads(patterns: str | Sequence[str] | None, suite: str | None,
                      workload_files: Sequence[Path]) -> tuple[tuple[str, ...], bool]:
     """(workload names, whether they were named): names or wildcards, else the workloads the
-    files register, else the suite (default: the quick one). Loads the files."""
-    from accelbench.workloads import match_workloads, workload_names
-    from accelbench.workloads.catalogue import load_workload_file
+    files register, else the suite (default: the quick one). Loads the files. Names are checked
+    against the registry without importing torch; only a model name (``timm:...``), which its
+    library resolves, and a workload file, which is Python, load more."""
+    from accelbench.workloads import registry
     from accelbench.workloads.suites import DEFAULT_SUITE, suite_workloads
 
     chosen = names(patterns or (), "workloads")
     if chosen and suite:
         raise UsageError("give workload names or --suite, not both")
-    from_files = [name for path in workload_files for name in load_workload_file(path)]
+    from_files = _load_files(workload_files)
     if chosen:
         # A name registered here is taken as it is: bench()'s model objects have names that no
         # model library resolves.
-        registered = set(workload_names())
+        known = set(registry.known_names())
         matched: list[str] = []
         for pattern in chosen:
-            hits = [pattern] if pattern in registered else match_workloads([pattern])
+            if pattern in known:
+                hits = [pattern]
+            elif registry.is_model_name(pattern):
+                from accelbench.workloads.catalogue import match_models
+
+                hits = match_models(pattern)
+            else:
+                hits = registry.match_known(pattern)
             matched.extend(hit for hit in hits if hit not in matched)
         return tuple(matched), True
     if from_files:
         return tuple(from_files), True
     return suite_workloads(suite or DEFAULT_SUITE), False
+
+
+def _load_files(workload_files: Sequence[Path]) -> list[str]:
+    """The names the workload files register (loading them runs the user's Python)."""
+    if not workload_files:
+        return []
+    from accelbench.workloads.catalogue import load_workload_file
+
+    return [name for path in workload_files for name in load_workload_file(path)]
 
 
 def build_run_options(workloads: str | Sequence[str] | None, device: str | None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from accelbench.devices import DeviceSet
 from accelbench.devices.numerics import backend_flags, get_precision, precision_settings, unsupported_reason
@@ -129,8 +130,16 @@ class CheckWork(CaseWork[Case]):
         return check_case(case, self.options, self.devices)
 
     def spec(self, case: Case) -> WorkerSpec:
-        return WorkerSpec.for_case(self.worker, self.options.run, case,
-                                   reference=self.options.reference, steps=self.options.steps)
+        return WorkerSpec.create(self.worker, self.options.run, case,
+                                 CheckSettings(self.options.reference, self.options.steps))
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    """What a check worker needs beside the run options and the case."""
+
+    reference: str
+    steps: int
 
 
 def check_from_spec(spec: WorkerSpec, report: Report) -> CaseResult:
@@ -138,8 +147,8 @@ def check_from_spec(spec: WorkerSpec, report: Report) -> CaseResult:
     run = spec.run_options()
     prepare_worker(run)
     devices = DeviceSet.current()
-    options = CheckOptions(run=run, reference=spec.settings["reference"],
-                           steps=spec.settings["steps"])
+    settings = spec.settings_as(CheckSettings)
+    options = CheckOptions(run=run, reference=settings.reference, steps=settings.steps)
     return check_case(spec.rebuild_case(devices), options, devices)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,17 @@ from accelbench.probes import Feature
 from accelbench.probes.engine import Cell, References, device_probe, probe_device
 from accelbench.results import DeviceProbe, ProbeCell, RunRecord
 from accelbench.workloads.userfile import run_user_file
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    """What a probe worker runs: the features (by name) on one device (by name), the user's
+    feature files to find their features again, and whether to show tracebacks."""
+
+    device: str
+    features: list[str]
+    feature_files: list[str]
+    debug: bool
 
 
 class ProbeWork(CaseWork[Device]):
@@ -58,9 +69,9 @@ class ProbeWork(CaseWork[Device]):
                                              self.references, self._traceback_shower(device)))
 
     def spec(self, device: Device, features: Sequence[Feature] | None = None) -> WorkerSpec:
-        return WorkerSpec(self.worker, settings={
-            "device": device.name, "features": [f.name for f in features or self.features],
-            "feature_files": self.feature_files, "debug": self.echo})
+        return WorkerSpec.create(self.worker, settings=ProbeSettings(
+            device.name, [f.name for f in features or self.features], self.feature_files,
+            self.echo))
 
     def run(self, device: Device, progress: Progress | None) -> DeviceProbe:  # type: ignore[override]
         if self.isolation != "process":
@@ -115,14 +126,14 @@ def probe_from_spec(worker_spec: WorkerSpec, report: Report) -> DeviceProbe:
     """The worker's side of ProbeWork: the cells so far go to the parent after every feature."""
     from accelbench.probes.features import all_features
 
-    spec = worker_spec.settings
-    for path in spec["feature_files"]:
+    spec = worker_spec.settings_as(ProbeSettings)
+    for path in spec.feature_files:
         load_feature_file(Path(path))
     devices = DeviceSet.current()
-    device, cpu = devices.select(spec["device"])[0], devices.select("cpu")[0]
+    device, cpu = devices.select(spec.device)[0], devices.select("cpu")[0]
     known = {feature.name: feature for feature in all_features()}
-    features = [known[name] for name in spec["features"]]
-    work = ProbeWork(features, cpu, debug=spec["debug"])
+    features = [known[name] for name in spec.features]
+    work = ProbeWork(features, cpu, debug=spec.debug)
     done: dict[str, Cell] = {}
     shower = work._traceback_shower(device)
 

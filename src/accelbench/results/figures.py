@@ -78,7 +78,7 @@ class Energy(Record):
 
 @dataclass(frozen=True)
 class Flops(Record):
-    """Achieved FLOP/s and the matrix-product peak it is held against (runner.achieved_flops)."""
+    """Achieved FLOP/s and the matrix-product peak it is held against (engine.measure_case.achieved_flops)."""
 
     peak_dtype: str = ""
     peak_precision: str = ""

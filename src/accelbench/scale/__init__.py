@@ -2,9 +2,6 @@
 
 ``launcher`` starts torchrun (the engine's torchrun launcher) once per process count and collects
 the ranks' results; ``ddp_worker.run_rank`` is what each rank runs; ``backends`` says which
-torch.distributed backend and which device a rank uses. Nothing is imported here, so that a rank
-loads only what it needs.
+torch.distributed backend and which device a rank uses; its options are in
+``accelbench.options.scale``. Nothing is imported here, so that a rank loads only what it needs.
 """
-
-#: Seconds one world size (start-up, warm-up and measurement) may take before it is killed.
-DEFAULT_TIMEOUT_S = 600.0

@@ -49,19 +49,6 @@ def fsdp_unavailable_reason() -> str | None:
     return None
 
 
-def check_device_kind(spec: str) -> None:
-    """``--device`` names a kind, never one device: local rank N of each node takes device N of
-    that kind, so an index would be silently ignored (``cuda:3`` running on cuda:0..N-1). Which
-    devices the ranks use is chosen by what the process can see (CUDA_VISIBLE_DEVICES=3,4 makes
-    GPUs 3 and 4 the ranks' cuda:0 and cuda:1): refused here rather than half-honoured, since
-    one index cannot say where ranks 2, 3 ... go."""
-    if ":" in spec:
-        raise UsageError(f"--device {spec!r}: scale takes a device kind without an index (allowed: "
-                         "cpu, cuda, xpu, auto), since local rank N of each node uses device N; to "
-                         "run on other devices, make only those visible to the process (for cuda: "
-                         "CUDA_VISIBLE_DEVICES=3,4 gives the ranks GPUs 3 and 4)")
-
-
 def rank_device_spec(device: Device, local_rank: int) -> str:
     """The --device text a rank selects: processes share the CPU; an accelerator is per rank."""
     return device.kind if device.is_cpu else f"{device.kind}:{local_rank}"

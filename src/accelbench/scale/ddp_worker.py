@@ -35,6 +35,7 @@ import socket
 import time
 import traceback
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,32 @@ if TYPE_CHECKING:
 ALL_RANKS_FILE = "all-ranks.json"
 
 
+@dataclass(frozen=True)
+class RankSettings:
+    """What every rank of one world size runs (the launcher writes it into the worker spec)."""
+
+    workload: str
+    size: str
+    #: The device kind; local rank N takes device N of it.
+    device: str
+    backend: str
+    #: "ddp" or "fsdp".
+    strategy: str
+    #: Per process.
+    batch_size: int
+    warmup_steps: int
+    #: The stop rule's kind ("steps" or "time") and value (steps, or seconds of timed steps).
+    stop_kind: str
+    stop_value: float
+    seed: int
+    threads: int
+    workload_files: list[str]
+    #: Where each rank writes its report.
+    out_dir: str
+    pg_timeout_s: float
+    cudnn_benchmark: bool
+
+
 def rank_file(rank: int) -> str:
     return f"rank-{rank}.json"
 
@@ -52,8 +79,8 @@ def rank_file(rank: int) -> str:
 def run_rank(worker_spec: WorkerSpec) -> int:
     """One rank (``python -m accelbench.engine.worker --rank SPEC`` under torchrun): its report
     goes to ``rank-<RANK>.json`` in the spec's ``out_dir``; the exit code is torchrun's to see."""
-    spec = worker_spec.settings
-    out = Path(spec["out_dir"])
+    spec = worker_spec.settings_as(RankSettings)
+    out = Path(spec.out_dir)
     rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
     report: dict[str, Any] = {
         "rank": rank, "local_rank": local_rank, "node_rank": int(os.environ.get("GROUP_RANK", 0)),
@@ -90,7 +117,7 @@ def _gather(report: dict[str, Any], local_rank: int, out: Path) -> None:
     dist.destroy_process_group()
 
 
-def _run(spec: dict[str, Any], rank: int, local_rank: int) -> dict[str, Any]:
+def _run(spec: RankSettings, rank: int, local_rank: int) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
 
@@ -103,22 +130,22 @@ def _run(spec: dict[str, Any], rank: int, local_rank: int) -> dict[str, Any]:
     from accelbench.scale.backends import rank_device
     from accelbench.workloads.catalogue import get_workload_class, load_workload_file
 
-    for path in spec["workload_files"]:
+    for path in spec.workload_files:
         load_workload_file(Path(path))
-    torch.set_num_threads(spec["threads"])
-    device = rank_device(DeviceSet.current(), spec["device"], local_rank)
-    dist.init_process_group(spec["backend"], timeout=timedelta(seconds=spec["pg_timeout_s"]))
-    workload = get_workload_class(spec["workload"])(spec["size"])
-    torch.manual_seed(spec["seed"])  # the same initial weights on every rank
+    torch.set_num_threads(spec.threads)
+    device = rank_device(DeviceSet.current(), spec.device, local_rank)
+    dist.init_process_group(spec.backend, timeout=timedelta(seconds=spec.pg_timeout_s))
+    workload = get_workload_class(spec.workload)(spec.size)
+    torch.manual_seed(spec.seed)  # the same initial weights on every rank
     memory = MemoryTracker(device)
     fp32 = get_precision("fp32")
     # this rank's whole work: model, optimiser state, warm-up and the steps
-    with precision_settings(fp32, device, cudnn_benchmark=spec["cudnn_benchmark"]), memory:
+    with precision_settings(fp32, device, cudnn_benchmark=spec.cudnn_benchmark), memory:
         flags = backend_flags(device)
-        model = _wrap(workload.build_model().to(device.torch_device), spec["strategy"])
+        model = _wrap(workload.build_model().to(device.torch_device), spec.strategy)
         optimizer = workload.make_optimizer(model)
-        batch = spec["batch_size"]
-        batches = workload.make_batches("train", batch, DataOptions(seed=spec["seed"] + rank))
+        batch = spec.batch_size
+        batches = workload.make_batches("train", batch, DataOptions(seed=spec.seed + rank))
         step = make_train_step(workload, model, optimizer, device, fp32)
 
         def measure(steps: int) -> Any:
@@ -126,15 +153,14 @@ def _run(spec: dict[str, Any], rank: int, local_rank: int) -> dict[str, Any]:
 
             return StepLoop(step, batches, device).run(StopRule("steps", steps), 0)
 
-        warmup = spec["warmup_steps"]
-        stop = spec["stop"]
-        if stop["kind"] == "time":
+        warmup = spec.warmup_steps
+        if spec.stop_kind == "time":
             warmup = max(warmup, 1)  # the warm-up steps estimate how many steps fill the budget
         warm = measure(warmup) if warmup else None
-        steps = int(stop["value"]) if stop["kind"] == "steps" else _steps_for_budget(
-            stop["value"], warm, device)
+        steps = int(spec.stop_value) if spec.stop_kind == "steps" else _steps_for_budget(
+            spec.stop_value, warm, device)
         timed = _between_barriers(lambda: measure(steps))
-        with _gradient_sync_off(model, spec["strategy"]):
+        with _gradient_sync_off(model, spec.strategy):
             nosync = _between_barriers(lambda: measure(steps))
     return {
         "device": device.name, "threads": torch.get_num_threads(),

@@ -26,7 +26,6 @@ import signal
 import statistics
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,105 +37,22 @@ from accelbench.engine.launch import CaseWork, Progress, in_torchrun, torchrun_c
 from accelbench.engine.progress import ItemProgress
 from accelbench.engine.supervise import ChildOutcome, signal_name
 from accelbench.errors import UsageError
-from accelbench.options import DEFAULT_WARMUP_STEPS, RunOptions, StopRule
+from accelbench.options import RunOptions
+from accelbench.options.scale import ScaleOptions
 from accelbench.results import CaseResult, RunRecord, ScaleFigures, ScaleRank
-from accelbench.scale import DEFAULT_TIMEOUT_S
 from accelbench.scale.backends import (
     LAUNCH_ENV,
     backend_for,
     backend_unavailable_reason,
-    check_device_kind,
     check_processes_fit,
     fsdp_unavailable_reason,
 )
-from accelbench.scale.ddp_worker import ALL_RANKS_FILE
+from accelbench.scale.ddp_worker import ALL_RANKS_FILE, RankSettings
 from accelbench.workloads.catalogue import get_workload_class, load_workload_file
 
 #: Collectives in a rank give up this long after --timeout: the launcher's kill comes first; the
 #: process-group timeout only backstops ranks it cannot reach (those on other nodes).
 PG_TIMEOUT_MARGIN_S = 30.0
-
-
-@dataclass(frozen=True)
-class Rendezvous:
-    """torchrun's multi-node options; one node without an endpoint runs ``--standalone``."""
-
-    nnodes: int = 1
-    node_rank: int | None = None
-    endpoint: str = ""
-    backend: str = "c10d"
-    id: str = "accelbench"
-
-    def __post_init__(self) -> None:
-        if self.nnodes < 1:
-            raise UsageError(f"--nnodes must be positive, got {self.nnodes}")
-        if self.nnodes > 1 and not self.endpoint:
-            raise UsageError(f"--nnodes {self.nnodes} needs --rdzv-endpoint HOST:PORT (where the "
-                             "nodes meet)")
-
-    def torchrun_args(self) -> list[str]:
-        if self.nnodes == 1 and not self.endpoint:
-            return ["--standalone"]
-        node_rank = ["--node-rank", str(self.node_rank)] if self.node_rank is not None else []
-        return ["--nnodes", str(self.nnodes), *node_rank, "--rdzv-endpoint", self.endpoint,
-                "--rdzv-backend", self.backend, "--rdzv-id", self.id]
-
-
-@dataclass(frozen=True)
-class ScaleOptions:
-    workload: str
-    nproc: tuple[int, ...]
-    device: str = "cpu"
-    stop: StopRule = field(default_factory=StopRule)
-    warmup_steps: int = DEFAULT_WARMUP_STEPS
-    #: Per process; None takes the workload's training batch.
-    batch_size: int | None = None
-    size: str = "published"
-    #: torch threads per process; None shares the CPU's cores out among the node's processes.
-    threads: int | None = None
-    fsdp: bool = False
-    #: "" takes the device's backend.
-    backend: str = ""
-    rendezvous: Rendezvous = field(default_factory=Rendezvous)
-    timeout: float = DEFAULT_TIMEOUT_S
-    seed: int = 0
-    workload_files: tuple[str, ...] = ()
-    #: Stream torchrun's output to stderr as it comes (--debug).
-    echo: bool = False
-    #: torch.backends.cudnn.benchmark in every rank (--no-cudnn-benchmark: off), as ``run`` has it.
-    cudnn_benchmark: bool = True
-
-    def __post_init__(self) -> None:
-        check_device_kind(self.device)
-        if not self.nproc or any(n <= 0 for n in self.nproc):
-            raise UsageError(f"--nproc needs positive process counts, got {list(self.nproc)}")
-        if not self.timeout > 0:
-            raise UsageError(f"--timeout must be positive, got {self.timeout}")
-        if self.warmup_steps < 0:
-            raise UsageError(f"--warmup must be 0 or more, got {self.warmup_steps}")
-
-    @property
-    def strategy(self) -> str:
-        return "fsdp" if self.fsdp else "ddp"
-
-    def threads_per_process(self, nproc: int) -> int:
-        # torchrun would set OMP_NUM_THREADS=1 for N > 1 but leave 1 process all cores, which
-        # makes the comparison between world sizes unfair on the CPU.
-        return self.threads or max(1, (os.cpu_count() or 1) // nproc)
-
-    def run_options(self, device: Device) -> RunOptions:
-        """The same settings as ``accelbench run`` options (for the record and each case)."""
-        return RunOptions(workloads=(self.workload,), device=device.name, modes=("train",),
-                          stop=self.stop, warmup_steps=self.warmup_steps,
-                          batch_size=self.batch_size, threads=self.threads, size=self.size,
-                          seed=self.seed, workload_files=self.workload_files,
-                          case_timeout=self.timeout, cudnn_benchmark=self.cudnn_benchmark)
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data.pop("echo")
-        data["nproc"], data["workload_files"] = list(self.nproc), list(self.workload_files)
-        return data
 
 
 class ScaleWork(CaseWork[int]):
@@ -157,6 +73,9 @@ class ScaleWork(CaseWork[int]):
         return world_skeleton(self.options, self.run_options, self.device, self.backend, nproc)
 
     def inline(self, nproc: int, progress: Progress | None) -> CaseResult:
+        raise NotImplementedError("a world size's ranks run only under torchrun")
+
+    def ranks(self, nproc: int, progress: Progress | None) -> CaseResult:
         return run_world_size(self.options, self.run_options, self.device, self.backend, nproc)
 
 
@@ -201,8 +120,6 @@ def run_scale(options: ScaleOptions, command: list[str], progress: ItemProgress 
     return record
 
 
-
-
 def world_skeleton(options: ScaleOptions, run_options: RunOptions, device: Device, backend: str,
                    nproc: int) -> CaseResult:
     """The case of one process count before anything ran."""
@@ -234,16 +151,14 @@ def run_world_size(options: ScaleOptions, run_options: RunOptions, device: Devic
         return result
     with tempfile.TemporaryDirectory(prefix="accelbench-scale-") as folder:
         out = Path(folder)
-        settings = {
-            "workload": options.workload, "size": options.size, "device": device.kind,
-            "backend": backend, "strategy": options.strategy, "batch_size": batch,
-            "warmup_steps": options.warmup_steps, "stop": asdict(options.stop),
-            "seed": options.seed, "threads": result.threads,
-            "workload_files": list(options.workload_files), "out_dir": str(out),
-            "pg_timeout_s": options.timeout + PG_TIMEOUT_MARGIN_S,
-            "cudnn_benchmark": options.cudnn_benchmark,
-        }
-        spec = WorkerSpec(RANK_WORKER, run_options.to_dict(), settings=settings)
+        settings = RankSettings(
+            workload=options.workload, size=options.size, device=device.kind, backend=backend,
+            strategy=options.strategy, batch_size=batch, warmup_steps=options.warmup_steps,
+            stop_kind=options.stop.kind, stop_value=options.stop.value, seed=options.seed,
+            threads=result.threads, workload_files=list(options.workload_files),
+            out_dir=str(out), pg_timeout_s=options.timeout + PG_TIMEOUT_MARGIN_S,
+            cudnn_benchmark=options.cudnn_benchmark)
+        spec = WorkerSpec.create(RANK_WORKER, run_options, settings=settings)
         (out / "spec.json").write_text(spec.to_json())
         command = torchrun_command(nproc, options.rendezvous.torchrun_args(), out / "spec.json")
         outcome = launch(command, _environment(result.threads), options.timeout, options.echo)

@@ -1,7 +1,7 @@
 """Memory check: the peak memory accelbench reports for a training case must be at least what the
 case provably holds at once: its parameters, their gradients and the optimiser's state.
 
-The case is run through the runner (:func:`accelbench.engine.runner.run_case`), exactly as ``run`` does
+The case is run through the runner (:func:`accelbench.engine.measure_case.run_case`), exactly as ``run`` does
 inline; the floor is counted from the same workload's model and optimiser after one step.
 """
 

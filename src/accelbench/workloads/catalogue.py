@@ -70,17 +70,10 @@ def get_workload_class(name: str) -> type[Workload]:
 
 def match_workloads(patterns: Sequence[str]) -> list[str]:
     """Names matching each pattern (exact names or shell wildcards like ``resnet*``), in order."""
-    names = workload_names()
     chosen: list[str] = []
     for pattern in patterns:
-        if registry.is_model_name(pattern):
-            chosen.extend(h for h in match_models(pattern) if h not in chosen)
-            continue
-        hits = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
-        if not hits:
-            raise UsageError(f"unknown workload {pattern!r}; known: {', '.join(names)}"
-                             f"{registry.MODEL_NAME_HINT}")
-        chosen.extend(h for h in hits if h not in chosen)
+        hits = match_models(pattern) if registry.is_model_name(pattern) else registry.match_known(pattern)
+        chosen.extend(hit for hit in hits if hit not in chosen)
     return chosen
 
 

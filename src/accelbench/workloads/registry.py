@@ -9,6 +9,7 @@ class is the catalogue's job (workloads/catalogue.py), the one resolver.
 
 from __future__ import annotations
 
+import fnmatch
 from typing import Any
 
 from accelbench.errors import UsageError
@@ -55,6 +56,22 @@ def registered() -> dict[str, Any]:
 
 def builtin_names() -> list[str]:
     return sorted(BUILTIN)
+
+
+def known_names() -> list[str]:
+    """Every name known without importing a workload: the built-ins (loaded yet or not) and
+    every class registered so far (workload files, resolved models)."""
+    return sorted({*BUILTIN, *_CLASSES})
+
+
+def match_known(pattern: str) -> list[str]:
+    """The known names matching ``pattern`` (an exact name or a shell wildcard like ``resnet*``);
+    none is a UsageError that lists them. Model names (``timm:...``) are the catalogue's."""
+    names = known_names()
+    hits = [name for name in names if fnmatch.fnmatchcase(name, pattern)]
+    if not hits:
+        raise UsageError(f"unknown workload {pattern!r}; known: {', '.join(names)}{MODEL_NAME_HINT}")
+    return hits
 
 
 def is_model_name(name: str) -> bool:

@@ -25,9 +25,9 @@ DEFAULT_SUITE = "quick"
 
 def suite_workloads(name: str) -> tuple[str, ...]:
     if name == "full":
-        from accelbench.workloads.catalogue import workload_names
+        from accelbench.workloads.registry import known_names
 
-        return tuple(workload_names())
+        return tuple(known_names())
     try:
         return SUITES[name]
     except KeyError:
