@@ -33,6 +33,10 @@ def test_run_generate_end_to_end_in_a_worker(cli, tmp_path: Path) -> None:
     assert "generation rounds" in case["stop_rule"]
     assert "Generation (greedy, KV cache)" in done.stdout and "8/5" in done.stdout.replace(" ", "")
     assert case["flops"] is None  # FLOP/s are a training and eval figure
+    history = cli("history", "--workload", "nanogpt-char", "--mode", "generate")
+    assert history.returncode == 0, history.stderr
+    assert "decode tokens/s (all sequences) over time" in history.stdout
+    assert "prompt 8 +5" in history.stdout
 
 
 @pytest.mark.parametrize(("args", "needle"), [

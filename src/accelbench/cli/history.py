@@ -32,8 +32,9 @@ def open_db(path: Path | None, create: bool = False) -> HistoryDB:
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("history", help="list stored runs and throughput over time")
     parser.add_argument("--workload", help="only runs with this workload")
-    parser.add_argument("--mode", choices=("train", "eval"),
-                        help="with --workload: also show that workload's throughput over time")
+    parser.add_argument("--mode", choices=("train", "eval", "generate"),
+                        help="with --workload: also show that workload's throughput over time "
+                        "(generate: decode tokens/s over all sequences)")
     parser.add_argument("--device", help="only runs on this device or device kind (cpu, cuda, cuda:1)")
     parser.add_argument("--machine", help="only runs on machines whose host name contains this")
     parser.add_argument("--since", help="only runs from this date on (YYYY-MM-DD)")

@@ -40,7 +40,8 @@ def timeline_table(workload: str, mode: str, points: list[Any]) -> Table:
     series: dict[tuple[str, str, str], list[Any]] = {}
     for point in points:
         series.setdefault((point.machine, point.device, point.config_key), []).append(point)
-    table = Table(title=f"{workload} {mode}: samples/s over time", title_justify="left")
+    unit = "decode tokens/s (all sequences)" if mode == "generate" else "samples/s"
+    table = Table(title=f"{workload} {mode}: {unit} over time", title_justify="left")
     for column in ("machine", "device", "config", "runs", "first", "latest", "change", "trend"):
         table.add_column(column, overflow="fold")
     for (machine, device, _), mine in series.items():

@@ -106,5 +106,7 @@ def config_label(case: CaseLike) -> str:
         parts.append(f"data:{_value(case, 'data')}")
     if _value(case, "size") != "published":
         parts.append(str(_value(case, "size")))
+    if _value(case, "new_tokens"):
+        parts.append(f"prompt {_value(case, 'prompt_len')} +{_value(case, 'new_tokens')}")
     parts.append(f"batch {_value(case, 'batch_size')}")
     return " ".join(parts)
