@@ -33,6 +33,11 @@ def test_run_generate_end_to_end_in_a_worker(cli, tmp_path: Path) -> None:
     assert "generation rounds" in case["stop_rule"]
     assert "Generation (greedy, KV cache)" in done.stdout and "8/5" in done.stdout.replace(" ", "")
     assert case["flops"] is None  # FLOP/s are a training and eval figure
+    report = tmp_path / "report.html"
+    made = cli("report", str(out), "-o", str(report))
+    assert made.returncode == 0, made.stderr
+    html = report.read_text()
+    assert "Generation: time to first token and tokens/s" in html and "prefill tok/s" in html
     history = cli("history", "--workload", "nanogpt-char", "--mode", "generate")
     assert history.returncode == 0, history.stderr
     assert "decode tokens/s (all sequences) over time" in history.stdout

@@ -237,6 +237,18 @@ def _published_section() -> list[Markup]:
     return [ratios, findings]
 
 
+def _generation_section(runs: Sequence[LabelledRun]) -> list[Markup]:
+    rows = html_sections.generation_rows(runs)
+    if not rows:
+        return []
+    return [table(html_sections.GENERATION_COLUMNS, rows,
+                  caption="Greedy decoding with a key/value cache: time to first token (prefill and "
+                          "the first token), prefill and decode tokens/s (per sequence; total = all "
+                          "sequences), inter-token latency, and the bytes a decode step reads as a "
+                          "share of the bandwidth accelbench roofline measured; rows of one device "
+                          "run down the prompt length, so decode speed reads against context")]
+
+
 def render_report(runs: Sequence[LabelledRun], comparisons: Sequence[WorkloadComparison],
                   timelines: dict[tuple[str, str], list[TimelinePoint]] | None = None,
                   title: str = "accelbench report", generated_at: str = "", published: bool = False) -> str:
@@ -253,6 +265,9 @@ def render_report(runs: Sequence[LabelledRun], comparisons: Sequence[WorkloadCom
     diagnosis = _diagnosis_section(runs)
     if diagnosis:
         sections += [el("h2", "Why: bottleneck diagnosis"), *diagnosis]
+    generation = _generation_section(runs)
+    if generation:
+        sections += [el("h2", "Generation: time to first token and tokens/s"), *generation]
     memory = _memory_section(runs)
     if memory:
         sections += [el("h2", "Peak memory and where it comes from"), *memory]

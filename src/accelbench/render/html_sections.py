@@ -88,3 +88,33 @@ def memory_rows(runs: Sequence[LabelledRun]) -> list[tuple[str, ...]]:
     return [(run.label, case.workload, case.mode, case.device, config_label(case), str(case.batch_size),
              memory_cell(case), memory_tag(case) or "n/a", case.memory_source or "not recorded")
             for run in runs for case in run.record.cases if case.peak_memory_bytes is not None]
+
+
+GENERATION_COLUMNS = ("run", "workload", "device", "precision", "B", "prompt", "new", "TTFT",
+                      "prefill tok/s", "decode tok/s", "total tok/s", "ITL p50 / p99", "KV cache",
+                      "read / token", "of measured bandwidth")
+
+
+def generation_rows(runs: Sequence[LabelledRun]) -> list[tuple[str, ...]]:
+    """A row per measured generation case, ordered so that decode speed reads down against the
+    prompt (context) length for each workload, device and precision."""
+    from accelbench.measure.memory import format_bytes
+    from accelbench.render.format import format_rate, format_seconds
+
+    found = [(run, case) for run in runs for case in run.record.cases
+             if case.mode == "generate" and case.ok and case.generation]
+    found.sort(key=lambda item: (item[1].workload, item[1].device, item[1].precision,
+                                 item[1].batch_size, item[1].new_tokens, item[1].prompt_len))
+    rows = []
+    for run, case in found:
+        g = case.generation or {}
+        itl = (f"{format_seconds(g.get('itl_median_s'))} / {format_seconds(g.get('itl_p99_s'))}"
+               if g.get("itl_p99_s") is not None else "windows (no per-token times)")
+        share = g.get("bandwidth_share")
+        rows.append((run.label, case.workload, case.device, case.precision, str(case.batch_size),
+                     str(case.prompt_len), str(case.new_tokens), format_seconds(g.get("ttft_s")),
+                     format_rate(g.get("prefill_tokens_per_s")), format_rate(g.get("decode_tokens_per_s")),
+                     format_rate(g.get("decode_tokens_per_s_total")), itl,
+                     format_bytes(g.get("kv_cache_bytes")), format_bytes(g.get("bytes_per_step")),
+                     f"{share:.0%}" if share is not None else str(g.get("bandwidth_verdict", "n/a"))))
+    return rows
