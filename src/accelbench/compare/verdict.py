@@ -39,9 +39,9 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats as sps
 
+from accelbench.results.stats import MIN_EFFECT
+
 CONFIDENCE = 0.95
-#: Differences smaller than this (either way) are noise on the machines accelbench runs on.
-MIN_EFFECT = 0.05
 #: Above this many processes in all, the Mann-Whitney count is close enough to normal.
 EXACT_LIMIT = 60
 

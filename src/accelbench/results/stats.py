@@ -18,6 +18,9 @@ from scipy import stats as sps
 from accelbench.measure.median_ci import CONFIDENCE, median_ci
 
 NOISY_REL_IQR = 0.10
+#: Differences smaller than this (either way) are noise on the machines accelbench runs on: the
+#: verdicts' band (compare/verdict.py), the sustained verdict and the compile break-even use it.
+MIN_EFFECT = 0.05
 #: Drift: the last quarter of a case's samples is slower than the first by this much, and
 #: significantly so (one-sided Mann-Whitney U, p < DRIFT_ALPHA).
 DRIFT_MIN_RATIO = 1.05

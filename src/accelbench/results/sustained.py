@@ -1,0 +1,262 @@
+"""Burst against sustained: the figures and the verdict of a sustained run, over its recorded
+time series (``measure/sustained.py`` records it; these are pure functions of the record, so a
+stored result can be judged again).
+
+* **burst**: the first fifth of the run's intervals (at most its first minute);
+* **sustained**: the last half;
+* each is the geometric mean of its intervals' throughput, and the **ratio** sustained/burst has
+  a Student's t interval on the logarithms (Welch: the two parts may spread differently), at the
+  project's confidence. Each interval averages many steps, so its throughput is close to normal
+  and the t interval is honest with a handful of intervals a part, where a bootstrap's percentile
+  interval would be far too narrow (the reason ``compare/verdict.py`` gives for its own rule).
+* the verdict: **throttles** to X% only when the whole interval lies below the verdicts' noise
+  band (1/(1 + MIN_EFFECT), the band ``compare`` calls "same within noise"), **holds** when the
+  whole interval lies at or above that edge, and **can't tell** otherwise (a run too noisy or too
+  short to say);
+* with a throttle, the sensor change that coincides: "clock down a%", "temperature at limit",
+  "power capped" (or, where no limit is known, "temperature up N °C", "power down a%"), or
+  "cause not visible" when no sensor moved beyond its own noise, as on a Mac whose reported clock
+  stays put. A sensor moved when its own burst-to-sustained interval excludes no change and the
+  change is larger than its reading's grain.
+
+The *drift* flag (``results/stats.drift``) stays what it is: a trend inside an ordinary
+measurement. This is the explicit long measurement.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+from accelbench.measure.median_ci import CONFIDENCE
+from accelbench.measure.sustained import SustainedSeries
+from accelbench.results.stats import MIN_EFFECT
+
+HOLDS, THROTTLES, CANT_TELL = "holds", "throttles", "can't tell"
+#: The burst is the first fifth of the run, and no more than its first minute.
+BURST_SHARE = 0.2
+BURST_MAX_S = 60.0
+#: A part needs this many intervals for a spread, so an interval.
+MIN_PART_INTERVALS = 2
+#: A clock or power change smaller than this is the reading's grain, not a change.
+SENSOR_MIN_CHANGE = 0.02
+#: A temperature rise smaller than this (°C) is not a rise; within this of its limit is "at" it.
+TEMPERATURE_MIN_RISE_C = 2.0
+TEMPERATURE_AT_LIMIT_C = 3.0
+#: Mean power within this share of the cap is "capped".
+POWER_AT_CAP = 0.03
+
+
+def log_ratio_interval(before: Sequence[float], after: Sequence[float],
+                       confidence: float = CONFIDENCE) -> tuple[float, float, float] | None:
+    """(ratio, low, high) of the geometric mean of ``after`` over that of ``before``: Welch's t
+    interval on the logarithms. None with fewer than 2 positive values a side."""
+    a = np.log(np.asarray([v for v in before if v and v > 0], dtype=float))
+    b = np.log(np.asarray([v for v in after if v and v > 0], dtype=float))
+    if len(a) < MIN_PART_INTERVALS or len(b) < MIN_PART_INTERVALS:
+        return None
+    centre = float(b.mean() - a.mean())
+    var_a, var_b = float(a.var(ddof=1)) / len(a), float(b.var(ddof=1)) / len(b)
+    se = math.sqrt(var_a + var_b)
+    if se == 0:
+        return math.exp(centre), math.exp(centre), math.exp(centre)
+    df = (var_a + var_b) ** 2 / (var_a ** 2 / (len(a) - 1) + var_b ** 2 / (len(b) - 1))
+    half = float(sps.t.ppf(0.5 + confidence / 2, df)) * se
+    return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
+
+
+def _difference_interval(before: Sequence[float], after: Sequence[float],
+                         confidence: float = CONFIDENCE) -> tuple[float, float, float] | None:
+    """(difference of means, low, high) of ``after`` - ``before``: Welch's t (for temperatures)."""
+    a, b = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+    if len(a) < MIN_PART_INTERVALS or len(b) < MIN_PART_INTERVALS:
+        return None
+    centre = float(b.mean() - a.mean())
+    var_a, var_b = float(a.var(ddof=1)) / len(a), float(b.var(ddof=1)) / len(b)
+    se = math.sqrt(var_a + var_b)
+    if se == 0:
+        return centre, centre, centre
+    df = (var_a + var_b) ** 2 / (var_a ** 2 / (len(a) - 1) + var_b ** 2 / (len(b) - 1))
+    half = float(sps.t.ppf(0.5 + confidence / 2, df)) * se
+    return centre, centre - half, centre + half
+
+
+def parts(series: SustainedSeries) -> tuple[slice, slice]:
+    """The burst's intervals (the first fifth, at most those ending within the first minute, at
+    least one) and the sustained intervals (the last half)."""
+    count = len(series.seconds)
+    burst = max(1, int(count * BURST_SHARE))
+    within_minute = sum(1 for end in series.ends if end <= BURST_MAX_S) if series.ends else burst
+    burst = max(1, min(burst, within_minute))
+    return slice(0, burst), slice(count - count // 2 if count > 1 else 0, count)
+
+
+def _geometric_mean(values: Sequence[float]) -> float | None:
+    positive = [v for v in values if v > 0]
+    return math.exp(float(np.mean(np.log(positive)))) if positive else None
+
+
+@dataclass(frozen=True)
+class SustainedFigures:
+    """Burst and sustained throughput (units per second), their ratio with its interval, the
+    verdict and the sensor change behind it."""
+
+    unit: str
+    burst: float | None
+    sustained: float | None
+    ratio: float | None
+    low: float | None
+    high: float | None
+    confidence: float
+    burst_intervals: int
+    sustained_intervals: int
+    verdict: str
+    #: With a throttle: the coinciding sensor change(s), or "cause not visible"; else "".
+    cause: str = ""
+    #: Why the verdict is "can't tell"; "" otherwise.
+    reason: str = ""
+    #: Each sensor's change from burst to sustained, as words ("clock -12%", "n/a: ...").
+    sensors: dict[str, str] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """"throttles to 78% (95% CI 74–81%): clock down 12%", "holds (ratio 0.99, ...)"."""
+        if self.ratio is None:
+            return f"{self.verdict}: {self.reason}"
+        interval = (f"{self.confidence:.0%} CI {self.low:.0%}–{self.high:.0%}"
+                    if self.low is not None and self.high is not None else "no interval")
+        if self.verdict == THROTTLES:
+            return f"throttles to {self.ratio:.0%} ({interval}): {self.cause}"
+        if self.verdict == HOLDS:
+            return f"holds its burst ({self.ratio:.0%} of it, {interval})"
+        return f"can't tell ({self.ratio:.0%}, {interval}): {self.reason}"
+
+    @property
+    def note(self) -> str:
+        """The table's short note: "throttles 78%", "holds", or ""."""
+        if self.verdict == THROTTLES and self.ratio is not None:
+            return f"throttles {self.ratio:.0%}"
+        return "holds" if self.verdict == HOLDS else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SustainedFigures:
+        return cls(**{name: data[name] for name in cls.__dataclass_fields__ if name in data})
+
+
+def sustained_figures(series: SustainedSeries, min_effect: float = MIN_EFFECT,
+                      confidence: float = CONFIDENCE) -> SustainedFigures:
+    """The figures and the verdict of ``series``; see the module docstring."""
+    rates = series.rates
+    burst_part, sustained_part = parts(series)
+    burst, sustained = rates[burst_part], rates[sustained_part]
+    figures = SustainedFigures(
+        series.unit, _geometric_mean(burst), _geometric_mean(sustained), None, None, None, confidence,
+        len(burst), len(sustained), CANT_TELL, sensors=_sensor_changes(series, burst_part, sustained_part))
+    interval = log_ratio_interval(burst, sustained, confidence)
+    if interval is None:
+        ratio = figures.sustained / figures.burst if figures.burst and figures.sustained else None
+        return replace(figures, ratio=ratio,
+                       reason=f"the burst holds {len(burst)} interval(s) and the sustained part "
+                              f"{len(sustained)}; each needs {MIN_PART_INTERVALS}: run longer or use "
+                              "shorter intervals")
+    ratio, low, high = interval
+    figures = replace(figures, ratio=ratio, low=low, high=high)
+    edge = 1 / (1 + min_effect)
+    if high < edge:
+        return replace(figures, verdict=THROTTLES,
+                       cause=_cause(series, burst_part, sustained_part, confidence))
+    if low >= edge:
+        return replace(figures, verdict=HOLDS)
+    return replace(figures, reason=f"the interval reaches across the -{min_effect:.0%} noise band's "
+                                   "edge; a longer run (more intervals) would narrow it")
+
+
+def _values(series: SustainedSeries, name: str, part: slice) -> list[float]:
+    sensor = series.sensors.get(name)
+    return [v for v in sensor.values[part] if v is not None] if sensor is not None else []
+
+
+def _sensor_changes(series: SustainedSeries, burst: slice, sustained: slice) -> dict[str, str]:
+    """Each sensor's mean in the burst and in the sustained part, in words (or its "n/a")."""
+    words = {}
+    for name, sensor in series.sensors.items():
+        before, after = _values(series, name, burst), _values(series, name, sustained)
+        if not before or not after:
+            words[name] = sensor.na or "n/a: not read in both parts"
+            continue
+        first, last = float(np.mean(before)), float(np.mean(after))
+        change = f"{last - first:+.1f} °C" if name == "temperature_c" else (
+            f"{(last / first - 1):+.1%}" if first else f"{last - first:+g}")
+        words[name] = f"{first:.4g} -> {last:.4g} ({change})"
+    return words
+
+
+def _cause(series: SustainedSeries, burst: slice, sustained: slice, confidence: float) -> str:
+    """The sensor changes that coincide with the throttle, or "cause not visible" (naming the
+    sensors that could not be read, which might have shown one)."""
+    causes = []
+    clock = log_ratio_interval(_values(series, "clock_mhz", burst),
+                               _values(series, "clock_mhz", sustained), confidence)
+    if clock is not None and clock[2] < 1 and 1 - clock[0] >= SENSOR_MIN_CHANGE:
+        causes.append(f"clock down {1 - clock[0]:.0%}")
+    causes += _temperature_cause(series, burst, sustained, confidence)
+    causes += _power_cause(series, burst, sustained, confidence)
+    if causes:
+        return ", ".join(causes)
+    unread = [f"{name.rsplit('_', 1)[0]} {sensor.na}" for name, sensor in series.sensors.items()
+              if not sensor.readable]
+    return "cause not visible" + (f" ({'; '.join(unread)})" if unread else "")
+
+
+def _temperature_cause(series: SustainedSeries, burst: slice, sustained: slice,
+                       confidence: float) -> list[str]:
+    after = _values(series, "temperature_c", sustained)
+    limit = series.sensors["temperature_c"].limit if "temperature_c" in series.sensors else None
+    if after and limit is not None and float(np.median(after)) >= limit - TEMPERATURE_AT_LIMIT_C:
+        return [f"temperature at limit ({np.median(after):.0f} °C, limit {limit:.0f} °C)"]
+    rise = _difference_interval(_values(series, "temperature_c", burst), after, confidence)
+    if rise is not None and rise[1] > 0 and rise[0] >= TEMPERATURE_MIN_RISE_C:
+        return [f"temperature up {rise[0]:.0f} °C"]
+    return []
+
+
+def _power_cause(series: SustainedSeries, burst: slice, sustained: slice,
+                 confidence: float) -> list[str]:
+    after = _values(series, "power_w", sustained)
+    cap = series.sensors["power_w"].limit if "power_w" in series.sensors else None
+    if after and cap and float(np.median(after)) >= cap * (1 - POWER_AT_CAP):
+        return [f"power capped ({np.median(after):.0f} W, cap {cap:.0f} W)"]
+    power = log_ratio_interval(_values(series, "power_w", burst), after, confidence)
+    if power is not None and power[2] < 1 and 1 - power[0] >= SENSOR_MIN_CHANGE:
+        return [f"power down {1 - power[0]:.0%}"]
+    return []
+
+
+@dataclass(frozen=True)
+class SustainedRecord:
+    """A case's (or a peak's) sustained measurement: the time series and its figures; the
+    ``sustained`` field of a case result, and beside the burst peaks in a roofline."""
+
+    series: SustainedSeries
+    figures: SustainedFigures
+    #: "case", or the peak held: "matmul", "bandwidth".
+    kind: str = "case"
+
+    @classmethod
+    def judge(cls, series: SustainedSeries, kind: str = "case") -> SustainedRecord:
+        return cls(series, sustained_figures(series), kind)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "figures": self.figures.to_dict(), "series": self.series.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SustainedRecord:
+        return cls(SustainedSeries.from_dict(data["series"]),
+                   SustainedFigures.from_dict(data["figures"]), str(data.get("kind", "case")))
