@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -48,7 +49,7 @@ def start_burners(count: int, on: set[int]) -> list[subprocess.Popen[bytes]]:
     return [subprocess.Popen([sys.executable, "-c", code, listed]) for _ in range(count)]
 
 
-def matmul_step(side: int, products: int) -> tuple[object, float]:
+def matmul_step(side: int, products: int) -> tuple[Callable[[], int], float]:
     a, b = torch.randn(side, side), torch.randn(side, side)
 
     def step() -> int:
