@@ -16,12 +16,12 @@ from accelbench.measure.sustained import (
     DeviceSensors,
     Reading,
     SustainedSeries,
-    check_durations,
     copy_work,
     run_sustained,
     run_sustained_peak,
 )
 from accelbench.measure.timing import Timing
+from accelbench.options import check_durations
 from accelbench.results.first_use import FirstUse, break_even, compile_time, first_use_cost
 from accelbench.results.stats import MIN_EFFECT
 from accelbench.results.sustained import (

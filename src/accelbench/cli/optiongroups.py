@@ -18,6 +18,7 @@ from accelbench.devices.precisions import PRECISION_NAMES
 from accelbench.engine.repeat import DEFAULT_REPEATS
 from accelbench.options import (
     DATA_MODES,
+    DEFAULT_SUSTAINED_INTERVAL_S,
     DEFAULT_TARGET_CI_PCT,
     DEFAULT_TIME_BUDGET_S,
     DEFAULT_WARMUP_STEPS,
@@ -101,11 +102,11 @@ def add_generation_arguments(parser: argparse.ArgumentParser) -> None:
 
 # --- when to stop --------------------------------------------------------------------------------
 def add_stop_arguments(parser: argparse.ArgumentParser, *, epochs: bool = True,
-                       target_ci: bool = True,
+                       target_ci: bool = True, sustained: bool = True,
                        time_help: str = f"measure for about this long per case (default "
                        f"{DEFAULT_TIME_BUDGET_S:g})") -> None:
-    """--steps | --time-budget | --epochs (at most one: options.values.stop_rule says so),
-    --target-ci, --warmup."""
+    """--steps | --time-budget | --epochs | --sustained (at most one: options.values.stop_rule
+    says so), --sustained-interval, --target-ci, --warmup."""
     parser.add_argument("--steps", type=whole_number, help="measure exactly N steps after warm-up")
     parser.add_argument("--time-budget", type=number, metavar="SECONDS", help=time_help)
     if epochs:
@@ -116,6 +117,16 @@ def add_stop_arguments(parser: argparse.ArgumentParser, *, epochs: bool = True,
                             help="with a time budget, stop as soon as the median step time's "
                             f"95%% CI is within +-PCT%% of the median (default "
                             f"{DEFAULT_TARGET_CI_PCT:g}; 0 measures the whole budget)")
+    if sustained:
+        parser.add_argument("--sustained", type=number, metavar="MINUTES",
+                            help="after warm-up, run each case for MINUTES (fractions allowed) "
+                            "and judge whether it holds its burst: burst (first fifth) against "
+                            "sustained (last half) throughput, with the clock, temperature and "
+                            "power over the same intervals; replaces --steps, --time-budget and "
+                            "--target-ci, and the case timeout grows by as much")
+        parser.add_argument("--sustained-interval", type=number, metavar="SECONDS",
+                            help=f"with --sustained: record throughput and sensors per interval "
+                            f"of SECONDS (default {DEFAULT_SUSTAINED_INTERVAL_S:g})")
     parser.add_argument("--warmup", type=whole_number, default=DEFAULTS["warmup"],
                         help=f"warm-up steps, excluded from the figures (default "
                         f"{DEFAULT_WARMUP_STEPS})")
@@ -132,7 +143,8 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, compute: bool = Tru
                             help=f"{', '.join(PRECISION_NAMES)}, or a comma list (default fp32)")
         parser.add_argument("--compile", nargs="?", const="inductor", default=DEFAULTS["compile"],
                             metavar="BACKEND", help="torch.compile the model (default back end: "
-                            "inductor; a comma list runs each)")
+                            "inductor; a comma list runs each; none = not compiled, so "
+                            "inductor,none also says when compiling pays off)")
         parser.add_argument("--channels-last", action="store_true",
                             help="channels-last memory format for models and 4-D inputs")
     parser.add_argument("--size", default=DEFAULTS["size"], metavar=_one_of(SIZES),

@@ -20,6 +20,7 @@ from accelbench.errors import UsageError
 from accelbench.options import RunOptions
 from accelbench.options.values import build_run_options, check_data
 from accelbench.render.generation_table import generation_cases, generation_notes, generation_table
+from accelbench.render.steady import break_even_lines, sustained_lines
 from accelbench.render.table import diagnosis_lines, energy_lines, run_table
 from accelbench.results import RunRecord
 from accelbench.store.jsonfile import check_writable
@@ -42,7 +43,8 @@ def add_parser(subparsers: Any) -> None:
                         help="profile a few extra steps (torch.profiler) and diagnose each case: "
                         "launch-, compute-, memory-, input- or kernel-bound")
     parser.add_argument("--wide", action="store_true",
-                        help="the full table (spread, FLOP/s, memory, input wait, repeats, profile)")
+                        help="the full table (spread, FLOP/s, memory, input wait, repeats, stop rule, "
+                        "first-use costs, profile)")
     add_against_argument(parser)
     add_saving_arguments(parser)
     parser.set_defaults(execute=execute)
@@ -91,6 +93,8 @@ def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool, again
         out.print(line, highlight=False, markup=False)
     for line in energy_lines(record):
         out.print(line, style="dim", highlight=False)
+    for line in [*sustained_lines(record), *break_even_lines(record)]:
+        out.print(line, highlight=False, markup=False)
     if output:
         out.print(f"Result written to {output}")
     out.print(f"Saved to {saved}")

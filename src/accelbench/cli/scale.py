@@ -48,7 +48,7 @@ def add_parser(subparsers: Any) -> None:
                                "local rank N uses device N (pick GPUs with CUDA_VISIBLE_DEVICES)")
     parser.add_argument("--backend", default="",
                         help="torch.distributed backend (default: the device's)")
-    groups.add_stop_arguments(parser, epochs=False, target_ci=False, time_help=(
+    groups.add_stop_arguments(parser, epochs=False, target_ci=False, sustained=False, time_help=(
         f"measure about this long per world size (default {DEFAULT_TIME_BUDGET_S:g}); the no-sync "
         "comparison runs as many steps again"))
     groups.add_config_arguments(parser, compute=False, batch_size_help="batch per process",

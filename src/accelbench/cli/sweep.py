@@ -18,6 +18,7 @@ from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
 from accelbench.options.values import build_run_options, check_data
+from accelbench.render.steady import break_even_lines, sustained_lines
 from accelbench.render.sweep_table import definition, summary_lines, sweep_table
 from accelbench.results import RunRecord
 from accelbench.store.jsonfile import check_writable
@@ -84,7 +85,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
 def _show(record: RunRecord, saved: Path, output: Path | None) -> None:
     out = Console(width=None if sys.stdout.isatty() else 100)
     out.print(sweep_table(record))
-    for line in summary_lines(record):
+    for line in [*summary_lines(record), *sustained_lines(record), *break_even_lines(record)]:
         out.print(line, highlight=False, markup=False)
     out.print(definition(), style="dim", highlight=False)
     if output:

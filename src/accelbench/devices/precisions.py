@@ -58,6 +58,9 @@ PRECISION_SPECS: dict[str, PrecisionSpec] = {
     )
 }
 PRECISION_NAMES: tuple[str, ...] = tuple(PRECISION_SPECS)
+#: The precisions whose matrix-product rate a roofline measures (and ``roofline --sustained``
+#: can hold); autocast runs its products in the autocast dtype.
+MATMUL_PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16")
 
 #: Parity's views of the table: the tolerances and unit roundoff of each candidate precision.
 TOLERANCES: dict[str, Tolerance] = {name: p.tolerance for name, p in PRECISION_SPECS.items()}

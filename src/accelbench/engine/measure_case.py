@@ -26,9 +26,11 @@ from accelbench.engine.case import Case, generation_rounds, record_error, skelet
 from accelbench.engine.steps import make_eval_step, make_train_step
 from accelbench.measure.energy import energy_meter_for
 from accelbench.measure.loop import Progress, StepLoop
+from accelbench.measure.sustained import DeviceSensors
 from accelbench.measure.trackers import EnergyTracker, MemoryTracker, SensorTracker
 from accelbench.options import RunOptions
 from accelbench.results import CaseResult, Energy, Flops, Sensors
+from accelbench.results.sustained import SustainedRecord
 from accelbench.workloads.base import Workload
 from accelbench.workloads.catalogue import get_workload_class
 from accelbench.workloads.presets import GENERATE
@@ -106,6 +108,7 @@ def achieved_flops(result: CaseResult, device: Device, precision: Precision) -> 
     TF32 products, amp-bf16 against bf16 autocast). The peak used is stored with the figures
     (value, settings, when measured); a case that beats the cached peak has it measured again."""
     from accelbench.measure.peak import peak_figure
+    from accelbench.measure.roofline import cached_sustained_flops
     from accelbench.workloads.facts import flops_per_sample
 
     dtype = precision.autocast_dtype or precision.param_dtype
@@ -120,6 +123,9 @@ def achieved_flops(result: CaseResult, device: Device, precision: Precision) -> 
         peak = peak_figure(device, precision, at_least=achieved)
         figures.update(per_sample=per_sample, achieved_flops=achieved, **peak.to_dict(),
                        fraction_of_peak=achieved / peak.flops if peak.flops > 0 else None)
+        held = cached_sustained_flops(device, precision.name)  # roofline --sustained, if run
+        if held:
+            figures.update(sustained_peak_flops=held, fraction_of_sustained_peak=achieved / held)
     except Exception as error:  # the figures are extra; the timing stands without them
         figures["error"] = f"{type(error).__name__}: {error}"
     return figures
@@ -152,11 +158,15 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
             def epoch_end() -> dict[str, float]:
                 return workload.end_of_epoch(model, case.device.torch_device, data)
         energy.prepare()  # probing the sources takes up to ~1 s: before warm-up, not in the window
+        held = DeviceSensors(case.device) if options.stop.kind == "sustained" else None
         loop = StepLoop(_make_step(workload, model, case), batches, case.device, progress,
                         epoch_end, trackers=[sensors, energy], batch_size=case.batch_size,
-                        partial_batch=result.dataset_size % case.batch_size)
+                        partial_batch=result.dataset_size % case.batch_size,
+                        sustained_sensors=held)
         measured = loop.run(options.stop, options.warmup_steps)
     measured.copy_into(result)
+    if loop.sustained is not None:
+        result.sustained = SustainedRecord.judge(loop.sustained).to_dict()
     _record_trackers(result, memory, sensors, energy, loop.window_steps)
     if options.profile:  # after the peak is read: the profiler's own memory must not count
         from accelbench.measure.loop import BatchStream

@@ -18,6 +18,7 @@ from accelbench.engine.measure_case import run_case
 from accelbench.measure.loop import Progress
 from accelbench.options import RunOptions
 from accelbench.results import CaseResult, RunRecord
+from accelbench.results.pairs import attach_break_evens
 
 
 class RunWork(CaseWork[Case]):
@@ -28,7 +29,8 @@ class RunWork(CaseWork[Case]):
 
     def __init__(self, options: RunOptions) -> None:
         self.options = options
-        self.isolation, self.timeout = options.isolation, options.case_timeout
+        # A sustained run's minutes come on top of the set-up time the timeout allows for.
+        self.isolation, self.timeout = options.isolation, options.case_timeout_s
 
     def label(self, case: Case) -> str:
         return case.label
@@ -88,5 +90,13 @@ def run_plan(options: RunOptions, devices: DeviceSet, cases: list[Case], command
     if progress is not None:
         def case_progress(index: int, phase: str, done: float, total: float | None) -> None:
             progress(cases[index], phase, done, total)
-    return drive(RunWork(options), cases, record, progress=case_progress, on_case=on_case,
+    def finished(part: RunRecord) -> None:
+        # A compiled case beside the same work uncompiled: when compiling pays off, as cases end.
+        attach_break_evens(part.cases)
+        if on_case is not None:
+            on_case(part)
+
+    done = drive(RunWork(options), cases, record, progress=case_progress, on_case=finished,
                  repeat=options.repeat, cooldown=options.cooldown, live=live)
+    attach_break_evens(done.cases)
+    return done

@@ -51,6 +51,7 @@ import torch
 from accelbench.devices import Device
 from accelbench.measure.input_wait import InputWait
 from accelbench.measure.median_ci import relative_median_ci_half_width
+from accelbench.measure.sustained import SensorReader, SustainedSeries, run_sustained
 from accelbench.measure.timing import Timing
 from accelbench.measure.trackers import Tracker
 from accelbench.options import MIN_SAMPLES, MIN_WINDOW_S, StopRule
@@ -191,7 +192,8 @@ class StepLoop:
                  progress: Progress | None = None,
                  epoch_end: Callable[[], dict[str, float]] | None = None,
                  trackers: Sequence[Tracker] = (),
-                 batch_size: int | None = None, partial_batch: int = 0) -> None:
+                 batch_size: int | None = None, partial_batch: int = 0,
+                 sustained_sensors: SensorReader | None = None) -> None:
         self.step = step
         self.epoch_end = epoch_end
         #: Entered in order just before the measured steps, exited in reverse right after them.
@@ -209,6 +211,9 @@ class StepLoop:
         #: count a tracker's per-step figure (joules per step) divides by.
         self.window_steps = 0
         self._steps_done = 0
+        #: --sustained: the sensors read per interval, and the series the run recorded.
+        self.sustained_sensors = sustained_sensors
+        self.sustained: SustainedSeries | None = None
 
     def _run_window(self, feed: Feed, k: int) -> tuple[float, int]:
         """Run up to k steps, each followed by fetching the next batch; synchronise once;
@@ -301,6 +306,8 @@ class StepLoop:
             self._begin_measuring(window)
             if stop.kind == "epochs":
                 self._run_epochs(int(stop.value), k)
+            elif stop.kind == "sustained":
+                self._run_sustained(stop, feed, k)
             elif stop.kind == "steps":
                 target = int(stop.value)
                 while self.result.measured_steps < target:
@@ -314,6 +321,21 @@ class StepLoop:
         if self.epoch_end is not None and stop.kind != "epochs":
             self.result.epoch_end_s = self._timed_epoch_end()
         return self.result
+
+    def _run_sustained(self, stop: StopRule, feed: Feed, k: int) -> None:
+        """``--sustained``: windows back to back for the duration, recorded per interval with
+        the sensors (measure/sustained.py); each interval is one sample (its seconds over its
+        steps), so the case's throughput is the whole run's and the series stays small."""
+
+        def window() -> int:
+            return self._run_window(feed, k)[1]
+
+        series = run_sustained(window, stop.value, stop.interval, self.sustained_sensors,
+                               progress=lambda done, total: self.progress("measure", done, total))
+        for steps, seconds in zip(series.work, series.seconds, strict=True):
+            self._record(seconds, int(steps))
+        self.sustained = series
+        self.result.stop_reason = "sustained"
 
     def _run_for_time(self, stop: StopRule, feed: Feed, k: int) -> None:
         target = stop.target_ci_pct

@@ -26,12 +26,11 @@ import torch
 
 from accelbench.devices import Device
 from accelbench.devices.numerics import get_precision, unsupported_reason
+from accelbench.devices.precisions import MATMUL_PRECISIONS
 from accelbench.measure import bandwidth, peak
 
 CACHE_NAME = "roofline.json"
 CACHE_VERSION = 1
-#: Precisions whose matmul rate is measured; autocast runs its products in the autocast dtype.
-MATMUL_PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 TRANSFER_KINDS = ("pinned", "pageable")
 
 
@@ -53,6 +52,16 @@ class Roofline:
     method: dict[str, Any] = field(default_factory=dict)
     #: Figure name -> why it is missing (unsupported dtype, no host transfer on the CPU ...).
     errors: dict[str, str] = field(default_factory=dict)
+    #: ``roofline --sustained``: figure ("matmul_fp32", "bandwidth") -> the held peak's record
+    #: (results/sustained.SustainedRecord.to_dict(): series, burst, sustained, verdict), beside
+    #: the burst figures above, never in their place; the latest held run of each figure.
+    sustained: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def sustained_flops_for(self, precision: str) -> float | None:
+        """The sustained matmul rate ``roofline --sustained`` held for a case's precision, or None."""
+        held = self.sustained.get(f"matmul_{peak.product_precision(precision).name}")
+        value = (held or {}).get("figures", {}).get("sustained")
+        return float(value) if isinstance(value, int | float) and value > 0 else None
 
     def flops_for(self, precision: str) -> float | None:
         """The matmul ceiling for a case's precision (amp-bf16 computes its products in bf16):
@@ -173,7 +182,8 @@ def merge_best(new: Roofline, old: Roofline | None) -> Roofline:
         _better(new.launch_latency_s, old.launch_latency_s, lower_is_better=True),
         best_of(new.h2d_bytes_per_s, old.h2d_bytes_per_s),
         best_of(new.d2h_bytes_per_s, old.d2h_bytes_per_s),
-        new.measured_at, new.torch_version, new.method, new.errors)
+        new.measured_at, new.torch_version, new.method, new.errors,
+        {**old.sustained, **new.sustained})
 
 
 def _cached(device: Device) -> Roofline | None:
@@ -182,6 +192,21 @@ def _cached(device: Device) -> Roofline | None:
         return Roofline.from_dict(entry) if isinstance(entry, dict) else None
     except TypeError:  # an entry missing a field: measure again
         return None
+
+
+def cached_sustained_flops(device: Device, precision: str) -> float | None:
+    """The sustained matmul rate ``roofline --sustained`` held on ``device`` for ``precision``
+    (None where it has not been held here; nothing is measured by asking)."""
+    cached = _cached(device)
+    return cached.sustained_flops_for(precision) if cached is not None else None
+
+
+def remember_sustained(device: Device, held: dict[str, dict[str, Any]]) -> Roofline:
+    """Store held peaks (figure -> SustainedRecord dict) beside the cached roofline's burst
+    figures; the device's roofline (as ``device_roofline`` returns it) with them."""
+    roofline = device_roofline(device)
+    stored = remember(dataclasses.replace(roofline, sustained=held), device)
+    return with_current_peaks(stored, device)
 
 
 def cached_bandwidth(device: Device) -> float | None:

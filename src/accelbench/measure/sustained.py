@@ -16,7 +16,6 @@ powermetrics needing root, a VM hiding the CPU's frequency), never a missing key
 from __future__ import annotations
 
 import contextlib
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from accelbench.measure.energy import EnergyMeter, energy_meter_for
 from accelbench.measure.sensors import case_sensors, cpu_sensors
+from accelbench.options import DEFAULT_SUSTAINED_INTERVAL_S
 
 if TYPE_CHECKING:
     import torch
@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from accelbench.devices import Device
     from accelbench.devices.numerics import Precision
 
-#: The default interval (an option; tests use a fraction of a second).
-DEFAULT_INTERVAL_S = 10.0
+#: The default interval (``--sustained-interval``; tests use a fraction of a second).
+DEFAULT_INTERVAL_S = DEFAULT_SUSTAINED_INTERVAL_S
 #: The sensors every series names, whether or not they can be read here.
 SENSORS = ("clock_mhz", "temperature_c", "power_w")
 
@@ -127,20 +127,6 @@ class SustainedSeries:
                    [float(v) for v in data.get("ends", [])],
                    {name: SensorSeries.from_dict(series)
                     for name, series in (data.get("sensors") or {}).items()})
-
-
-def check_durations(duration_s: float, interval_s: float, min_intervals: int = 10) -> str:
-    """The problem with a sustained duration and interval, in one line; "" when there is none.
-    Fewer than ``min_intervals`` intervals leave the burst (a fifth) without a spread to judge."""
-    if not (math.isfinite(duration_s) and duration_s > 0):
-        return f"the sustained duration must be a positive number of minutes, not {duration_s / 60:g}"
-    if not (math.isfinite(interval_s) and interval_s > 0):
-        return f"the sustained interval must be a positive number of seconds, not {interval_s:g}"
-    if duration_s < min_intervals * interval_s:
-        return (f"a sustained run of {duration_s:g} s holds fewer than {min_intervals} intervals of "
-                f"{interval_s:g} s; allowed: a duration of at least {min_intervals * interval_s:g} s "
-                "or a shorter interval")
-    return ""
 
 
 def run_sustained(work: Work, duration_s: float, interval_s: float = DEFAULT_INTERVAL_S,
@@ -316,3 +302,25 @@ def run_sustained_peak(work: Work, unit: str, duration_s: float,
     :func:`copy_work` ("bytes"), run back to back; each interval's rate is FLOP/s or bytes/s."""
     work()  # first use: kernel choice, allocation, before the first timed interval
     return run_sustained(work, duration_s, interval_s, sensors, unit=unit, progress=progress)
+
+
+def hold_peaks(device: Device, duration_s: float, interval_s: float = DEFAULT_INTERVAL_S,
+               precisions: tuple[str, ...] = ("fp32",), sensors: SensorReader | None = None,
+               progress: Callable[[str, float, float], None] | None = None) -> dict[str, SustainedSeries]:
+    """``roofline --sustained``: each matrix-product peak of ``precisions`` and the bandwidth
+    held for ``duration_s``, one after the other, keyed as the roofline's figures
+    ("matmul_fp32", "bandwidth"). A precision the device cannot run is left out (the roofline
+    says why); the device's sensors are read per interval unless ``sensors`` is given."""
+    from accelbench.devices.numerics import get_precision, unsupported_reason
+
+    reader = sensors if sensors is not None else DeviceSensors(device)
+    works: dict[str, tuple[Callable[[], Work], str]] = {}
+    for name in precisions:
+        if not unsupported_reason(device, get_precision(name)):
+            works[f"matmul_{name}"] = ((lambda name=name: matmul_work(device, name)), "FLOP")
+    works["bandwidth"] = ((lambda: copy_work(device)), "bytes")
+    held = {}
+    for figure, (make, unit) in works.items():
+        report = (lambda done, total, figure=figure: progress(figure, done, total)) if progress else None
+        held[figure] = run_sustained_peak(make(), unit, duration_s, interval_s, reader, report)
+    return held

@@ -13,7 +13,7 @@ from accelbench.devices.precisions import precision_spec
 from accelbench.errors import UsageError
 from accelbench.workloads.presets import DEFAULT_NEW_TOKENS, RUN_MODES, SIZES
 
-STOP_KINDS = ("steps", "time", "epochs")
+STOP_KINDS = ("steps", "time", "epochs", "sustained")
 DEFAULT_TIME_BUDGET_S = 10.0
 DEFAULT_WARMUP_STEPS = 3
 #: Under a time budget, at least this many samples are taken whatever the budget.
@@ -28,6 +28,10 @@ DEFAULT_TARGET_CI_PCT = 2.0
 DATA_MODES = ("synthetic", "synthetic-device", "real")
 ISOLATIONS = ("process", "none")
 DEFAULT_CASE_TIMEOUT_S = 1800.0
+#: --sustained: throughput and sensors are recorded per interval of this many seconds ...
+DEFAULT_SUSTAINED_INTERVAL_S = 10.0
+#: ... and a run holds at least this many, so the burst (a fifth) has a spread to judge.
+MIN_SUSTAINED_INTERVALS = 10
 #: Beyond these a value is a typo, not a measurement plan (and would overflow timers and ranges).
 MOST_COUNT = 10**9
 MOST_SECONDS = 1e7
@@ -68,22 +72,51 @@ def _check_choice(flag: str, value: object, allowed: tuple[str, ...]) -> None:
         raise UsageError(f"{flag} {value!r} is unknown; allowed: {', '.join(allowed)}")
 
 
+def check_durations(duration_s: float, interval_s: float,
+                    min_intervals: int = MIN_SUSTAINED_INTERVALS) -> str:
+    """The problem with a sustained duration and interval, in one line; "" when there is none.
+    Fewer than ``min_intervals`` intervals leave the burst (a fifth) without a spread to judge."""
+    if not (math.isfinite(duration_s) and duration_s > 0):
+        return f"the sustained duration must be a positive number of minutes, not {duration_s / 60:g}"
+    if not (math.isfinite(interval_s) and interval_s > 0):
+        return f"the sustained interval must be a positive number of seconds, not {interval_s:g}"
+    if duration_s < min_intervals * interval_s:
+        return (f"a sustained run of {duration_s:g} s holds fewer than {min_intervals} intervals of "
+                f"{interval_s:g} s; allowed: a duration of at least {min_intervals * interval_s:g} s "
+                "or a shorter --sustained-interval")
+    return ""
+
+
 @dataclass(frozen=True)
 class StopRule:
+    """When measuring stops: after ``value`` steps or epochs, a time budget of ``value`` seconds,
+    or (kind "sustained", ``--sustained MINUTES``) a sustained run of ``value`` seconds recorded
+    in intervals of ``interval`` seconds."""
+
     kind: str = "time"
     value: float = DEFAULT_TIME_BUDGET_S
     #: Percent half-width of the median's CI at which a time budget stops early; None = the
-    #: default (DEFAULT_TARGET_CI_PCT under a time budget; no target for steps and epochs).
+    #: default (DEFAULT_TARGET_CI_PCT under a time budget; no target for the other kinds).
     target_ci: float | None = None
+    #: A sustained run's interval in seconds (the other kinds ignore it).
+    interval: float = DEFAULT_SUSTAINED_INTERVAL_S
 
     def __post_init__(self) -> None:
         if self.kind not in STOP_KINDS:
             raise UsageError(f"stop rule {self.kind!r} is unknown; allowed: {STOP_KINDS}")
-        flag = f"--{'time-budget' if self.kind == 'time' else self.kind}"
-        check_number(flag, self.value, whole=False, zero_ok=False,
-                     most=MOST_SECONDS if self.kind == "time" else MOST_COUNT)
+        flag = {"time": "--time-budget"}.get(self.kind, f"--{self.kind}")
+        if self.kind == "sustained":
+            # Given in minutes, kept in seconds.
+            numeric = isinstance(self.value, int | float) and not isinstance(self.value, bool)
+            check_number(flag, self.value / 60 if numeric else self.value,
+                         whole=False, zero_ok=False, most=MOST_SECONDS / 60)
+            check_number("--sustained-interval", self.interval, whole=False, zero_ok=False,
+                         most=MOST_SECONDS)
+        else:
+            check_number(flag, self.value, whole=False, zero_ok=False,
+                         most=MOST_SECONDS if self.kind == "time" else MOST_COUNT)
         # A stored record may say 5.0 steps: a whole float is a whole number here.
-        if self.kind != "time" and int(self.value) != self.value:
+        if self.kind in ("steps", "epochs") and int(self.value) != self.value:
             raise UsageError(f"{flag} must be a whole number, got {self.value}")
         if self.target_ci is not None:
             check_number("--target-ci", self.target_ci, whole=False, zero_ok=True)
@@ -93,6 +126,9 @@ class StopRule:
             if self.target_ci and self.kind != "time":
                 raise UsageError(f"--target-ci stops a time budget early; it cannot be combined "
                                  f"with --{self.kind}")
+        problem = check_durations(self.value, self.interval) if self.kind == "sustained" else ""
+        if problem:
+            raise UsageError(problem)
 
     @property
     def target_ci_pct(self) -> float:
@@ -106,7 +142,14 @@ class StopRule:
             target = f", or until the median's CI is within +-{self.target_ci_pct:g}%" \
                 if self.target_ci_pct else ""
             return f"time budget {self.value:g} s{target}"
+        if self.kind == "sustained":
+            return f"sustained {self.value / 60:g} min in {self.interval:g} s intervals"
         return f"{int(self.value)} {self.kind}"
+
+    @property
+    def sustained_s(self) -> float:
+        """Seconds of a sustained run (0 for the other kinds)."""
+        return float(self.value) if self.kind == "sustained" else 0.0
 
 
 @dataclass(frozen=True)
@@ -161,6 +204,9 @@ class RunOptions:
                 check_number(flag, value, whole=True, zero_ok=False)
         if not self.new_tokens:
             raise UsageError("--new-tokens needs at least one value")
+        if self.stop.kind == "sustained" and "generate" in self.modes:
+            raise UsageError("--sustained times train and eval steps; generate cases are timed in "
+                             "rounds: leave out --mode generate or --sustained")
         for flag, value in (("--batch-size", self.batch_size), ("--threads", self.threads)):
             if value is not None:
                 check_number(flag, value, whole=True, zero_ok=False)
@@ -189,12 +235,18 @@ class RunOptions:
             if not self.data_dir.is_dir():
                 raise UsageError(f"--data-dir {self.data_dir} is not a folder")
 
+    @property
+    def case_timeout_s(self) -> float:
+        """Seconds a case may take: ``--case-timeout``, grown by a sustained run's duration."""
+        return self.case_timeout + self.stop.sustained_s
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunOptions:
         """The inverse of to_dict (used to hand options to a worker process)."""
         fields = dict(data)
         stop = fields["stop"]
-        fields["stop"] = StopRule(stop["kind"], stop["value"], stop.get("target_ci"))
+        fields["stop"] = StopRule(stop["kind"], stop["value"], stop.get("target_ci"),
+                                  stop.get("interval", DEFAULT_SUSTAINED_INTERVAL_S))
         fields["data_dir"] = Path(fields["data_dir"]) if fields.get("data_dir") else None
         for name in ("workloads", "modes", "precisions", "compile_backends", "workload_files"):
             if name in fields:
@@ -205,7 +257,7 @@ class RunOptions:
         return {
             "workloads": list(self.workloads), "device": self.device, "modes": list(self.modes),
             "stop": {"kind": self.stop.kind, "value": self.stop.value,
-                     "target_ci": self.stop.target_ci},
+                     "target_ci": self.stop.target_ci, "interval": self.stop.interval},
             "warmup_steps": self.warmup_steps, "batch_size": self.batch_size,
             "threads": self.threads, "data": self.data,
             "data_dir": str(self.data_dir) if self.data_dir else None, "size": self.size,

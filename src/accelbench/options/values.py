@@ -15,10 +15,13 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from accelbench.errors import UsageError
 from accelbench.options import (
     DEFAULT_CASE_TIMEOUT_S,
+    DEFAULT_SUSTAINED_INTERVAL_S,
     DEFAULT_TIME_BUDGET_S,
     DEFAULT_WARMUP_STEPS,
+    MOST_SECONDS,
     RunOptions,
     StopRule,
+    check_number,
 )
 from accelbench.workloads import suites
 
@@ -35,6 +38,8 @@ class MeasureKeywords(TypedDict, total=False):
     time_budget: float | None  # --time-budget (default 10 s)
     epochs: int | None  # --epochs: N full epochs
     target_ci: float | None  # --target-ci: stop a time budget once the CI is this tight (%)
+    sustained: float | None  # --sustained: minutes of sustained work after warm-up (burst vs held)
+    sustained_interval: float | None  # --sustained-interval: seconds per interval (default 10)
     warmup: int  # --warmup
     precision: str | Sequence[str]  # --precision: a name, "fp32,bf16" or a list
     compile: bool | str | Sequence[str] | None  # --compile: True = inductor; a list runs each
@@ -87,6 +92,7 @@ DEFAULTS: dict[str, Any] = {
     "data": "synthetic", "data_dir": None, "workers": 0, "isolation": "process",
     "case_timeout": DEFAULT_CASE_TIMEOUT_S, "auto_batch": False, "cooldown": 0.0, "repeat": 1,
     "profile": False, "cudnn_benchmark": True, "prompt_len": None, "new_tokens": None,
+    "sustained": None, "sustained_interval": None,
 }
 
 
@@ -127,25 +133,41 @@ def lengths(value: int | str | Sequence[int] | None, flag: str) -> tuple[int, ..
     return tuple(found)
 
 
+#: ``--compile inductor,none``: "none" is the case not compiled (stored as "").
+NOT_COMPILED = "none"
+
+
 def compile_backends(value: bool | str | Sequence[str] | None) -> tuple[str, ...]:
-    """None/False = eager (""), True = inductor (a bare ``--compile``), else the named back ends."""
+    """None/False = not compiled (""), True = inductor (a bare ``--compile``), else the named
+    back ends, "none" meaning not compiled (``--compile inductor,none`` runs both)."""
     if value is None or value is False:
         return ("",)
     if value is True:
         return ("inductor",)
-    return names(value, "--compile")
+    chosen = ["" if name == NOT_COMPILED else name for name in names(value, "--compile")]
+    return tuple(dict.fromkeys(chosen))
 
 
 def stop_rule(steps: int | None = None, time_budget: float | None = None,
-              epochs: int | None = None, target_ci: float | None = None) -> StopRule:
-    """At most one of steps, time_budget and epochs; none = the default time budget."""
+              epochs: int | None = None, target_ci: float | None = None,
+              sustained: float | None = None, sustained_interval: float | None = None) -> StopRule:
+    """At most one of steps, time_budget, epochs and sustained (minutes); none = the default
+    time budget."""
     given = [(kind, flag, value) for kind, flag, value in (
         ("steps", "--steps", steps), ("time", "--time-budget", time_budget),
-        ("epochs", "--epochs", epochs)) if value is not None]
+        ("epochs", "--epochs", epochs), ("sustained", "--sustained", sustained))
+        if value is not None]
     if len(given) > 1:
         raise UsageError(f"{given[1][1]} is not allowed with {given[0][1]}: give one of --steps, "
-                         "--time-budget and --epochs")
+                         "--time-budget, --epochs and --sustained")
+    if sustained_interval is not None and sustained is None:
+        raise UsageError("--sustained-interval needs --sustained MINUTES: it is the length of a "
+                         "sustained run's intervals")
     kind, _, value = given[0] if given else ("time", "", DEFAULT_TIME_BUDGET_S)
+    if kind == "sustained":
+        check_number("--sustained", value, whole=False, zero_ok=False, most=MOST_SECONDS / 60)
+        interval = DEFAULT_SUSTAINED_INTERVAL_S if sustained_interval is None else sustained_interval
+        return StopRule(kind, value * 60, target_ci, interval)
     return StopRule(kind, value, target_ci)
 
 
@@ -206,7 +228,8 @@ def build_run_options(workloads: str | Sequence[str] | None, device: str | None,
     values: dict[str, Any] = {**DEFAULTS, **keywords}
     files = _paths(values["workload_file"])
     # The stop rule first: it needs no workload, and resolving workloads imports torch.
-    stop = stop_rule(values["steps"], values["time_budget"], values["epochs"], values["target_ci"])
+    stop = stop_rule(values["steps"], values["time_budget"], values["epochs"], values["target_ci"],
+                     values["sustained"], values["sustained_interval"])
     chosen, named = select_workloads(workloads, values["suite"], files)
     data_dir = values["data_dir"]
     return RunOptions(

@@ -30,6 +30,7 @@ from accelbench.reference.published import (
 )
 from accelbench.render.fit import FittedTable, Footnotes, non_empty_columns
 from accelbench.render.format import format_seconds
+from accelbench.render.steady import STEADY_COLUMNS, STEADY_NOTE, steady_rows
 from accelbench.results import CaseResult
 from accelbench.results.key import config_label
 
@@ -182,6 +183,21 @@ def run_letters(comparisons: list[WorkloadComparison]) -> dict[str, str]:
     return {label: letter(index) for index, label in enumerate(labels)}
 
 
+def steady_table(comparisons: list[WorkloadComparison], letters: dict[str, str]) -> PlainTable | None:
+    """Every compared case's costs before the steady state (first step, warm-up, compile time or
+    first-use cost), when compiling pays off, and a sustained run's burst against sustained
+    speed; the columns no case fills are left out."""
+    cases = [(letters.get(row.run.label, row.run.label), case) for group in comparisons
+             for row in group.rows for case in (row.cpu, row.accel) if case is not None]
+    rows = steady_rows(cases)
+    if not rows:
+        return None
+    columns = ("", *STEADY_COLUMNS)
+    keep = non_empty_columns(columns, rows)
+    return PlainTable("First use and sustained speed", [columns[i] for i in keep],
+                      [[row[i] for i in keep] for row in rows], [False] * len(rows))
+
+
 def comparison_layout(comparisons: list[WorkloadComparison]) -> Layout:
     """Every comparison as plain tables and the notes said once under them."""
     letters, notes = run_letters(comparisons), Footnotes()
@@ -202,8 +218,13 @@ def comparison_layout(comparisons: list[WorkloadComparison]) -> Layout:
                    for name in COLUMNS]
         tables.append(PlainTable(f"{group.workload} · {group.mode}", [columns[i] for i in keep],
                                  [[row[i] for i in keep] for row in rows], published))
+    steady = steady_table(comparisons, letters)
+    if steady is not None:
+        tables.append(steady)
     lines = notes.lines()
     lines.append(EPOCH_NOTE)
+    if steady is not None:
+        lines.append(STEADY_NOTE)
     if any(g.pairs for g in comparisons):
         lines.append(VS_NOTE)
     if any(p.verdict.noisy for g in comparisons for p in g.pairs):

@@ -16,6 +16,7 @@ from matplotlib.ticker import FuncFormatter
 
 from accelbench.compare import LabelledRun, WorkloadComparison
 from accelbench.reference.published import EpochReference
+from accelbench.results.sustained import SustainedRecord
 from accelbench.store.history import TimelinePoint, parse_time
 
 DPI = 100
@@ -224,3 +225,50 @@ def sweep_figure(lines: Sequence[tuple[str, Sequence[tuple[int, float, tuple[flo
     ax.legend(fontsize="small")
     ax.grid(alpha=0.3)
     return _png(fig)
+
+
+def sustained_plot(record: SustainedRecord, title: str, per_step: float = 1.0) -> Figure:
+    """A sustained run over time: throughput per interval with the burst and sustained parts
+    shaded and their means drawn, and under it each sensor that could be read (clock,
+    temperature, power), so a throttle and the sensor that moved with it line up."""
+    from accelbench.results.sustained import parts
+
+    series, figures = record.series, record.figures
+    readable = [(name, sensor) for name, sensor in series.sensors.items() if sensor.readable]
+    fig = Figure(figsize=(9, 2.6 + 1.3 * len(readable)), layout="constrained")
+    axes = fig.subplots(1 + len(readable), 1, sharex=True, squeeze=False,
+                        gridspec_kw={"height_ratios": [2.2] + [1] * len(readable)})[:, 0]
+    ends = series.ends or [float(i + 1) * series.interval_s for i in range(len(series.work))]
+    rates = [w / s * per_step if s > 0 else 0.0 for w, s in zip(series.work, series.seconds, strict=True)]
+    ax = axes[0]
+    ax.plot(ends, rates, marker=".", color="#4c72b0")
+    burst, held = parts(series)
+    unit = "samples/s" if record.kind == "case" else f"{series.unit}/s"
+    for part, value, colour, word in ((burst, figures.burst, "#55a868", "burst"),
+                                      (held, figures.sustained, "#c44e52", "sustained")):
+        chosen = ends[part]
+        if chosen and value is not None:
+            start = chosen[0] - series.seconds[part][0]
+            ax.axvspan(start, chosen[-1], color=colour, alpha=0.12)
+            ax.hlines(value * per_step, start, chosen[-1], colors=colour, linestyles="--",
+                      label=f"{word} {value * per_step:,.4g} {unit}")
+    ax.set_ylim(bottom=0, top=max(rates, default=1.0) * 1.15 or 1.0)
+    ax.set_ylabel(unit)
+    ax.yaxis.set_major_formatter(FuncFormatter(_tick))
+    ax.set_title(label(f"{title}: {figures.describe()}"), loc="left", fontsize="medium", wrap=True)
+    ax.legend(fontsize="small", loc="lower left")
+    ax.grid(alpha=0.3)
+    for ax, (name, sensor) in zip(axes[1:], readable, strict=True):
+        points = [(t, v) for t, v in zip(ends, sensor.values, strict=False) if v is not None]
+        ax.plot([t for t, _ in points], [v for _, v in points], marker=".", color="#8172b2")
+        if sensor.limit is not None:
+            ax.axhline(sensor.limit, color="#c44e52", linestyle=":", label="limit")
+            ax.legend(fontsize="small", loc="lower left")
+        ax.set_ylabel(name.replace("_", " "))
+        ax.grid(alpha=0.3)
+    axes[-1].set_xlabel("seconds of sustained work (after warm-up)")
+    return fig
+
+
+def sustained_figure(record: SustainedRecord, title: str, per_step: float = 1.0) -> bytes:
+    return _png(sustained_plot(record, title, per_step))

@@ -249,6 +249,29 @@ def _generation_section(runs: Sequence[LabelledRun]) -> list[Markup]:
                           "run down the prompt length, so decode speed reads against context")]
 
 
+def _sustained_section(runs: Sequence[LabelledRun]) -> list[Markup]:
+    """Each --sustained case over time (throughput and the sensors), with its verdict; the
+    first-use costs and break-even are in the results' "First use and sustained speed" table."""
+    parts: list[Markup] = []
+    for run in runs:
+        for case in run.record.cases:
+            record = case.sustained_record()
+            if record is None:
+                continue
+            name = f"{case.workload} {case.mode} {case.device} ({run.label}, batch {case.batch_size})"
+            png = figures.sustained_figure(record, name, case.batch_size)
+            parts.append(image(png, f"Sustained run: {name}: {record.figures.describe()}"))
+    if parts:
+        parts.append(el("p", "Burst: the first fifth of the run (at most its first minute); "
+                             "sustained: the last half; throttles only when the ratio's 95% "
+                             "interval lies wholly below the -5% noise band, holds when it lies "
+                             "wholly above its edge, can't tell otherwise. A cause is named when a "
+                             "sensor moved with it (clock down, temperature at its limit, power "
+                             "capped); \"cause not visible\" when none did or none could be read.",
+                        class_="note"))
+    return [part for part in parts if part is not None]
+
+
 def render_report(runs: Sequence[LabelledRun], comparisons: Sequence[WorkloadComparison],
                   timelines: dict[tuple[str, str], list[TimelinePoint]] | None = None,
                   title: str = "accelbench report", generated_at: str = "", published: bool = False) -> str:
@@ -268,6 +291,9 @@ def render_report(runs: Sequence[LabelledRun], comparisons: Sequence[WorkloadCom
     generation = _generation_section(runs)
     if generation:
         sections += [el("h2", "Generation: time to first token and tokens/s"), *generation]
+    held = _sustained_section(runs)
+    if held:
+        sections += [el("h2", "Before the steady state, and over minutes"), *held]
     memory = _memory_section(runs)
     if memory:
         sections += [el("h2", "Peak memory and where it comes from"), *memory]

@@ -8,6 +8,7 @@ from rich.table import Table
 
 from accelbench.measure.roofline import Roofline
 from accelbench.render.format import format_bytes_rate, format_seconds
+from accelbench.results.sustained import SustainedRecord
 
 
 def _flops(value: float) -> str:
@@ -35,6 +36,7 @@ def roofline_rows(roofline: Roofline) -> list[tuple[str, str, str]]:
     rows.append(("launch latency", "n/a" if math.isnan(latency) else format_seconds(latency),
                  errors.get("launch_latency") or
                  f"{method.get('launches')} one-element adds back to back"))
+    rows += sustained_rows(roofline)
     for direction, figures in (("h2d", roofline.h2d_bytes_per_s), ("d2h", roofline.d2h_bytes_per_s)):
         if direction in errors:
             rows.append((direction, "n/a", errors[direction]))
@@ -44,6 +46,22 @@ def roofline_rows(roofline: Roofline) -> list[tuple[str, str, str]]:
             rows.append((f"{direction} {kind}", "n/a" if value is None else format_bytes_rate(value),
                          errors.get(f"{direction}_{kind}") or
                          f"{method.get('transfer_bytes', 0) / 2**20:.0f} MiB copies"))
+    return rows
+
+
+def sustained_rows(roofline: Roofline) -> list[tuple[str, str, str]]:
+    """``roofline --sustained``'s held peaks: the sustained rate, its share of the burst, the
+    verdict and its cause, and how long it was held."""
+    rows = []
+    for figure, data in sorted(roofline.sustained.items()):
+        record = SustainedRecord.from_dict(data)
+        figures, series = record.figures, record.series
+        rate = figures.sustained
+        shown = "n/a" if rate is None else (_flops(rate) if figures.unit == "FLOP"
+                                            else format_bytes_rate(rate))
+        rows.append((f"sustained {figure.replace('_', ' ')}", shown,
+                     f"{figures.describe()}; held {series.duration_s / 60:g} min in "
+                     f"{series.interval_s:g} s intervals"))
     return rows
 
 

@@ -2,8 +2,10 @@
 
 The default table holds the essentials and fits a 100-column terminal: workload, mode, device,
 config, batch, samples/s with its 95% CI, epoch time, vs CPU, and a notes column (noisy, drift,
-input-bound, the diagnosis word of a profiled case). ``wide=True`` adds the spread, FLOP/s,
-memory, input wait, repeats, stop rule and profile figures. Diagnosis lines go under the table.
+input-bound, the diagnosis word of a profiled case, a sustained run's "throttles 78%" or "holds",
+when compiling pays off). ``wide=True`` adds the spread, FLOP/s (against the burst peak, and the
+sustained one where ``roofline --sustained`` held it), memory, input wait, repeats, stop rule,
+the first-use costs and profile figures. Diagnosis lines go under the table.
 An input wait that is only an upper bound (the host's fetch time on MPS) is marked "≤" and never
 called input-bound.
 A peak-memory figure carries its source in one word (RSS, allocator, sampled: ``memory_tag``),
@@ -25,6 +27,7 @@ from accelbench.compare import SAME, speedup_vs_cpu
 from accelbench.measure.memory import format_bytes
 from accelbench.render.diagnosis import busy_share, diagnose
 from accelbench.render.format import format_rate, format_seconds
+from accelbench.render.steady import break_even_cell, first_use_cell, sustained_note
 from accelbench.results import INPUT_BOUND_FRACTION, CaseResult, RunRecord
 from accelbench.results.key import config_label as key_config_label
 from accelbench.results.stats import drift
@@ -85,6 +88,12 @@ def notes_cell(case: CaseResult) -> str:
         notes.append(f"[yellow]input wait {input_cell(case)}[/yellow]")
     if diagnosis is not None:
         notes.append(f"[bold]{diagnosis.word}[/bold]")
+    held = sustained_note(case)
+    if held:
+        notes.append(held)
+    paid = break_even_cell(case)
+    if paid:
+        notes.append(f"compile pays off {paid}" if paid != "never" else "compile never pays off")
     return " ".join(notes)
 
 
@@ -97,8 +106,10 @@ def flops_text(case: CaseResult) -> str:
     if case.flops is None or case.flops.achieved_flops is None:
         return "n/a"
     text = format_rate(case.flops.achieved_flops / 1e9)
-    fraction = case.flops.fraction_of_peak
-    return f"{text} ({fraction * 100:.0f}%)" if fraction is not None else text
+    shares = [f"{share * 100:.0f}%{word}" for share, word in (
+        (case.flops.fraction_of_peak, ""), (case.flops.fraction_of_sustained_peak, " sust."))
+        if share is not None]
+    return f"{text} ({', '.join(shares)})" if shares else text
 
 
 #: Where a peak-memory figure comes from, in one word (the result keeps the full words):
@@ -166,7 +177,7 @@ WIDE_COLUMNS: tuple[tuple[str, Cell], ...] = (
     ("95% CI", ci_cell), ("IQR/med", spread_cell), ("GFLOP/s (% peak)", flops_text),
     ("peak mem", memory_cell),
     ("input wait", input_cell), ("repeats", repeats_cell), ("stop", stop_cell),
-    ("profile", profile_cell),
+    ("first use", first_use_cell), ("profile", profile_cell),
 )
 ESSENTIAL_COLUMNS = ("workload", "mode", "device", "config", "batch", "samples/s ±95% CI", "epoch",
                      "vs CPU", "notes")

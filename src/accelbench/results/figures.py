@@ -90,6 +90,10 @@ class Flops(Record):
     peak_matrix_side: int | None = None
     peak_products_per_sync: int | None = None
     fraction_of_peak: float | None = None
+    #: The sustained matrix-product peak ``roofline --sustained`` held (None: not measured), and
+    #: the achieved FLOP/s as a share of it; ``fraction_of_peak`` stays against the burst peak.
+    sustained_peak_flops: float | None = None
+    fraction_of_sustained_peak: float | None = None
     error: str = ""
 
 

@@ -17,9 +17,11 @@ from accelbench.measure.median_ci import relative_median_ci_half_width
 from accelbench.measure.profile_figures import Profile
 from accelbench.measure.timing import Timing
 from accelbench.results.figures import Energy, Flops, Parity, ScaleFigures, Sensors
+from accelbench.results.first_use import FirstUse
 from accelbench.results.probe import DeviceProbe
 from accelbench.results.schema import SCHEMA_VERSION, upgrade
 from accelbench.results.stats import Summary, drift, geometric_ci, mean_ci, summarize
+from accelbench.results.sustained import SustainedRecord
 from accelbench.results.validate import build, dump, field_path
 
 #: A case is input-bound when waiting for batches takes more than this share of its step time:
@@ -99,6 +101,12 @@ class CaseResult(Timing, _CaseHead):
     #: Mode "generate": the figures of measure/generation.py (GenerationFigures.to_dict(): time
     #: to first token, prefill and decode tokens/s, inter-token latency, KV cache, bytes/token).
     generation: dict[str, Any] | None = None
+    #: --sustained: the time series and its verdict (results/sustained.SustainedRecord.to_dict():
+    #: burst, sustained, their ratio with its interval, holds / throttles / can't tell, cause).
+    sustained: dict[str, Any] | None = None
+    #: A compiled case run beside the same work uncompiled (--compile inductor,none): when the
+    #: compile time is made up (results/first_use.BreakEven.to_dict(); results/pairs.py).
+    break_even: dict[str, Any] | None = None
     #: The global numeric switches in force (TF32, cuDNN benchmark, determinism: precision.py).
     backend_flags: dict[str, str | bool] = field(default_factory=dict)
     # --- how the case ran or failed ---------------------------------------------------------------
@@ -186,6 +194,14 @@ class CaseResult(Timing, _CaseHead):
         """Whether the last quarter of the samples is significantly slower (results/stats.drift)."""
         return self._cache("step_times").get(self.step_times, "drift", drift)
 
+    def first_use(self) -> FirstUse:
+        """The costs before the steady state: time to the first step, warm-up, and the compile
+        time (compiled) or the first-use cost (not compiled), from the recorded timing."""
+        return FirstUse.of(self, compiled=bool(self.compile_backend))
+
+    def sustained_record(self) -> SustainedRecord | None:
+        return SustainedRecord.from_dict(self.sustained) if self.sustained else None
+
     def input_fraction(self) -> float | None:
         return self.input_wait_s / self.measured_time_s if self.measured_time_s > 0 else None
 
@@ -218,6 +234,7 @@ class CaseResult(Timing, _CaseHead):
             "input_bound": self.input_bound(),
             "median_ci_rel_half_width": self.precision_reached(),
             "drift": self.drift(),
+            "first_use": self.first_use().to_dict() if self.step_times else None,
         }
         return data
 

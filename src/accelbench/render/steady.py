@@ -1,0 +1,132 @@
+"""Before the steady state and over minutes: first-use costs, compile break-even and the
+sustained verdict, as table cells, lines under the run table, and rows for ``compare`` and the
+report (one source for all three, so they cannot disagree)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from accelbench.render.format import format_rate, format_seconds
+from accelbench.results import CaseResult, RunRecord
+from accelbench.results.first_use import BreakEven, Cost
+from accelbench.results.key import config_label
+from accelbench.results.sustained import THROTTLES, SustainedRecord
+
+#: Columns of the rows ``compare`` and the report show (after the run's letter or label).
+STEADY_COLUMNS = ("workload", "mode", "device", "config", "first step", "warm-up",
+                  "compile / first use", "compile pays off", "burst → sustained")
+STEADY_NOTE = ("first step: the first step's time, set-up excluded; warm-up: its steps, the first "
+               "included; compile: the warm-up less as many steady steps (compiled cases); first "
+               "use: the first step less a steady step (a device's shader or kernel set-up, "
+               "meaningful in a fresh worker process); compile pays off: the compile time over the "
+               "time a compiled step saves against the same work uncompiled (--compile "
+               "inductor,none); burst → sustained: --sustained runs, the last half's throughput "
+               "over the first fifth's")
+
+
+def _cost(cost: Cost | None) -> str:
+    if cost is None:
+        return "n/a"
+    return f"{format_seconds(max(cost.seconds, 0.0))}" + (" (≈0)" if cost.high <= 0 else "")
+
+
+def first_use_cell(case: CaseResult) -> str:
+    """"1st 520 ms · warm-up 1.10 s/3 · compile 10.2 s" (--wide's first-use column)."""
+    costs = case.first_use()
+    parts = [f"1st {format_seconds(costs.time_to_first_step_s)}",
+             f"warm-up {format_seconds(costs.warmup_s)}/{costs.warmup_steps}"]
+    if costs.compile is not None:
+        parts.append(f"compile {_cost(costs.compile)}")
+    elif costs.first_use is not None:
+        parts.append(f"first use {_cost(costs.first_use)}")
+    return " · ".join(parts)
+
+
+def break_even_of(case: CaseResult) -> BreakEven | None:
+    return BreakEven.from_dict(case.break_even) if case.break_even else None
+
+
+def break_even_cell(case: CaseResult) -> str:
+    figure = break_even_of(case)
+    if figure is None:
+        return ""
+    if figure.pays_off and figure.steps is not None:
+        return f"after {figure.steps:,.0f} steps" if figure.steps else "from the first step"
+    return "never"
+
+
+def sustained_note(case: CaseResult) -> str:
+    """The notes column's word: "throttles 78%" (red), "holds", "sustained: can't tell"."""
+    record = case.sustained_record()
+    if record is None:
+        return ""
+    note = record.figures.note
+    if record.figures.verdict == THROTTLES:
+        return f"[red]{note}[/red]"
+    return note or "[yellow]sustained: can't tell[/yellow]"
+
+
+def sustained_cell(case: CaseResult) -> str:
+    record = case.sustained_record()
+    if record is None:
+        return ""
+    figures = record.figures
+    if figures.burst is None or figures.sustained is None:
+        return figures.verdict
+    scale = case.batch_size if record.kind == "case" else 1.0
+    return (f"{format_rate(figures.burst * scale)} → {format_rate(figures.sustained * scale)}/s: "
+            f"{figures.note or figures.verdict}")
+
+
+def _name(case: CaseResult) -> str:
+    compiled = f" compile:{case.compile_backend}" if case.compile_backend else ""
+    return f"{case.workload} {case.mode} {case.device} {case.precision}{compiled} b{case.batch_size}"
+
+
+def sustained_line(record: SustainedRecord, name: str, per_step: float = 1.0) -> str:
+    """One line: burst and sustained rates, the ratio's interval, the verdict and its cause."""
+    figures, series = record.figures, record.series
+    unit = "samples/s" if record.kind == "case" else f"{figures.unit}/s"
+    rates = ""
+    if figures.burst is not None and figures.sustained is not None:
+        rates = (f"burst {format_rate(figures.burst * per_step)} {unit} (first "
+                 f"{figures.burst_intervals} intervals), sustained "
+                 f"{format_rate(figures.sustained * per_step)} (last {figures.sustained_intervals}); ")
+    return (f"sustained {name}: {rates}{figures.describe()} "
+            f"[{series.duration_s / 60:g} min in {series.interval_s:g} s intervals]")
+
+
+def sustained_lines(record: RunRecord) -> list[str]:
+    return [sustained_line(found, _name(case), case.batch_size)
+            for case in record.cases if (found := case.sustained_record()) is not None]
+
+
+def break_even_lines(record: RunRecord) -> list[str]:
+    """One line per compiled case with an uncompiled counterpart: when compiling pays off."""
+    lines = []
+    for case in record.cases:
+        figure = break_even_of(case)
+        if figure is not None:
+            lines.append(f"{_name(case)}: compile time {format_seconds(figure.compile_s)}, "
+                         f"{figure.speedup:.2f}x the uncompiled step; {figure.describe()}")
+    return lines
+
+
+def steady_rows(cases: Sequence[tuple[str, CaseResult]]) -> list[list[str]]:
+    """(run label, case) -> the rows of ``STEADY_COLUMNS`` (with the label first); cases that did
+    not finish are left out."""
+    rows = []
+    for label, case in cases:
+        if not case.ok or case.mode == "generate":
+            continue
+        costs = case.first_use()
+        cost = costs.compile or costs.first_use
+        kind = "compile" if costs.compile is not None else "first use"
+        figure = break_even_of(case)
+        rows.append([label, case.workload, case.mode, case.device, config_label(case),
+                     format_seconds(costs.time_to_first_step_s),
+                     f"{format_seconds(costs.warmup_s)} ({costs.warmup_steps} steps)",
+                     f"{kind} {_cost(cost)}" if cost is not None else "n/a",
+                     figure.describe().removeprefix("compile ") if figure is not None else "",
+                     sustained_cell(case)])
+    return rows

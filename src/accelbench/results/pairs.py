@@ -1,0 +1,54 @@
+"""Compiled against uncompiled: when a run holds both cases of the same work, when compiling pays
+for itself.
+
+``--compile inductor,none`` runs each case compiled and not; the compiled case's
+``break_even`` (results/first_use.BreakEven's dict) then says after how many steps the compile
+time is made up by the time each compiled step saves, or that it never is. The counterpart is
+the case that did the same work on the same device (the one comparability key, results/key.py)
+with no compile back end. Filled by the engine as cases finish, so the stored result, the table
+and ``compare`` all read the same figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from accelbench.results.first_use import BreakEven, break_even, compile_time
+from accelbench.results.key import KEY_FIELDS, comparability_key
+from accelbench.results.records import CaseResult
+
+
+def _uncompiled_key(case: CaseResult) -> tuple[object, ...]:
+    return (case.device, *(value if name != "compile_backend" else "" for name, value in
+                           zip(KEY_FIELDS, comparability_key(case), strict=True)))
+
+
+def uncompiled_counterpart(case: CaseResult, cases: Sequence[CaseResult]) -> CaseResult | None:
+    """The finished uncompiled case of ``case``'s work on its device, or None."""
+    if not case.compile_backend:
+        return None
+    wanted = _uncompiled_key(case)
+    return next((other for other in cases if other is not case and other.ok
+                 and not other.compile_backend and other.step_times
+                 and _uncompiled_key(other) == wanted), None)
+
+
+def compile_break_even(case: CaseResult, cases: Sequence[CaseResult]) -> BreakEven | None:
+    """When ``case`` (compiled) pays for its compile time against its uncompiled counterpart in
+    ``cases``; None when it is not compiled, did not finish, or has no counterpart."""
+    if not case.ok or not case.step_times or case.mode == "generate":
+        return None
+    other = uncompiled_counterpart(case, cases)
+    cost = compile_time(case)
+    if other is None or cost is None:
+        return None
+    return break_even(max(cost.seconds, 0.0), case.step_times, other.step_times)
+
+
+def attach_break_evens(cases: Sequence[CaseResult]) -> None:
+    """Set ``break_even`` on every compiled case of ``cases`` that has an uncompiled counterpart
+    (and clear it where the counterpart is gone)."""
+    for case in cases:
+        if case.compile_backend:
+            figure = compile_break_even(case, cases)
+            case.break_even = figure.to_dict() if figure is not None else None
