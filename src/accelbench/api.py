@@ -97,7 +97,8 @@ def run(
 
     Defaults: ``mnist`` (or the ``suite=``, or the workloads ``workload_file=`` registers), on
     ``auto`` (``all`` for a suite), in ``train`` and ``eval``. Every ``accelbench run`` option is a
-    keyword: ``steps``, ``time_budget``, ``epochs``, ``target_ci``, ``warmup``, ``precision``,
+    keyword: ``steps``, ``time_budget``, ``epochs``, ``sustained`` (minutes) and
+    ``sustained_interval`` (seconds), ``target_ci``, ``warmup``, ``precision``,
     ``compile``, ``channels_last``, ``size``, ``batch_size``, ``threads``, ``data``, ``data_dir``,
     ``workers``, ``workload_file``, ``suite``, ``isolation``, ``case_timeout``, ``auto_batch``,
     ``cooldown``, ``repeat``, ``profile``, ``cudnn_benchmark`` (default True; False is
@@ -144,7 +145,8 @@ def bench(
     the model, loss and optimiser can be pickled and imported there, otherwise inline; each case's
     ``isolation`` says which, and why. ``repeat=N`` measures each case in N worker
     processes (as ``accelbench run --repeat``), so it needs a model that can go to one. The other
-    keywords are ``run``'s: ``steps``, ``time_budget``, ``epochs``, ``target_ci``, ``warmup``,
+    keywords are ``run``'s: ``steps``, ``time_budget``, ``epochs``, ``sustained``,
+    ``sustained_interval``, ``target_ci``, ``warmup``,
     ``precision``, ``compile``, ``channels_last``, ``threads``, ``case_timeout``, ``auto_batch``,
     ``cooldown``, ``profile``, ``cudnn_benchmark`` (see ``options.values.BenchKeywords``).
     """
