@@ -207,6 +207,22 @@ def test_run_completes_without_events_in_the_timed_window_on_mps(accelbench_unde
     assert case["memory_is_lower_bound"] and case["peak_memory_bytes"] > 0
 
 
+def test_a_sustained_run_on_mps_records_no_event_and_says_why_sensors_are_na(accelbench_under) -> None:
+    """--sustained on the emulated MPS: each interval's windows run without a timing event, and a
+    device that reports no clock or temperature gets a verdict with the reason, not a crash."""
+    outcome = accelbench_under("mps", "run", "mnist", "--device", "mps", "--mode", "train",
+                               "--size", "tiny", "--warmup", "1", "--sustained", "0.02",
+                               "--sustained-interval", "0.1", "--isolation", "none")
+    [case] = cases(outcome)
+    assert case["status"] == "ok", outcome.explain()
+    assert outcome.journal.event_records(under=TIMED_WINDOW) == []
+    record = case["sustained"]
+    assert record["figures"]["verdict"] in ("holds", "throttles", "can't tell")
+    assert len(record["series"]["work"]) >= 10
+    for name in ("clock_mhz", "temperature_c"):
+        assert record["series"]["sensors"][name]["na"].startswith("n/a: mps"), record["series"]["sensors"]
+
+
 def test_check_passes_on_mps(accelbench_under) -> None:
     """The candidate runs on the device in float32, the float64 reference on the CPU."""
     outcome = accelbench_under("mps", "check", "mnist", "--device", "mps", "--size", "tiny",

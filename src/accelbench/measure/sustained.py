@@ -163,9 +163,11 @@ def run_sustained(work: Work, duration_s: float, interval_s: float = DEFAULT_INT
 
 
 # --- the default reader: the CPU's or the device's own sensors, and its energy meter -------------
-#: The keys ``Device.sensors()`` (NVML) and ``measure/sensors.cpu_sensors`` give, by sensor.
-_CLOCK_KEYS = ("gpu_sm_clock_mhz", "cpu_mhz")
-_TEMPERATURE_KEYS = ("gpu_temperature_c", "cpu_max_temperature_c")
+#: The keys ``Device.sensors()`` (NVML) and ``measure/sensors.cpu_sensors`` give, by sensor:
+#: an accelerator's own, or the CPU's when the device is the CPU (never the CPU's for an
+#: accelerator, though ``case_sensors`` holds both).
+_CLOCK_KEYS = {"device": ("gpu_sm_clock_mhz",), "cpu": ("cpu_mhz",)}
+_TEMPERATURE_KEYS = {"device": ("gpu_temperature_c",), "cpu": ("cpu_max_temperature_c",)}
 
 
 class DeviceSensors:
@@ -191,11 +193,12 @@ class DeviceSensors:
         except Exception as error:  # a sensor never fails the run it watches
             facts = {"error": f"{type(error).__name__}: {error}"}
         limits = self.limits()
+        side = "cpu" if self.device.is_cpu else "device"
         power = (Reading(reading.joules / reading.seconds, limit=limits["power_w"])
                  if reading.joules is not None and reading.seconds > 0
                  else Reading.missing(reading.reason or f"{reading.source}: no reading"))
-        return {"clock_mhz": self._pick(facts, _CLOCK_KEYS, "clock", None),
-                "temperature_c": self._pick(facts, _TEMPERATURE_KEYS, "temperature",
+        return {"clock_mhz": self._pick(facts, _CLOCK_KEYS[side], "clock", None),
+                "temperature_c": self._pick(facts, _TEMPERATURE_KEYS[side], "temperature",
                                             limits["temperature_c"]),
                 "power_w": power}
 
