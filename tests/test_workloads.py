@@ -109,6 +109,24 @@ def test_the_quick_suite_runs_nanogpt_char_at_its_capped_batch() -> None:
     assert batches(None, size="tiny")[("nanogpt-char", "train")] == 4  # the tiny batch is smaller
 
 
+def test_the_quick_suite_adds_nanogpt_char_generation_where_it_runs_eval() -> None:
+    devices = DeviceSet.current()
+
+    def generated(modes, **keywords) -> list[tuple[str, int, int, int]]:
+        options = build_run_options(None, "cpu", modes, **keywords)
+        return [(c.workload, c.batch_size, c.prompt_len, c.new_tokens)
+                for c in plan(options, devices) if c.mode == "generate"]
+
+    # Its context of 256 characters less the 128 new ones: a 128-character prompt, batch 1.
+    assert generated(("train", "eval")) == [("nanogpt-char", 1, 128, 128)]
+    assert generated(("train",)) == []  # --mode train asked for training only
+    assert generated(("train", "eval"), sustained=2) == []  # --sustained times steps
+    assert generated(("generate",)) == [("nanogpt-char", 1, 128, 128)]  # no other decoder
+    assert generated(("train", "eval"), size="tiny") == [("nanogpt-char", 1, 16, 16)]  # fits 32
+    named = build_run_options(["nanogpt-char"], "cpu", ("train", "eval"))
+    assert {c.mode for c in plan(named, devices)} == {"train", "eval"}  # named: as asked
+
+
 # --- VAE -------------------------------------------------------------------------------------
 def test_vae_loss_matches_a_hand_computation() -> None:
     torch.manual_seed(0)

@@ -25,7 +25,7 @@ from accelbench.results import CaseResult, RunRecord
 from accelbench.workloads.base import Workload, generates
 from accelbench.workloads.catalogue import get_workload_class
 from accelbench.workloads.presets import DEFAULT_PROMPT_LEN, GENERATE
-from accelbench.workloads.suites import suite_batch_size
+from accelbench.workloads.suites import suite_batch_size, suite_modes
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,8 @@ def plan(options: RunOptions, devices: DeviceSet) -> list[Case]:
     for name in options.workloads:
         cls = get_workload_class(name)
         workload = cls(options.size)
-        for mode in options.modes:
+        for mode in suite_modes(options.suite, name, options.modes,
+                                sustained=options.stop.kind == "sustained"):
             if mode == GENERATE:
                 cases += _generation_cases(options, name, workload, generates(cls), chosen)
                 continue
@@ -89,7 +90,9 @@ def _generation_cases(options: RunOptions, name: str, workload: Workload, decode
         return []
     context = workload.context_length()
     cases = []
-    for new in options.new_tokens:
+    for asked in options.new_tokens:
+        # A suite fits its generation case into a small model's context (the tiny size's 32).
+        new = min(asked, context // 2) if options.suite is not None else asked
         for prompt in options.prompt_lens or (min(DEFAULT_PROMPT_LEN, context - new),):
             if prompt < 1 or prompt + new > context:
                 raise UsageError(f"a prompt of {prompt} tokens and {new} new tokens do not fit "
