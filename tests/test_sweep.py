@@ -182,3 +182,77 @@ def test_peak_memory_carries_its_source_tag_as_in_the_run_table() -> None:
     console.print(sweep_table(_record([cpu, cuda, mps])))
     text = console.export_text()
     assert "RSS" in text and "allocator" in text and "≥ 1.0 GiB" in text and "sampled" in text
+
+
+# --- generation: a prompt-length sweep --------------------------------------------------------
+PROMPT_SWEEP = ("sweep", "nanogpt-char", "--mode", "generate", "--device", "cpu", "--size", "tiny",
+                "--new-tokens", "8", "--steps", "2", "--warmup", "1", "--isolation", "none")
+
+
+def test_cli_prompt_sweep_shows_decode_and_memory_against_context(cli, tmp_path: Path) -> None:
+    out, report = tmp_path / "prompts.json", tmp_path / "prompts.html"
+    done = cli(*PROMPT_SWEEP, "--prompt-len", "4,8,...,24", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    data = json.loads(out.read_text())
+    assert data["kind"] == "sweep" and data["options"]["sweep"] == {"axis": "prompt_len",
+                                                                   "prompt_lens": [4, 8, 16, 24]}
+    cases = data["cases"]
+    assert [(c["prompt_len"], c["new_tokens"], c["batch_size"], c["status"]) for c in cases] == [
+        (4, 8, 1, "ok"), (8, 8, 1, "ok"), (16, 8, 1, "ok"), (24, 8, 1, "ok")]
+    assert all(c["generation"]["decode_tokens_per_s"] > 0 for c in cases)
+    # The KV cache grows with the context it holds.
+    kv = [c["generation"]["kv_cache_bytes"] for c in cases]
+    assert kv == sorted(kv) and kv[0] < kv[-1]
+    flat = " ".join(done.stdout.split())  # the sentence may wrap at 100 columns
+    assert re.search(r"nanogpt-char generate on cpu \(fp32 \+8 tokens, batch 1\): decode [\d,.]+ "
+                     r"tok/s at a 4-token prompt, [\d,.]+ at 24 \([+-]\d+%\)", flat)
+    assert "prompt 24: 4 case(s) done" in done.stderr
+    assert "decode tok/s" in done.stdout and all(len(line) <= 100 for line in done.stdout.splitlines())
+    made = cli("report", str(out), "-o", str(report))
+    assert made.returncode == 0, made.stderr
+    page = report.read_text()
+    assert "Decode speed against prompt length" in page and "Every prompt length" in page
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--prompt-len", "4,30"], "do not fit 'nanogpt-char''s context of 32"),
+    (["--prompt-len", "4,8", "--batch-size", "1,2"], "one axis at a time"),
+    (["--prompt-len", "0,8"], "--prompt-len: 0 is out of range"),
+])
+def test_bad_prompt_sweeps_are_one_line_errors(cli, args: list[str], message: str) -> None:
+    done = cli(*PROMPT_SWEEP, *args)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert message in done.stderr
+
+
+def test_prompt_len_needs_generate_and_a_sweep_needs_an_axis(inline_cli) -> None:
+    done = inline_cli("sweep", "mnist", "--prompt-len", "4,8", "--device", "cpu")
+    assert done.returncode == 2 and "--prompt-len sweeps generation: give --mode generate" in done.stderr
+    done = inline_cli("sweep", "mnist", "--device", "cpu")
+    assert done.returncode == 2 and "sweep needs --batch-size LIST" in done.stderr
+
+
+def test_a_prompt_that_runs_out_of_memory_stops_longer_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decoder that fails as an allocator does above an 8-token prompt: 16 is 'oom', 24 is not
+    even run, and the summary says where memory ran out."""
+    from accelbench.devices import DeviceSet
+    from accelbench.options.values import build_run_options
+    from accelbench.render.generation_sweep import prompt_sweep_lines
+    from accelbench.sweeps.run import run_sweep
+    from accelbench.workloads.decoder import Decoder
+
+    prefill = Decoder.prefill
+
+    def greedy(self, ids, cache):  # type: ignore[no-untyped-def]
+        if ids.shape[1] > 8:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return prefill(self, ids, cache)
+
+    monkeypatch.setattr(Decoder, "prefill", greedy)
+    options = build_run_options(["nanogpt-char"], "cpu", "generate", size="tiny", new_tokens=4,
+                                steps=1, warmup=0, isolation="none", prompt_len=[4, 8, 16, 24])
+    record = run_sweep(options, DeviceSet.current(), (4, 8, 16, 24), ["test"], axis="prompt_len")
+    assert [(c.prompt_len, c.status) for c in record.cases] == [
+        (4, "ok"), (8, "ok"), (16, "oom"), (24, "oom")]
+    assert record.cases[3].error == "not run: prompt 16 already ran out of memory on cpu"
+    assert "out of memory from a 16-token prompt" in prompt_sweep_lines(record)[0]

@@ -18,6 +18,12 @@ from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
 from accelbench.options.values import build_run_options, check_data
+from accelbench.render.generation_sweep import (
+    PROMPT_SWEEP_NOTE,
+    is_prompt_sweep,
+    prompt_sweep_lines,
+    prompt_sweep_table,
+)
 from accelbench.render.steady import break_even_lines, sustained_lines
 from accelbench.render.sweep_table import definition, summary_lines, sweep_table
 from accelbench.results import RunRecord
@@ -25,11 +31,14 @@ from accelbench.store.jsonfile import check_writable
 from accelbench.sweeps.analysis import parse_batch_sizes
 
 
-def _batch_sizes(text: str) -> tuple[int, ...]:
-    try:
-        return parse_batch_sizes(text)
-    except UsageError as error:  # argparse reports only its own error type as a usage line
-        raise argparse.ArgumentTypeError(str(error).removeprefix("--batch-size: ")) from None
+def _values(flag: str) -> Callable[[str], tuple[int, ...]]:
+    def parse(text: str) -> tuple[int, ...]:
+        try:
+            return parse_batch_sizes(text, flag)
+        except UsageError as error:  # argparse reports only its own error type as a usage line
+            raise argparse.ArgumentTypeError(str(error).removeprefix(f"{flag}: ")) from None
+
+    return parse
 
 
 def add_parser(subparsers: Any) -> None:
@@ -37,10 +46,17 @@ def add_parser(subparsers: Any) -> None:
                                    "and the CPU crossover")
     groups.add_workload_arguments(
         parser, "workload names, wildcards or model names (timm:resnet18, hf:bert, ...)", nargs="+")
-    parser.add_argument("--batch-size", required=True, type=_batch_sizes, metavar="LIST",
-                        help="batch sizes: 1,4,16 or 1,2,4,...,256")
+    parser.add_argument("--batch-size", type=_values("--batch-size"), metavar="LIST",
+                        help="batch sizes: 1,4,16 or 1,2,4,...,256 (with --prompt-len: one batch "
+                        "size, default 1)")
+    parser.add_argument("--prompt-len", type=_values("--prompt-len"), metavar="LIST",
+                        help="with --mode generate: sweep the prompt length instead, 128,256,512 "
+                        "or 128,256,...,1024: decode speed and memory against context, and where "
+                        "memory runs out")
+    parser.add_argument("--new-tokens", default=None, metavar="N",
+                        help="with --prompt-len: tokens generated per sequence (default 128)")
     groups.add_device_argument(parser, "all", "default: all")
-    groups.add_mode_argument(parser, ("train",))
+    groups.add_mode_argument(parser, ("train",), generate=True)
     groups.add_stop_arguments(parser)
     groups.add_config_arguments(parser, batch_size=False)
     groups.add_cudnn_benchmark_argument(parser)
@@ -51,10 +67,30 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(execute=execute)
 
 
+def sweep_axis(args: argparse.Namespace) -> tuple[str, tuple[int, ...], int | None]:
+    """(the axis swept, its values, the one batch size of a prompt-length sweep)."""
+    modes = args.modes.split(",") if isinstance(args.modes, str) else list(args.modes)
+    if args.prompt_len is None:
+        if args.batch_size is None:
+            raise UsageError("sweep needs --batch-size LIST (or --prompt-len LIST with --mode "
+                             "generate)")
+        if args.new_tokens is not None:
+            raise UsageError("--new-tokens goes with --prompt-len: a prompt-length sweep of "
+                             "generation")
+        return "batch_size", args.batch_size, None
+    if modes != ["generate"]:
+        raise UsageError("--prompt-len sweeps generation: give --mode generate (and no other mode)")
+    if args.batch_size is not None and len(args.batch_size) > 1:
+        raise UsageError("sweep one axis at a time: with --prompt-len, --batch-size takes one "
+                         "batch size")
+    return "prompt_len", args.prompt_len, args.batch_size[0] if args.batch_size else None
+
+
 def options_from_args(args: argparse.Namespace) -> RunOptions:
-    # --batch-size is the sweep's list, not the one batch size of every case
-    return build_run_options(args.workloads, args.device, args.modes,
-                             **groups.run_keywords(args, exclude=("batch_size",)))
+    # --batch-size (or --prompt-len) is the sweep's list, not the value of every case
+    _, _, batch = sweep_axis(args)
+    return build_run_options(args.workloads, args.device, args.modes, batch_size=batch,
+                             **groups.run_keywords(args, exclude=("batch_size", "prompt_len")))
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
@@ -65,18 +101,20 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     console = Console(stderr=True)
     log = not args.quiet and not console.is_terminal  # a line a case where no live display runs
 
-    from accelbench.sweeps.run import run_sweep  # torch: only once the usage is known good
+    from accelbench.sweeps.run import AXES, run_sweep  # torch: only once the usage is known good
+
+    axis, values, _ = sweep_axis(args)
 
     def drive(on_case: Callable[[RunRecord], None]) -> RunRecord:
         def keep(record: RunRecord) -> None:
             on_case(record)
             if log:
                 done = record.cases[-1]
-                console.print(f"batch {done.batch_size}: {len(record.cases)} case(s) done",
-                              highlight=False)
+                console.print(f"{AXES[axis]} {getattr(done, axis)}: {len(record.cases)} case(s) "
+                              "done", highlight=False)
 
-        return run_sweep(options, DeviceSet.current(), args.batch_size, ["accelbench", *argv],
-                         on_case=keep, live=not args.quiet)
+        return run_sweep(options, DeviceSet.current(), values, ["accelbench", *argv],
+                         on_case=keep, live=not args.quiet, axis=axis)
 
     return run_driven(drive, args.output, args.db, lambda record, saved: _show(
         record, saved, args.output))
@@ -84,10 +122,15 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
 
 def _show(record: RunRecord, saved: Path, output: Path | None) -> None:
     out = Console(width=None if sys.stdout.isatty() else 100)
-    out.print(sweep_table(record))
-    for line in [*summary_lines(record), *sustained_lines(record), *break_even_lines(record)]:
+    if is_prompt_sweep(record):
+        out.print(prompt_sweep_table(record))
+        lines, note = prompt_sweep_lines(record), PROMPT_SWEEP_NOTE
+    else:
+        out.print(sweep_table(record))
+        lines, note = summary_lines(record), definition()
+    for line in [*lines, *sustained_lines(record), *break_even_lines(record)]:
         out.print(line, highlight=False, markup=False)
-    out.print(definition(), style="dim", highlight=False)
+    out.print(note, style="dim", highlight=False)
     if output:
         out.print(f"Result written to {output}")
     out.print(f"Saved to {saved}")

@@ -197,9 +197,11 @@ def parity_figure(steps: Sequence[float], candidate: Sequence[float], reference:
 
 
 def sweep_figure(lines: Sequence[tuple[str, Sequence[tuple[int, float, tuple[float, float] | None]],
-                                      int | None]], title: str) -> bytes | None:
+                                      int | None]], title: str, x_label: str = "batch size",
+                 y_label: str = "samples per second (median step; bars: 95% CI)") -> bytes | None:
     """Throughput against batch size (log2 axis), one line per device and mode with 95% CI bars;
-    a star marks where each line saturates. ``lines``: (name, [(batch, rate, ci)], saturation)."""
+    a star marks where each line saturates. ``lines``: (name, [(batch, rate, ci)], saturation).
+    A prompt-length sweep draws decode tokens/s against the prompt the same way."""
     drawn = [(name, points, sat) for name, points, sat in lines if points]
     if not drawn:
         return None
@@ -219,9 +221,9 @@ def sweep_figure(lines: Sequence[tuple[str, Sequence[tuple[int, float, tuple[flo
     tried = sorted({b for _, points, _ in drawn for b, _, _ in points})
     ax.set_xticks(tried, [str(b) for b in tried])  # the batch sizes themselves, not powers of 2
     ax.set_ylim(bottom=0)
-    ax.set_xlabel("batch size")
-    ax.set_ylabel("samples per second (median step; bars: 95% CI)")
-    ax.set_title(label(title) + " (star: saturates)")
+    ax.set_xlabel(x_label)
+    ax.set_ylabel(y_label)
+    ax.set_title(label(title) + (" (star: saturates)" if any(sat for _, _, sat in drawn) else ""))
     ax.legend(fontsize="small")
     ax.grid(alpha=0.3)
     return _png(fig)

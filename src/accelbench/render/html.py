@@ -208,6 +208,14 @@ def _feature_section(runs: Sequence[LabelledRun]) -> list[Markup]:
 
 def _sweep_section(runs: Sequence[LabelledRun]) -> list[Markup]:
     """Each batch-size sweep: its figure, the saturation and crossover sentences, its table."""
+    from accelbench.render.generation_sweep import (
+        PROMPT_COLUMNS,
+        PROMPT_SWEEP_NOTE,
+        is_prompt_sweep,
+        prompt_figure_lines,
+        prompt_sweep_lines,
+        prompt_sweep_rows,
+    )
     from accelbench.render.sweep_table import COLUMNS, definition, figure_lines, summary_lines, sweep_rows
 
     parts: list[Markup] = []
@@ -216,6 +224,16 @@ def _sweep_section(runs: Sequence[LabelledRun]) -> list[Markup]:
             continue
         title = f"{run.label} on {run.machine or 'unknown machine'}"
         parts.append(el("h3", f"Sweep {title}"))
+        if is_prompt_sweep(run.record):
+            parts += [image(figures.sweep_figure(prompt_figure_lines(run.record),
+                                                 f"Prompt-length sweep, {title}", "prompt tokens",
+                                                 "decode tokens per second (per sequence)"),
+                            f"Decode speed against prompt length, {title}"),
+                      el("ul", *(el("li", line) for line in prompt_sweep_lines(run.record))),
+                      el("p", PROMPT_SWEEP_NOTE, class_="note"),
+                      table(PROMPT_COLUMNS, prompt_sweep_rows(run.record),
+                            caption=f"Every prompt length, {title}")]
+            continue
         parts.append(image(figures.sweep_figure(figure_lines(run.record), f"Batch-size sweep, {title}"),
                            f"Throughput against batch size, {title}"))
         parts.append(el("ul", *(el("li", line) for line in summary_lines(run.record))))

@@ -23,29 +23,30 @@ MAX_POINTS = 64
 ELLIPSIS = "..."
 
 
-def parse_batch_sizes(text: str | Sequence[int]) -> tuple[int, ...]:
+def parse_batch_sizes(text: str | Sequence[int], flag: str = "--batch-size") -> tuple[int, ...]:
     """``"1,4,16"``, or ``"1,2,4,...,256"`` (continuing the last two values' ratio, or their step
-    when the ratio is not a whole number), as sorted distinct positive batch sizes."""
+    when the ratio is not a whole number), as sorted distinct positive values (batch sizes, or
+    the prompt lengths of ``sweep --prompt-len``: ``flag`` names the option in errors)."""
     items = [i.strip() for i in text.split(",") if i.strip()] if isinstance(text, str) else list(text)
     values: list[int] = []
     for index, item in enumerate(items):
         if item == ELLIPSIS:
             if len(values) < 2 or index != len(items) - 2:
-                raise UsageError("--batch-size: '...' needs two values before it and one after, "
+                raise UsageError(f"{flag}: '...' needs two values before it and one after, "
                                  "e.g. 1,2,4,...,256")
             continue
         try:
             value = int(item)
         except (TypeError, ValueError):
-            raise UsageError(f"--batch-size: {item!r} is not a whole number; give a comma list "
+            raise UsageError(f"{flag}: {item!r} is not a whole number; give a comma list "
                              "like 1,4,16 or 1,2,4,...,256") from None
         if value <= 0 or value > 10**7:
-            raise UsageError(f"--batch-size: {value} is out of range (1 to 10000000)")
+            raise UsageError(f"{flag}: {value} is out of range (1 to 10000000)")
         values.append(value)
     if ELLIPSIS in items:
         values = _continue(values[:-1], values[-1])
     if not values or len(set(values)) > MAX_POINTS:
-        raise UsageError(f"--batch-size needs 1 to {MAX_POINTS} batch sizes")
+        raise UsageError(f"{flag} needs 1 to {MAX_POINTS} values")
     return tuple(sorted(set(values)))
 
 

@@ -1,9 +1,11 @@
-"""Batch-size sweeps through the ordinary runner: each batch size is a plan of cases run by
-``run_plan``; the cases of every batch size go into one record of kind "sweep".
+"""Sweeps through the ordinary runner: each value of the swept axis (the batch size, or for
+generation the prompt length) is a plan of cases run by ``run_plan``; the cases of every value
+go into one record of kind "sweep".
 
-A batch that runs out of memory is status ``oom`` (as with ``--auto-batch``), and the larger
-batches on that device are recorded as ``oom`` without running them (their error says so).
-The analysis (saturation, crossover) is in ``sweep_analysis``.
+A value that runs out of memory is status ``oom`` (as with ``--auto-batch``), and the larger
+values on that device are recorded as ``oom`` without running them (their error says so).
+The analysis (saturation, crossover) is in ``sweep_analysis``; a prompt-length sweep's (decode
+speed and memory against context) in ``render/generation_sweep.py``.
 """
 
 from __future__ import annotations
@@ -28,18 +30,27 @@ def _key(case: Case | CaseResult) -> tuple[object, ...]:
             case.channels_last)
 
 
+#: The axes a sweep runs along: a Case field, and how its value is named in words.
+AXES = {"batch_size": "batch", "prompt_len": "prompt"}
+
+
 def run_sweep(options: RunOptions, devices: DeviceSet, batch_sizes: Sequence[int], command: list[str],
               progress: CaseProgress | None = None,
-              on_case: Callable[[RunRecord], None] | None = None, live: bool = False) -> RunRecord:
-    """One record (kind "sweep") holding every batch size's cases, smallest batch first;
-    ``on_case`` gets the whole sweep so far after every case."""
+              on_case: Callable[[RunRecord], None] | None = None, live: bool = False,
+              axis: str = "batch_size") -> RunRecord:
+    """One record (kind "sweep") holding the cases of every value of ``axis`` (``batch_sizes``
+    holds the values: batch sizes, or prompt lengths for ``axis="prompt_len"``), smallest
+    first; ``on_case`` gets the whole sweep so far after every case."""
+    if axis == "prompt_len":
+        plan(replace(options, prompt_lens=tuple(batch_sizes)), devices)  # each prompt must fit
+        options = replace(options, prompt_lens=(min(batch_sizes),))
     base_cases = plan(options, devices)
     if not base_cases:
         raise UsageError("nothing to sweep: no workload supports the requested modes")
     record: RunRecord | None = None
     ran_out: dict[tuple[object, ...], int] = {}
     for batch in sorted(batch_sizes):
-        cases = [replace(case, batch_size=batch) for case in base_cases]
+        cases = [replace(case, **{axis: batch}) for case in base_cases]
         skipped = [case for case in cases if _key(case) in ran_out]
         runnable = [case for case in cases if _key(case) not in ran_out]
 
@@ -54,15 +65,16 @@ def run_sweep(options: RunOptions, devices: DeviceSet, batch_sizes: Sequence[int
         except Interrupted as stop:
             raise Interrupted(_merge(record, stop.record), stop.signal_name, stop.exit_code) from None
         record = _merge(record, part)
-        record.cases.extend(_not_run(case, options, ran_out[_key(case)]) for case in skipped)
+        record.cases.extend(_not_run(case, options, ran_out[_key(case)], axis) for case in skipped)
         for result in part.cases:
             if result.status == "oom":
-                ran_out.setdefault(_key(result), result.batch_size)
+                ran_out.setdefault(_key(result), getattr(result, axis))
         if on_case is not None and skipped:
             on_case(record)
     assert record is not None
-    record.options["sweep"] = {"batch_sizes": sorted(batch_sizes),
-                               "saturation_fraction": SATURATION_FRACTION}
+    values = sorted(batch_sizes)
+    record.options["sweep"] = ({"batch_sizes": values, "saturation_fraction": SATURATION_FRACTION}
+                               if axis == "batch_size" else {"axis": axis, "prompt_lens": values})
     return record
 
 
@@ -74,10 +86,10 @@ def _merge(record: RunRecord | None, part: RunRecord) -> RunRecord:
     return record
 
 
-def _not_run(case: Case, options: RunOptions, failed_batch: int) -> CaseResult:
+def _not_run(case: Case, options: RunOptions, failed: int, axis: str = "batch_size") -> CaseResult:
     result = skeleton_result(case, options)
     result.status = "oom"
-    result.error = (f"not run: batch {failed_batch} already ran out of memory on {case.device.name}")
+    result.error = f"not run: {AXES[axis]} {failed} already ran out of memory on {case.device.name}"
     result.skipped = True
     return result
 
