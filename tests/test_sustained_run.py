@@ -10,7 +10,7 @@ import pytest
 
 from accelbench.options import RunOptions, StopRule
 
-THROTTLING = Path(__file__).parent / "data" / "throttling_workloads.py"
+THROTTLING = Path(__file__).parent / "data" / "faulty_workloads.py"
 #: 4.2 s of sustained work in 0.25 s intervals: 16-17 intervals, the burst the first 3 (0.75 s),
 #: the planted slowdown 1.5 s after the first step, the sustained part the last 8 (from ~2.1 s).
 SUSTAINED = ["--workload-file", str(THROTTLING), "--device", "cpu", "--mode", "train",

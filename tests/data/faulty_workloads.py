@@ -1,4 +1,11 @@
-"""Workloads that fail on purpose, loaded with --workload-file by the fault tests."""
+"""Workloads that fail on purpose, loaded with --workload-file by the fault tests; and two with a
+planted speed for the sustained tests:
+
+``throttle-half``: each step takes 10 ms, and 20 ms once ``THROTTLE_AFTER_S`` seconds (default
+1.5) have passed since its first step: a device that loses half its speed at a known time.
+``steady-sleep``: 10 ms a step throughout. A step sleeps all but its last 6 ms (a sleep overshoots
+by a varying amount on a VM) and waits out the exact rest, so a busy machine moves it little.
+"""
 
 from __future__ import annotations
 
@@ -76,3 +83,29 @@ class Slow(_Base):
 
     def fault(self, batch_size: int) -> None:
         time.sleep(2.0)  # long enough to signal the command while this case runs
+
+
+class _Planted(_Base):
+    factor = 1.0
+    _first: float | None = None
+
+    def fault(self, batch_size: int) -> None:
+        now = time.perf_counter()
+        if self._first is None:
+            self._first = now
+        after = float(os.environ.get("THROTTLE_AFTER_S", "1.5"))
+        deadline = now + 0.01 * (self.factor if now - self._first >= after else 1.0)
+        time.sleep(max(0.0, deadline - time.perf_counter() - 0.006))
+        while time.perf_counter() < deadline:
+            pass
+
+
+@accelbench.register
+class ThrottleHalf(_Planted):
+    name = "throttle-half"
+    factor = 2.0
+
+
+@accelbench.register
+class SteadySleep(_Planted):
+    name = "steady-sleep"
