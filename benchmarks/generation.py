@@ -123,14 +123,17 @@ def plain_child(args: argparse.Namespace) -> dict[str, list[float]]:
 
 
 def accelbench_child(args: argparse.Namespace) -> dict[str, list[float]]:
+    import torch
+
     from accelbench.devices import DeviceSet
     from accelbench.measure.generation import measure_generation
 
     workload, model = build(args.workload, args.size)
     device = DeviceSet.current().select("cpu")[0]
-    figures = measure_generation(workload, model, device, batch_size=args.batch_size,
-                                 prompt_len=args.prompt_len, new_tokens=args.new_tokens,
-                                 rounds=args.repeats, warmup_rounds=1)
+    with torch.no_grad():  # as a generate case runs it (engine/measure_case.py)
+        figures = measure_generation(workload, model, device, batch_size=args.batch_size,
+                                     prompt_len=args.prompt_len, new_tokens=args.new_tokens,
+                                     rounds=args.repeats, warmup_rounds=1)
     return {"ttft_s": [r.ttft_s for r in figures.rounds], "decode_s": [r.decode_s for r in figures.rounds],
             "timing_method": figures.timing_method}  # type: ignore[dict-item]
 

@@ -12,6 +12,7 @@ the model's positions are fewer) at the published size and 16 at the tiny size.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,7 +171,10 @@ class HFCausalLM(HFModel):
 
     def prefill(self, model: nn.Module, prompt: torch.Tensor,
                 max_len: int) -> tuple[torch.Tensor, object]:
-        out = model(input_ids=prompt, use_cache=True)
+        # Only the last position's logits, as generate() asks for them where the model takes
+        # ``logits_to_keep``: the vocabulary projection of every prompt position is not prefill.
+        keep = {"logits_to_keep": 1} if _takes(model, "logits_to_keep") else {}
+        out = model(input_ids=prompt, use_cache=True, **keep)
         return out.logits[:, -1, :], out.past_key_values
 
     def decode_step(self, model: nn.Module, tokens: torch.Tensor,
@@ -213,3 +217,12 @@ def list_names(pattern: str) -> list[str]:
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
     return sorted(CONFIG_MAPPING_NAMES)
+
+
+def _takes(model: nn.Module, keyword: str) -> bool:
+    """Whether ``model``'s forward accepts ``keyword`` (older transformers lack some)."""
+    try:
+        # torch.compile wraps the module: its own forward takes whatever the original takes.
+        return keyword in inspect.signature(getattr(model, "_orig_mod", model).forward).parameters
+    except (TypeError, ValueError):  # a compiled or wrapped forward without a signature
+        return False
