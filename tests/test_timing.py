@@ -26,7 +26,8 @@ FILE_KEYS = [
     "time_to_first_step_s", "warmup_time_s", "input_wait_s", "measured_time_s", "measured_steps",
     "epoch_times", "epoch_end_s", "metrics", "input_wait_method", "input_fetch_s", "target_ci_pct",
     "stop_reason", "sync_s", "peak_memory_bytes", "memory_source", "memory_is_lower_bound",
-    "repeats", "parity", "energy", "flops", "sensors", "scale", "profile", "generation", "backend_flags",
+    "repeats", "parity", "energy", "flops", "sensors", "scale", "profile", "generation", "sustained",
+    "break_even", "backend_flags",
     "oom_batch_sizes", "nonfinite_step", "traceback", "stderr_tail", "isolation", "skipped", "derived",
 ]
 

@@ -114,7 +114,7 @@ def break_even_lines(record: RunRecord) -> list[str]:
 
 def steady_rows(cases: Sequence[tuple[str, CaseResult]]) -> list[list[str]]:
     """(run label, case) -> the rows of ``STEADY_COLUMNS`` (with the label first); cases that did
-    not finish are left out."""
+    not finish, and those that recorded none of these figures, are left out."""
     rows = []
     for label, case in cases:
         if not case.ok or case.mode == "generate":
@@ -123,6 +123,8 @@ def steady_rows(cases: Sequence[tuple[str, CaseResult]]) -> list[list[str]]:
         cost = costs.compile or costs.first_use
         kind = "compile" if costs.compile is not None else "first use"
         figure = break_even_of(case)
+        if costs.time_to_first_step_s is None and figure is None and case.sustained is None:
+            continue  # a record that kept none of these figures (an old file, a peer's share)
         rows.append([label, case.workload, case.mode, case.device, config_label(case),
                      format_seconds(costs.time_to_first_step_s),
                      f"{format_seconds(costs.warmup_s)} ({costs.warmup_steps} steps)",
