@@ -34,6 +34,18 @@ def test_run_generate_end_to_end_in_a_worker(cli, tmp_path: Path) -> None:
     assert len(case["step_times"]) == 2 * 4
     assert "generation rounds" in case["stop_rule"]
     assert "Generation (greedy, KV cache)" in done.stdout and "8/5" in done.stdout.replace(" ", "")
+    # On a 100-column terminal the table fits and no word is cut ("nanogpt-…").
+    import io
+
+    from rich.console import Console
+
+    from accelbench.render.generation_table import generation_table
+    from accelbench.results import RunRecord
+
+    narrow = io.StringIO()
+    Console(file=narrow, width=100).print(generation_table(RunRecord.from_dict(json.loads(out.read_text()))))
+    assert all(len(line) <= 100 for line in narrow.getvalue().splitlines())
+    assert "…" not in narrow.getvalue() and "nanogpt-char" in narrow.getvalue()
     assert case["flops"] is None  # FLOP/s are a training and eval figure
     report = tmp_path / "report.html"
     made = cli("report", str(out), "-o", str(report))

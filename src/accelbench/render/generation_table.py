@@ -4,10 +4,8 @@ columns."""
 
 from __future__ import annotations
 
-from rich import box
-from rich.table import Table
-
 from accelbench.measure.memory import format_bytes
+from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_bytes_rate, format_rate, format_seconds
 from accelbench.results import CaseResult, RunRecord
 
@@ -16,36 +14,41 @@ def generation_cases(record: RunRecord) -> list[CaseResult]:
     return [case for case in record.cases if case.mode == "generate"]
 
 
-def generation_table(record: RunRecord) -> Table:
-    table = Table(title="Generation (greedy, KV cache): per sequence unless 'total'",
-                  box=box.SIMPLE_HEAD, title_justify="left")
-    for name, justify in (("case", "left"), ("B/P/N", "right"), ("TTFT", "right"),
-                          ("prefill tok/s", "right"), ("decode tok/s", "right"),
-                          ("total", "right"), ("ITL p50/p99", "right"), ("KV", "right"),
-                          ("read/token", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+GENERATION_COLUMNS = ("case", "B/P/N", "TTFT", "prefill tok/s", "decode tok/s", "total",
+                      "ITL p50/p99", "KV", "read/token")
+
+
+def generation_rows(record: RunRecord) -> list[list[str]]:
+    """Plain-text cells, one row per generation case (a failed one: its status and error)."""
+    rows = []
     for case in generation_cases(record):
         label = f"{case.workload} {case.device} {case.precision}"
         shape = f"{case.batch_size}/{case.prompt_len}/{case.new_tokens}"
         figures = case.generation
         if not case.ok or figures is None:
-            table.add_row(label, shape, f"{case.status}: {case.error}"[:60], *["-"] * 6)
+            rows.append([label, shape, f"{case.status}: {case.error}"[:60], *["-"] * 6])
             continue
         windows = figures.get("itl_p99_s") is None
-        itl = "windows" if windows else (f"{format_seconds(figures['itl_median_s'])}/"
+        itl = "windows" if windows else (f"{format_seconds(figures['itl_median_s'])} / "
                                          f"{format_seconds(figures['itl_p99_s'])}")
         bandwidth = format_bytes_rate(figures.get("effective_bandwidth_bytes_per_s"))
         share = figures.get("bandwidth_share")
         if share is not None:
             flag = "!" if "measurement error" in str(figures.get("bandwidth_verdict")) else ""
             bandwidth += f" {share:.0%}{flag}"
-        table.add_row(label, shape, format_seconds(figures["ttft_s"]),
-                      format_rate(figures["prefill_tokens_per_s"]),
-                      format_rate(figures.get("decode_tokens_per_s")),
-                      format_rate(figures.get("decode_tokens_per_s_total")), itl,
-                      format_bytes(figures["kv_cache_bytes"]),
-                      f"{format_bytes(figures['bytes_per_step'])} {bandwidth}")
-    return table
+        rows.append([label, shape, format_seconds(figures["ttft_s"]),
+                     format_rate(figures["prefill_tokens_per_s"]),
+                     format_rate(figures.get("decode_tokens_per_s")),
+                     format_rate(figures.get("decode_tokens_per_s_total")), itl,
+                     format_bytes(figures["kv_cache_bytes"]),
+                     f"{format_bytes(figures['bytes_per_step'])} {bandwidth}"])
+    return rows
+
+
+def generation_table(record: RunRecord) -> FittedTable:
+    """Fitted to the terminal: cells wrap between words, nothing is cut (100 columns hold it)."""
+    return FittedTable("Generation (greedy, KV cache): per sequence unless 'total'",
+                       GENERATION_COLUMNS, generation_rows(record), right=GENERATION_COLUMNS[1:])
 
 
 def generation_notes(record: RunRecord) -> list[str]:
