@@ -71,7 +71,8 @@ TICKS_PER_WINDOW = 100
 #: No window holds more steps than this, whatever the readings say ...
 MAX_STEPS_PER_SAMPLE = 100_000
 #: ... and the windows are sized in at most this many tries (a sound clock needs one or two; one
-#: that under-reads, as a counter that wraps does, would otherwise grow them for ever).
+#: that under-reads, as a counter that wraps does, would otherwise grow them a step at a time
+#: for ever).
 MAX_SIZING_ROUNDS = 8
 
 
@@ -270,11 +271,9 @@ class StepLoop:
             if elapsed >= target or k >= MAX_STEPS_PER_SAMPLE:
                 break
             net = elapsed - sync_s
-            # Extrapolate only from a window long enough to read; grow at least 2-fold (a clock
-            # that stops reading more as the work grows must not keep k creeping up a step a
-            # round) and at most 16-fold a round.
+            # Extrapolate only from a window long enough to read; grow at most 16-fold a round.
             grow = target / net if net > 10 * clock_tick() else 2.0
-            k = min(MAX_STEPS_PER_SAMPLE, math.ceil(k * min(max(grow, 2.0), 16.0)))
+            k = min(MAX_STEPS_PER_SAMPLE, max(k + 1, math.ceil(k * min(grow, 16.0))))
             elapsed, ran = self._run_window(feed, k)
             self.result.warmup_steps += ran
             self.result.warmup_time_s = (self.result.warmup_time_s or 0.0) + elapsed

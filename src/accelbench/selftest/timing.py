@@ -52,6 +52,10 @@ class _WindowLoop(StepLoop):
         super().warm_up(steps, feed)
         self.result.steps_per_sample = self.window
 
+    def _size_windows(self, feed: Any, last_step_s: float) -> None:
+        """The window is forced: no sizing windows run (on a device whose synchronisation does
+        not wait they would grow, queueing work that the check's reference then waits out)."""
+
 
 def loop_reading(device: Device, step: Callable[[Any], Any], steps: int,
                  window: int | None = None, mean: bool = False) -> float:
