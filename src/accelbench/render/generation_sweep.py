@@ -12,6 +12,7 @@ from accelbench.measure.memory import format_bytes
 from accelbench.render.format import format_rate, format_seconds
 from accelbench.render.table import memory_cell
 from accelbench.results import CaseResult, RunRecord
+from accelbench.sweeps.analysis import config_words
 
 PROMPT_COLUMNS = ("workload", "device", "config", "batch", "prompt", "TTFT", "prefill tok/s",
                   "decode tok/s", "KV cache", "peak mem")
@@ -27,8 +28,7 @@ def is_prompt_sweep(record: RunRecord) -> bool:
 
 
 def _config(case: CaseResult) -> str:
-    parts = [case.precision] + ([f"compile:{case.compile_backend}"] if case.compile_backend else [])
-    return " ".join(parts + [f"+{case.new_tokens} tokens"])
+    return f"{config_words(case)} +{case.new_tokens} tokens"
 
 
 def _curves(record: RunRecord) -> dict[tuple[str, str, str, int], list[CaseResult]]:

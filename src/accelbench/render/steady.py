@@ -79,8 +79,7 @@ def sustained_cell(case: CaseResult) -> str:
 
 
 def _name(case: CaseResult) -> str:
-    compiled = f" compile:{case.compile_backend}" if case.compile_backend else ""
-    return f"{case.workload} {case.mode} {case.device} {case.precision}{compiled} b{case.batch_size}"
+    return f"{case.workload} {case.mode} {case.device} {config_label(case)}"
 
 
 def sustained_line(record: SustainedRecord, name: str, per_step: float = 1.0) -> str:

@@ -121,14 +121,15 @@ def curves(record: RunRecord) -> list[Curve]:
             floor = SATURATION_FRACTION * (best.throughput() or 0.0)
             saturation = next(c for c in ran if (c.throughput() or 0.0) >= floor)
         oom = next((c.batch_size for c in cases if c.status == "oom"), None)
-        config = "" if key[3:] == ("fp32", "", "False") else f" ({_config(cases[0])})"
+        config = "" if key[3:] == ("fp32", "", "False") else f" ({config_words(cases[0])})"
         out.append(Curve(key[0], key[1], key[2], config, tuple(cases), best, saturation,
                          saturated=saturation is not None and saturation.batch_size < ran[-1].batch_size,
                          oom_batch=oom))
     return out
 
 
-def _config(case: CaseResult) -> str:
+def config_words(case: CaseResult) -> str:
+    """Precision, compile back end and memory format in words: "bf16 compile:inductor"."""
     parts = [case.precision] + ([f"compile:{case.compile_backend}"] if case.compile_backend else [])
     return " ".join(parts + (["channels-last"] if case.channels_last else []))
 
