@@ -48,11 +48,20 @@ def test_a_planted_halving_is_called_throttles_at_its_factor(cli, tmp_path: Path
 
 
 def test_steady_work_holds_its_burst(cli, tmp_path: Path) -> None:
-    out = tmp_path / "r.json"
-    done = cli("run", "steady-sleep", *SUSTAINED, "--isolation", "none", "-o", str(out))
-    assert done.returncode == 0, done.stderr
-    figures = _case(out)["sustained"]["figures"]
-    assert figures["verdict"] == "holds", figures
+    # Steady work is never called "throttles". With 3 burst intervals a burst of noise on a shared
+    # VM (a CI run read 0.95) widens the interval past the 5% edge, and the honest verdict is then
+    # "can't tell": such a run is repeated, at most three times, and one must say "holds".
+    seen = []
+    for attempt in range(3):
+        out = tmp_path / f"r{attempt}.json"
+        done = cli("run", "steady-sleep", *SUSTAINED, "--isolation", "none", "-o", str(out))
+        assert done.returncode == 0, done.stderr
+        figures = _case(out)["sustained"]["figures"]
+        assert figures["verdict"] != "throttles", figures
+        seen.append(figures)
+        if figures["verdict"] == "holds":
+            break
+    assert figures["verdict"] == "holds", seen
     assert figures["low"] >= 1 / 1.05
     assert "holds" in done.stdout
 
