@@ -34,6 +34,14 @@ def test_csv_has_one_row_per_case_with_derived_figures() -> None:
     assert int(ok["samples"]) == 30 and ok["machine"] == "host|with|pipes"
     assert failed["status"] == "failed" and failed["throughput_samples_per_s"] == ""
     assert failed["error"].startswith("'=")  # a spreadsheet formula is disarmed
+    assert ok["throughput_unit"] == "samples/s"
+
+
+def test_a_generation_case_exports_tokens_per_second_under_its_own_unit() -> None:
+    generating = record("gen1", [case(median=0.1), case(median=0.01, mode="generate")])
+    rows = list(csv.DictReader(io.StringIO(to_csv(generating))))
+    assert [row["throughput_unit"] for row in rows] == ["samples/s", "decode tokens/s"]
+    assert "| samples/s \\| decode tokens/s |" in to_markdown(generating)
 
 
 def test_markdown_cells_cannot_break_the_table() -> None:

@@ -130,6 +130,32 @@ def test_too_few_intervals_cant_tell() -> None:
     assert "positive" in check_durations(0.0, 2.0) and "positive" in check_durations(60.0, -1)
 
 
+def test_repeats_pool_every_process_not_the_first_alone() -> None:
+    """--repeat N: the case's verdict pools each process's burst and sustained intervals (it kept
+    the first process's alone); each process's own figures stay in ``repeats``."""
+    from accelbench.engine.repeat import merge_repeats
+    from accelbench.results import CaseResult
+
+    def process(factor: float, seed: int) -> CaseResult:
+        clock = FakeClock(0.05, factor, switch_s=20.0, jitter=0.02, seed=seed)
+        series = run_sustained(clock.step, 60.0, 2.0, FallingSensors(clock, seed=seed), clock=clock)
+        return CaseResult(workload="mnist", mode="train", device="cpu", batch_size=8,
+                          step_times=[0.05] * 30, sustained=SustainedRecord.judge(series).to_dict())
+
+    processes = [process(1.0, 1), process(0.7, 2), process(0.7, 3)]
+    merged = merge_repeats(processes)
+    pooled = merged.sustained_record()
+    assert pooled is not None and pooled.figures.processes == 3
+    assert (pooled.figures.burst_intervals, pooled.figures.sustained_intervals) == (18, 45)
+    # Two of three processes throttle to 70%: the pooled sustained part is near 0.8 of the burst.
+    assert 0.75 < pooled.figures.ratio < 0.85 and pooled.figures.verdict != HOLDS
+    assert "3 processes pooled" in pooled.figures.describe()
+    assert pooled.series.to_dict() == processes[0].sustained_record().series.to_dict()
+    verdicts = [r["sustained"]["verdict"] for r in merged.repeats]
+    assert verdicts == [HOLDS, THROTTLES, THROTTLES]
+    assert merged.sustained["figures"]["ratio"] != processes[0].sustained["figures"]["ratio"]
+
+
 def test_burst_is_a_fifth_at_most_the_first_minute() -> None:
     series = SustainedSeries(10.0, 600.0, work=[1.0] * 60, seconds=[10.0] * 60,
                              ends=[10.0 * (i + 1) for i in range(60)])
@@ -158,7 +184,7 @@ def test_no_sensor_moved_cause_not_visible_with_the_unreadable_ones_named() -> N
     figures = sustained_figures(series)
     assert figures.verdict == THROTTLES
     assert figures.cause.startswith("cause not visible")
-    assert "power n/a: powermetrics needs root (sudo -n failed)" in figures.cause
+    assert figures.cause == "cause not visible (not readable here: power)"
     assert series.sensors["power_w"].na == "n/a: powermetrics needs root (sudo -n failed)"
     assert series.sensors["power_w"].values == [None] * len(series.seconds)
     assert figures.sensors["power_w"].startswith("n/a: powermetrics needs root")

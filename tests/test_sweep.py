@@ -214,9 +214,33 @@ def test_cli_prompt_sweep_shows_decode_and_memory_against_context(cli, tmp_path:
     assert "Decode speed against prompt length" in page and "Every prompt length" in page
 
 
+def test_a_batch_sweep_of_generation_counts_tokens_not_samples(cli, tmp_path: Path) -> None:
+    """A generation case's rate is decode tokens/s over the batch: the table, the saturation
+    sentence, the report's figure axis and table, and an export say so (they said samples/s)."""
+    out, report = tmp_path / "gen.json", tmp_path / "gen.html"
+    done = cli(*PROMPT_SWEEP, "--prompt-len", "8", "--batch-size", "1,2", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    # One prompt length with a batch list: a batch-size sweep at that prompt and --new-tokens.
+    data = json.loads(out.read_text())
+    assert data["options"]["sweep"]["batch_sizes"] == [1, 2]
+    cases = [(c["batch_size"], c["prompt_len"], c["new_tokens"]) for c in data["cases"]]
+    assert cases == [(1, 8, 8), (2, 8, 8)]
+    flat = " ".join(done.stdout.split())
+    assert "decode tokens/s" in flat and "samples/s" not in flat, done.stdout
+    assert re.search(r"best [\d,.]+ decode tokens/s at batch [12]", flat)
+    made = cli("report", str(out), "-o", str(report))
+    assert made.returncode == 0, made.stderr
+    page = report.read_text()
+    assert "<th>decode tokens/s</th>" in page and "<th>samples/s</th>" not in page
+    exported = cli("export", json.loads(out.read_text())["run_id"], "--format", "markdown")
+    assert exported.returncode == 0, exported.stderr
+    assert "| decode tokens/s |" in exported.stdout and "samples/s" not in exported.stdout
+
+
 @pytest.mark.parametrize("args,message", [
     (["--prompt-len", "4,30"], "do not fit 'nanogpt-char''s context of 32"),
     (["--prompt-len", "4,8", "--batch-size", "1,2"], "one axis at a time"),
+    (["--prompt-len", "4,8", "--batch-size", "1,2"], "with a --prompt-len list"),
     (["--prompt-len", "0,8"], "--prompt-len: 0 is out of range"),
 ])
 def test_bad_prompt_sweeps_are_one_line_errors(cli, args: list[str], message: str) -> None:
@@ -230,6 +254,8 @@ def test_prompt_len_needs_generate_and_a_sweep_needs_an_axis(inline_cli) -> None
     assert done.returncode == 2 and "--prompt-len sweeps generation: give --mode generate" in done.stderr
     done = inline_cli("sweep", "mnist", "--device", "cpu")
     assert done.returncode == 2 and "sweep needs --batch-size LIST" in done.stderr
+    done = inline_cli("sweep", "mnist", "--batch-size", "1,2", "--new-tokens", "8", "--device", "cpu")
+    assert done.returncode == 2 and "--new-tokens goes with --mode generate" in done.stderr
 
 
 def test_a_prompt_that_runs_out_of_memory_stops_longer_ones(monkeypatch: pytest.MonkeyPatch) -> None:

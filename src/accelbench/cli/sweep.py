@@ -68,29 +68,32 @@ def add_parser(subparsers: Any) -> None:
 
 
 def sweep_axis(args: argparse.Namespace) -> tuple[str, tuple[int, ...], int | None]:
-    """(the axis swept, its values, the one batch size of a prompt-length sweep)."""
+    """(the axis swept, its values, the one batch size of a prompt-length sweep). One prompt
+    length (and --new-tokens) with a list of batch sizes is a batch-size sweep of generation."""
     modes = args.modes.split(",") if isinstance(args.modes, str) else list(args.modes)
-    if args.prompt_len is None:
-        if args.batch_size is None:
-            raise UsageError("sweep needs --batch-size LIST (or --prompt-len LIST with --mode "
-                             "generate)")
-        if args.new_tokens is not None:
-            raise UsageError("--new-tokens goes with --prompt-len: a prompt-length sweep of "
-                             "generation")
-        return "batch_size", args.batch_size, None
-    if modes != ["generate"]:
+    prompts, batches = args.prompt_len, args.batch_size
+    if prompts is not None and modes != ["generate"]:
         raise UsageError("--prompt-len sweeps generation: give --mode generate (and no other mode)")
-    if args.batch_size is not None and len(args.batch_size) > 1:
-        raise UsageError("sweep one axis at a time: with --prompt-len, --batch-size takes one "
-                         "batch size")
-    return "prompt_len", args.prompt_len, args.batch_size[0] if args.batch_size else None
+    if args.new_tokens is not None and "generate" not in modes:
+        raise UsageError("--new-tokens goes with --mode generate")
+    if prompts is not None and (len(prompts) > 1 or batches is None):
+        if batches is not None and len(batches) > 1:
+            raise UsageError("sweep one axis at a time: with a --prompt-len list, --batch-size takes "
+                             "one batch size")
+        return "prompt_len", prompts, batches[0] if batches else None
+    if batches is None:
+        raise UsageError("sweep needs --batch-size LIST (or --prompt-len LIST with --mode "
+                         "generate)")
+    return "batch_size", batches, None
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
-    # --batch-size (or --prompt-len) is the sweep's list, not the value of every case
-    _, _, batch = sweep_axis(args)
+    # --batch-size (or --prompt-len) is the sweep's list, not the value of every case; a batch
+    # sweep of generation keeps its one prompt length
+    axis, _, batch = sweep_axis(args)
+    excluded = ("batch_size", "prompt_len") if axis == "prompt_len" else ("batch_size",)
     return build_run_options(args.workloads, args.device, args.modes, batch_size=batch,
-                             **groups.run_keywords(args, exclude=("batch_size", "prompt_len")))
+                             **groups.run_keywords(args, exclude=excluded))
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:

@@ -4,7 +4,8 @@ Each case runs in N separate worker processes. Round r runs every case once befo
 starts, so slow drift of the machine (heat, a neighbour's job) spreads over every case instead of
 landing on the last one. Each process's samples and figures are kept in ``CaseResult.repeats``;
 the per-process figure (``results/process.py``) is the unit that ``compare`` judges.
-The top-level fields of the merged result are the pooled view (all samples together).
+The top-level fields of the merged result are the pooled view (all samples together); with
+``--sustained`` the verdict pools every process's burst and sustained intervals.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from accelbench.results import CaseResult
+from accelbench.results.sustained import SustainedRecord
 
 #: ``--repeat`` with no number: enough processes a side for a 10% difference to be called on a
 #: noisy shared machine. Chosen from benchmarks/verdicts.py on the 2-vCPU development VM
@@ -44,6 +46,8 @@ def process_figures(result: CaseResult) -> dict[str, Any]:
         "peak_memory_bytes": result.peak_memory_bytes,
         "median_step_s": float(np.median(times)) if times else None,
         "mean_step_s": float(np.mean(times)) if times else None,
+        # --sustained: this process's own burst/sustained figures and verdict.
+        **({"sustained": result.sustained["figures"]} if result.sustained else {}),
     }
 
 
@@ -63,6 +67,10 @@ def merge_repeats(results: Sequence[CaseResult]) -> CaseResult:
     merged.measured_steps = sum(r.measured_steps for r in finished)
     merged.measured_time_s = sum(r.measured_time_s for r in finished)
     merged.input_wait_s = sum(r.input_wait_s for r in finished)
+    sustained = [r.sustained_record() for r in finished]
+    if len(sustained) > 1 and all(sustained):
+        # Every process's burst against every process's sustained part, not the first's alone.
+        merged.sustained = SustainedRecord.pooled(sustained).to_dict()  # type: ignore[arg-type]
     peaks = [r.peak_memory_bytes for r in finished if r.peak_memory_bytes is not None]
     merged.peak_memory_bytes = max(peaks) if peaks else merged.peak_memory_bytes
     failed = next(((i, r) for i, r in enumerate(results) if not r.ok), None)

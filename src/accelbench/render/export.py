@@ -6,6 +6,7 @@ import csv
 import io
 import json
 
+from accelbench.render.format import rate_label
 from accelbench.results import CaseResult, RunRecord
 from accelbench.store.jsonfile import clean_for_json
 
@@ -15,7 +16,7 @@ CSV_COLUMNS = (
     "run_id", "created_at", "machine", "workload", "workload_version", "mode", "device", "device_name",
     "precision", "batch_size", "data", "size", "status", "error", "samples", "median_step_s",
     "iqr_step_s", "rel_iqr", "noisy", "throughput_samples_per_s", "throughput_ci_low",
-    "throughput_ci_high", "epoch_time_s", "epoch_time_kind", "peak_memory_bytes",
+    "throughput_ci_high", "epoch_time_s", "epoch_time_kind", "peak_memory_bytes", "throughput_unit",
 )
 
 
@@ -44,6 +45,8 @@ def case_figures(record: RunRecord, case: CaseResult) -> dict[str, object]:
         "throughput_ci_low": ci[0] if ci else None, "throughput_ci_high": ci[1] if ci else None,
         "epoch_time_s": epoch[0] if epoch else None, "epoch_time_kind": epoch[3] if epoch else None,
         "peak_memory_bytes": case.peak_memory_bytes,
+        # throughput_* count samples, or for a generation case decode tokens (over the batch).
+        "throughput_unit": case.rate_unit(),
     }
 
 
@@ -82,7 +85,8 @@ def to_markdown(record: RunRecord) -> str:
     lines = [f"# accelbench run {_md(record.run_id)}", "",
              f"{_md(record.created_at)} on {_md(host) or 'unknown machine'}, accelbench "
              f"{_md(record.accelbench_version)}", "",
-             "| workload | mode | device | batch | precision | status | samples/s | median step (s) "
+             f"| workload | mode | device | batch | precision | status | {_md(rate_label(record.cases))} "
+             "| median step (s) "
              "| IQR/median | epoch (s) |",
              "|---|---|---|---:|---|---|---:|---:|---:|---:|"]
     for case in record.cases:

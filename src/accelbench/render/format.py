@@ -1,6 +1,17 @@
-"""Number formatting shared by every renderer."""
+"""Number formatting shared by every renderer, and the word for what a rate counts."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+
+from accelbench.results import CaseResult, rate_unit
+
+
+def rate_label(cases: Iterable[CaseResult]) -> str:
+    """What a column of ``CaseResult.throughput()`` counts: samples/s, or decode tokens/s (over
+    the batch) for generation, or both words where the cases mix the two."""
+    units = sorted({rate_unit(case.mode) for case in cases}, key=lambda unit: unit != "samples/s")
+    return " | ".join(units) if units else "samples/s"
 
 
 def format_seconds(seconds: float | None) -> str:

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from accelbench.render.format import format_rate
+from accelbench.results import rate_unit
 
 SPARK = "▁▂▃▄▅▆▇█"
 
@@ -40,7 +41,7 @@ def timeline_table(workload: str, mode: str, points: list[Any]) -> Table:
     series: dict[tuple[str, str, str], list[Any]] = {}
     for point in points:
         series.setdefault((point.machine, point.device, point.config_key), []).append(point)
-    unit = "decode tokens/s (all sequences)" if mode == "generate" else "samples/s"
+    unit = rate_unit(mode) + (" (all sequences)" if mode == "generate" else "")
     table = Table(title=f"{workload} {mode}: {unit} over time", title_justify="left")
     for column in ("machine", "device", "config", "runs", "first", "latest", "change", "trend"):
         table.add_column(column, overflow="fold")

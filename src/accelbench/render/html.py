@@ -20,6 +20,7 @@ from accelbench.parity.shown import judged_label
 from accelbench.reference.published import FEATURE_FINDINGS, PUBLISHED_LABEL, RATIO_CLAIMS
 from accelbench.render import figures, html_sections
 from accelbench.render.compare_table import comparison_layout
+from accelbench.render.format import rate_label
 from accelbench.results import Parity, ProbeCell
 from accelbench.store.history import TimelinePoint
 
@@ -216,7 +217,7 @@ def _sweep_section(runs: Sequence[LabelledRun]) -> list[Markup]:
         prompt_sweep_lines,
         prompt_sweep_rows,
     )
-    from accelbench.render.sweep_table import COLUMNS, definition, figure_lines, summary_lines, sweep_rows
+    from accelbench.render.sweep_table import columns, definition, figure_lines, summary_lines, sweep_rows
 
     parts: list[Markup] = []
     for run in runs:
@@ -234,11 +235,13 @@ def _sweep_section(runs: Sequence[LabelledRun]) -> list[Markup]:
                       table(PROMPT_COLUMNS, prompt_sweep_rows(run.record),
                             caption=f"Every prompt length, {title}")]
             continue
-        parts.append(image(figures.sweep_figure(figure_lines(run.record), f"Batch-size sweep, {title}"),
+        parts.append(image(figures.sweep_figure(figure_lines(run.record), f"Batch-size sweep, {title}",
+                                                y_label=f"{rate_label(run.record.cases)} "
+                                                        "(median step; bars: 95% CI)"),
                            f"Throughput against batch size, {title}"))
         parts.append(el("ul", *(el("li", line) for line in summary_lines(run.record))))
         parts.append(el("p", definition(), class_="note"))
-        parts.append(table(COLUMNS, sweep_rows(run.record), caption=f"Every batch size, {title}"))
+        parts.append(table(columns(run.record), sweep_rows(run.record), caption=f"Every batch size, {title}"))
     return [p for p in parts if p is not None]
 
 

@@ -6,13 +6,19 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from accelbench.render.format import format_rate, format_seconds
+from accelbench.render.format import format_rate, format_seconds, rate_label
 from accelbench.render.table import memory_cell
 from accelbench.results import RunRecord
 from accelbench.sweeps.analysis import SATURATION_FRACTION, Curve, crossovers, curves
 
 COLUMNS = ("workload", "mode", "device", "batch", "samples/s", "95% CI", "median step", "IQR/med",
            "peak mem", "note")
+RATE = COLUMNS.index("samples/s")
+
+
+def columns(record: RunRecord) -> tuple[str, ...]:
+    """The column headers, the rate's naming its unit (samples/s, or decode tokens/s)."""
+    return (*COLUMNS[:RATE], rate_label(record.cases), *COLUMNS[RATE + 1:])
 
 
 def _note(curve: Curve, batch: int) -> str:
@@ -68,7 +74,8 @@ def sweep_table(record: RunRecord) -> Table:
     table = Table(title=title, title_justify="left",
                   box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1),
                   collapse_padding=True)
-    for column in COLUMNS[1:] if single else COLUMNS:
+    headers = columns(record)
+    for column in headers[1:] if single else headers:
         table.add_column(column, justify="left" if column in ("workload", "mode", "device", "note")
                          else "right", overflow="fold")
     for row in rows:
@@ -78,7 +85,8 @@ def sweep_table(record: RunRecord) -> Table:
 
 def figure_lines(record: RunRecord) -> list[tuple[str, list[tuple[int, float, tuple[float, float] | None]],
                                                   int | None]]:
-    """Per curve: its name, the (batch, samples/s, CI) points that ran, and its saturation batch."""
+    """Per curve: its name, the (batch, rate, CI) points that ran (samples/s, or decode tokens/s
+    for generation: ``rate_label``), and its saturation batch."""
     lines = []
     for curve in curves(record):
         points = [(c.batch_size, c.throughput() or 0.0, c.throughput_ci()) for c in curve.cases

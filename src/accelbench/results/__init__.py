@@ -37,12 +37,12 @@ from accelbench.results.figures import (
     Sensors,
 )
 from accelbench.results.probe import PROBE_STATUSES, DeviceProbe, ProbeCell
-from accelbench.results.records import INPUT_BOUND_FRACTION, STATUSES, CaseResult, RunRecord
+from accelbench.results.records import INPUT_BOUND_FRACTION, STATUSES, CaseResult, RunRecord, rate_unit
 from accelbench.results.schema import SCHEMA_VERSION
 
 __all__ = [
     "INPUT_BOUND_FRACTION", "PARITY_VERDICTS", "PROBE_STATUSES", "SCHEMA_VERSION", "STATUSES",
     "CaseResult", "Ceilings", "DeviceProbe", "Energy", "Flops", "Parity", "ParityTolerance",
     "ProbeCell", "Profile", "ProfileFigures", "RunRecord", "ScaleFigures", "ScaleRank",
-    "SensorReading", "Sensors",
+    "SensorReading", "Sensors", "rate_unit",
 ]

@@ -78,6 +78,12 @@ class _CaseHead:
     tokens_per_sample: int | None = None
 
 
+def rate_unit(mode: str) -> str:
+    """What ``CaseResult.throughput()`` counts for a case of ``mode``: a generation case's step
+    samples are its decode steps, so its rate is decode tokens/s over the batch."""
+    return "decode tokens/s" if mode == "generate" else "samples/s"
+
+
 # A dataclass lists its bases' fields from the last base to the first, then its own: the head,
 # the loop's timing (measure/timing.py, declared there once), then the rest, as the file has them.
 @dataclass
@@ -137,9 +143,13 @@ class CaseResult(Timing, _CaseHead):
         return self._cache("step_times").get(self.step_times, "summary", summarize)
 
     def throughput(self) -> float | None:
-        """Samples per second at the median step time (the typical steady-state rate)."""
+        """Samples per second at the median step time (the typical steady-state rate); for a
+        generation case decode tokens per second over the batch (``rate_unit``)."""
         summary = self.summary()
         return self.batch_size / summary.median if summary else None
+
+    def rate_unit(self) -> str:
+        return rate_unit(self.mode)
 
     def tokens_per_s(self) -> float | None:
         """Training and eval of a decoder: tokens per second (samples/s x sequence length)."""

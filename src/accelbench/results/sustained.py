@@ -19,6 +19,11 @@ stored result can be judged again).
   stays put. A sensor moved when its own burst-to-sustained interval excludes no change and the
   change is larger than its reading's grain.
 
+With ``--repeat N`` each process records its own series, and the case's figures pool them: the
+burst intervals of every process against the sustained intervals of every process (each process
+starts cold, so its burst is a burst), sensors likewise; the record keeps the first process's
+series for the figure and every process's own figures beside it (``engine/repeat.py``).
+
 The *drift* flag (``results/stats.drift``) stays what it is: a trend inside an ordinary
 measurement. This is the explicit long measurement.
 """
@@ -34,7 +39,7 @@ import numpy as np
 from scipy import stats as sps
 
 from accelbench.measure.median_ci import CONFIDENCE
-from accelbench.measure.sustained import SustainedSeries
+from accelbench.measure.sustained import SensorSeries, SustainedSeries
 from accelbench.results.stats import MIN_EFFECT
 
 HOLDS, THROTTLES, CANT_TELL = "holds", "throttles", "can't tell"
@@ -122,6 +127,8 @@ class SustainedFigures:
     reason: str = ""
     #: Each sensor's change from burst to sustained, as words ("clock -12%", "n/a: ...").
     sensors: dict[str, str] = field(default_factory=dict)
+    #: How many processes' series the figures pool (--repeat N); 1 for one process.
+    processes: int = 1
 
     def describe(self) -> str:
         """"throttles to 78% (95% CI 74–81%): clock down 12%", "holds (ratio 0.99, ...)"."""
@@ -129,6 +136,8 @@ class SustainedFigures:
             return f"{self.verdict}: {self.reason}"
         interval = (f"{self.confidence:.0%} CI {self.low:.0%}–{self.high:.0%}"
                     if self.low is not None and self.high is not None else "no interval")
+        if self.processes > 1:
+            interval += f", {self.processes} processes pooled"
         if self.verdict == THROTTLES:
             return f"throttles to {self.ratio:.0%} ({interval}): {self.cause}"
         if self.verdict == HOLDS:
@@ -150,15 +159,28 @@ class SustainedFigures:
         return cls(**{name: data[name] for name in cls.__dataclass_fields__ if name in data})
 
 
-def sustained_figures(series: SustainedSeries, min_effect: float = MIN_EFFECT,
+#: One process's series split into its burst and sustained intervals.
+_Split = tuple[SustainedSeries, slice, slice]
+
+
+def _splits(series: Sequence[SustainedSeries]) -> list[_Split]:
+    return [(one, *parts(one)) for one in series]
+
+
+def _rates(splits: Sequence[_Split], sustained_side: bool) -> list[float]:
+    return [rate for one, burst, held in splits for rate in one.rates[held if sustained_side else burst]]
+
+
+def sustained_figures(series: SustainedSeries | Sequence[SustainedSeries], min_effect: float = MIN_EFFECT,
                       confidence: float = CONFIDENCE) -> SustainedFigures:
-    """The figures and the verdict of ``series``; see the module docstring."""
-    rates = series.rates
-    burst_part, sustained_part = parts(series)
-    burst, sustained = rates[burst_part], rates[sustained_part]
+    """The figures and the verdict of ``series`` (or of several processes' series, pooled); see
+    the module docstring."""
+    splits = _splits([series] if isinstance(series, SustainedSeries) else series)
+    burst, sustained = _rates(splits, False), _rates(splits, True)
     figures = SustainedFigures(
-        series.unit, _geometric_mean(burst), _geometric_mean(sustained), None, None, None, confidence,
-        len(burst), len(sustained), CANT_TELL, sensors=_sensor_changes(series, burst_part, sustained_part))
+        splits[0][0].unit, _geometric_mean(burst), _geometric_mean(sustained), None, None, None,
+        confidence, len(burst), len(sustained), CANT_TELL, sensors=_sensor_changes(splits),
+        processes=len(splits))
     interval = log_ratio_interval(burst, sustained, confidence)
     if interval is None:
         ratio = figures.sustained / figures.burst if figures.burst and figures.sustained else None
@@ -170,24 +192,31 @@ def sustained_figures(series: SustainedSeries, min_effect: float = MIN_EFFECT,
     figures = replace(figures, ratio=ratio, low=low, high=high)
     edge = 1 / (1 + min_effect)
     if high < edge:
-        return replace(figures, verdict=THROTTLES,
-                       cause=_cause(series, burst_part, sustained_part, confidence))
+        return replace(figures, verdict=THROTTLES, cause=_cause(splits, confidence))
     if low >= edge:
         return replace(figures, verdict=HOLDS)
     return replace(figures, reason=f"the interval reaches across the -{min_effect:.0%} noise band's "
                                    "edge; a longer run (more intervals) would narrow it")
 
 
-def _values(series: SustainedSeries, name: str, part: slice) -> list[float]:
-    sensor = series.sensors.get(name)
-    return [v for v in sensor.values[part] if v is not None] if sensor is not None else []
+def _values(splits: Sequence[_Split], name: str, sustained_side: bool) -> list[float]:
+    values = []
+    for one, burst, held in splits:
+        sensor = one.sensors.get(name)
+        if sensor is not None:
+            values += [v for v in sensor.values[held if sustained_side else burst] if v is not None]
+    return values
 
 
-def _sensor_changes(series: SustainedSeries, burst: slice, sustained: slice) -> dict[str, str]:
+def _sensor(splits: Sequence[_Split], name: str) -> SensorSeries | None:
+    return splits[0][0].sensors.get(name)
+
+
+def _sensor_changes(splits: Sequence[_Split]) -> dict[str, str]:
     """Each sensor's mean in the burst and in the sustained part, in words (or its "n/a")."""
     words = {}
-    for name, sensor in series.sensors.items():
-        before, after = _values(series, name, burst), _values(series, name, sustained)
+    for name, sensor in splits[0][0].sensors.items():
+        before, after = _values(splits, name, False), _values(splits, name, True)
         if not before or not after:
             words[name] = sensor.na or "n/a: not read in both parts"
             continue
@@ -198,42 +227,42 @@ def _sensor_changes(series: SustainedSeries, burst: slice, sustained: slice) -> 
     return words
 
 
-def _cause(series: SustainedSeries, burst: slice, sustained: slice, confidence: float) -> str:
+def _cause(splits: Sequence[_Split], confidence: float) -> str:
     """The sensor changes that coincide with the throttle, or "cause not visible" (naming the
     sensors that could not be read, which might have shown one)."""
     causes = []
-    clock = log_ratio_interval(_values(series, "clock_mhz", burst),
-                               _values(series, "clock_mhz", sustained), confidence)
+    clock = log_ratio_interval(_values(splits, "clock_mhz", False), _values(splits, "clock_mhz", True),
+                               confidence)
     if clock is not None and clock[2] < 1 and 1 - clock[0] >= SENSOR_MIN_CHANGE:
         causes.append(f"clock down {1 - clock[0]:.0%}")
-    causes += _temperature_cause(series, burst, sustained, confidence)
-    causes += _power_cause(series, burst, sustained, confidence)
+    causes += _temperature_cause(splits, confidence)
+    causes += _power_cause(splits, confidence)
     if causes:
         return ", ".join(causes)
-    unread = [f"{name.rsplit('_', 1)[0]} {sensor.na}" for name, sensor in series.sensors.items()
-              if not sensor.readable]
-    return "cause not visible" + (f" ({'; '.join(unread)})" if unread else "")
+    # The unread sensors by name only: why each could not be read is in ``sensors``.
+    unread = [name.rsplit("_", 1)[0] for name, sensor in splits[0][0].sensors.items() if not sensor.readable]
+    return "cause not visible" + (f" (not readable here: {', '.join(unread)})" if unread else "")
 
 
-def _temperature_cause(series: SustainedSeries, burst: slice, sustained: slice,
-                       confidence: float) -> list[str]:
-    after = _values(series, "temperature_c", sustained)
-    limit = series.sensors["temperature_c"].limit if "temperature_c" in series.sensors else None
+def _temperature_cause(splits: Sequence[_Split], confidence: float) -> list[str]:
+    after = _values(splits, "temperature_c", True)
+    sensor = _sensor(splits, "temperature_c")
+    limit = sensor.limit if sensor is not None else None
     if after and limit is not None and float(np.median(after)) >= limit - TEMPERATURE_AT_LIMIT_C:
         return [f"temperature at limit ({np.median(after):.0f} °C, limit {limit:.0f} °C)"]
-    rise = _difference_interval(_values(series, "temperature_c", burst), after, confidence)
+    rise = _difference_interval(_values(splits, "temperature_c", False), after, confidence)
     if rise is not None and rise[1] > 0 and rise[0] >= TEMPERATURE_MIN_RISE_C:
         return [f"temperature up {rise[0]:.0f} °C"]
     return []
 
 
-def _power_cause(series: SustainedSeries, burst: slice, sustained: slice,
-                 confidence: float) -> list[str]:
-    after = _values(series, "power_w", sustained)
-    cap = series.sensors["power_w"].limit if "power_w" in series.sensors else None
+def _power_cause(splits: Sequence[_Split], confidence: float) -> list[str]:
+    after = _values(splits, "power_w", True)
+    sensor = _sensor(splits, "power_w")
+    cap = sensor.limit if sensor is not None else None
     if after and cap and float(np.median(after)) >= cap * (1 - POWER_AT_CAP):
         return [f"power capped ({np.median(after):.0f} W, cap {cap:.0f} W)"]
-    power = log_ratio_interval(_values(series, "power_w", burst), after, confidence)
+    power = log_ratio_interval(_values(splits, "power_w", False), after, confidence)
     if power is not None and power[2] < 1 and 1 - power[0] >= SENSOR_MIN_CHANGE:
         return [f"power down {1 - power[0]:.0%}"]
     return []
@@ -252,6 +281,13 @@ class SustainedRecord:
     @classmethod
     def judge(cls, series: SustainedSeries, kind: str = "case") -> SustainedRecord:
         return cls(series, sustained_figures(series), kind)
+
+    @classmethod
+    def pooled(cls, records: Sequence[SustainedRecord]) -> SustainedRecord:
+        """Several processes' records of one case (--repeat N) as one: figures over every
+        process's intervals, the first process's series to draw."""
+        first = records[0]
+        return cls(first.series, sustained_figures([r.series for r in records]), first.kind)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "figures": self.figures.to_dict(), "series": self.series.to_dict()}

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from accelbench.errors import UsageError
-from accelbench.results import CaseResult, RunRecord
+from accelbench.results import CaseResult, RunRecord, rate_unit
 
 SATURATION_FRACTION = 0.95
 MAX_POINTS = 64
@@ -89,7 +89,8 @@ class Curve:
         head = f"{self.workload} {self.mode} on {self.device}{self.config}"
         if self.best is None:
             return f"{head}: no batch size ran"
-        best = f"best {self.best.throughput():,.4g} samples/s at batch {self.best.batch_size}"
+        best = (f"best {self.best.throughput():,.4g} {rate_unit(self.mode)} "
+                f"at batch {self.best.batch_size}")
         if self.saturated and self.saturation is not None:
             text = (f"{head}: saturates at batch {self.saturation.batch_size} "
                     f"(within {1 - SATURATION_FRACTION:.0%} of its best); {best}")
