@@ -14,6 +14,12 @@ def rate_label(cases: Iterable[CaseResult]) -> str:
     return " | ".join(units) if units else "samples/s"
 
 
+def with_rate_label(headers: tuple[str, ...], cases: Iterable[CaseResult]) -> tuple[str, ...]:
+    """``headers`` with their "samples/s" column named for what ``cases`` count (``rate_label``)."""
+    label = rate_label(cases)
+    return tuple(label if header == "samples/s" else header for header in headers)
+
+
 def format_seconds(seconds: float | None) -> str:
     if seconds is None:
         return "n/a"

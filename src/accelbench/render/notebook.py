@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from accelbench.measure.memory import format_bytes
-from accelbench.render.format import format_rate, format_seconds, rate_label
+from accelbench.render.format import format_rate, format_seconds, with_rate_label
 from accelbench.render.html import el, table
 from accelbench.render.table import config_label
 from accelbench.results import RunRecord
@@ -28,9 +28,7 @@ def record_html(record: RunRecord) -> str:
             case.isolation or str(record.options.get("isolation", "")),
         ))
     caption = f"accelbench {record.kind} {record.run_id} ({record.created_at})"
-    rate = COLUMNS.index("samples/s")
-    headers = (*COLUMNS[:rate], rate_label(record.cases), *COLUMNS[rate + 1:])
-    page = str(table(headers, rows, caption=caption))
+    page = str(table(with_rate_label(COLUMNS, record.cases), rows, caption=caption))
     if record.kind == "sweep":
         from accelbench.render.sweep_table import summary_lines
 

@@ -6,19 +6,18 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from accelbench.render.format import format_rate, format_seconds, rate_label
+from accelbench.render.format import format_rate, format_seconds, with_rate_label
 from accelbench.render.table import memory_cell
 from accelbench.results import RunRecord
 from accelbench.sweeps.analysis import SATURATION_FRACTION, Curve, crossovers, curves
 
 COLUMNS = ("workload", "mode", "device", "batch", "samples/s", "95% CI", "median step", "IQR/med",
            "peak mem", "note")
-RATE = COLUMNS.index("samples/s")
 
 
 def columns(record: RunRecord) -> tuple[str, ...]:
     """The column headers, the rate's naming its unit (samples/s, or decode tokens/s)."""
-    return (*COLUMNS[:RATE], rate_label(record.cases), *COLUMNS[RATE + 1:])
+    return with_rate_label(COLUMNS, record.cases)
 
 
 def _note(curve: Curve, batch: int) -> str:
@@ -86,7 +85,7 @@ def sweep_table(record: RunRecord) -> Table:
 def figure_lines(record: RunRecord) -> list[tuple[str, list[tuple[int, float, tuple[float, float] | None]],
                                                   int | None]]:
     """Per curve: its name, the (batch, rate, CI) points that ran (samples/s, or decode tokens/s
-    for generation: ``rate_label``), and its saturation batch."""
+    for generation: ``columns``), and its saturation batch."""
     lines = []
     for curve in curves(record):
         points = [(c.batch_size, c.throughput() or 0.0, c.throughput_ci()) for c in curve.cases
