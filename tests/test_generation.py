@@ -82,9 +82,9 @@ def test_cpu_figures_are_consistent_and_count_what_they_say() -> None:
     assert figures.itl_median_s == statistics.median(pooled)
     assert figures.itl_p99_s == pytest.approx(float(torch.tensor(pooled).double().quantile(0.99)))
     assert figures.ttft_s == statistics.median(r.ttft_s for r in figures.rounds)
-    prefill = statistics.median(batch * prompt / r.ttft_s for r in figures.rounds)
-    assert figures.prefill_tokens_per_s == prefill
-    assert figures.decode_tokens_per_s == statistics.median((new - 1) / r.decode_s for r in figures.rounds)
+    assert figures.prefill_tokens_per_s == pytest.approx(batch * prompt / figures.ttft_s)
+    assert figures.decode_tokens_per_s == pytest.approx(
+        1 / statistics.median(r.decode_s / (new - 1) for r in figures.rounds))
     assert figures.decode_tokens_per_s_total == pytest.approx(batch * figures.decode_tokens_per_s)
     # Bytes: keys and values (2) x layers x batch x kv heads x head_dim x 4 bytes, per position.
     config = workload.preset.model
@@ -222,7 +222,7 @@ def test_mps_like_device_times_windows_with_one_sync_each_and_no_percentiles() -
     for round_ in figures.rounds:
         assert round_.token_times_s == () and [n for n, _ in round_.windows] == [4, 4, 3]
         assert round_.decode_s == sum(s for _, s in round_.windows)
-    assert figures.decode_tokens_per_s == statistics.median(11 / r.decode_s for r in figures.rounds)
+    assert figures.decode_tokens_per_s == pytest.approx(1 / statistics.median(r.decode_s / 11 for r in figures.rounds))
     # Per round (warm-up included): start, first token, one per window.
     assert adapter.log == ["sync"] * (3 * (2 + 3))
 

@@ -40,6 +40,7 @@ from accelbench.devices import Device
 from accelbench.devices.events import TimingEvent, timing_event_factory
 from accelbench.errors import UsageError
 from accelbench.measure.decode_bytes import BYTES_COUNTED, cache_bytes_read_per_step, weights_read_by
+from accelbench.measure.median_ci import median_ci
 
 HOST = "host clock per token (synchronous device)"
 EVENTS = ("device timing events per token, no host synchronisation per token; time to first token "
@@ -118,6 +119,9 @@ class GenerationFigures:
     bytes_counted: str = BYTES_COUNTED
     peak_memory_bytes: int | None = None
     window_tokens: int | None = None
+    #: The warm-up rounds' own times (compile, first use), kept apart from the timed rounds:
+    #: results/first_use.py reads a generation case's first-use and compile costs from them.
+    warmup: tuple[GenerationRound, ...] = ()
 
     @property
     def decode_steps(self) -> int:
@@ -128,23 +132,51 @@ class GenerationFigures:
         """Bytes one decode step reads (one token for each of the B sequences)."""
         return self.weight_bytes_per_step + self.cache_bytes_per_step
 
+    # The field's definitions (MLPerf Inference, vLLM), one statistic per name (the figure
+    # catalogue, results/catalogue.py, lists them): TTFT is the median round's time to the first
+    # token; TPOT the median round's (end-to-end - TTFT) / (N - 1); every rate is derived from one
+    # of those two medians, so the prefill and decode rates can never disagree with them.
     @property
     def ttft_s(self) -> float:
         return statistics.median(r.ttft_s for r in self.rounds)
 
+    def ttft_percentile_s(self, q: float) -> float:
+        """TTFT's q-th percentile across rounds (p90, p99: the tail MLPerf budgets)."""
+        return percentile([r.ttft_s for r in self.rounds], q)
+
+    @property
+    def tpot_s(self) -> float | None:
+        """Time per output token after the first: the median round's decode time / (N - 1)."""
+        if not self.decode_steps:
+            return None
+        return statistics.median(r.decode_s / self.decode_steps for r in self.rounds)
+
+    def tpot_percentile_s(self, q: float) -> float | None:
+        if not self.decode_steps:
+            return None
+        return percentile([r.decode_s / self.decode_steps for r in self.rounds], q)
+
+    @property
+    def tpot_ci_s(self) -> tuple[float, float] | None:
+        """The median TPOT's 95% order-statistic interval across rounds (the full range below 6)."""
+        if not self.decode_steps:
+            return None
+        return median_ci([r.decode_s / self.decode_steps for r in self.rounds])
+
     @property
     def prefill_tokens_per_s(self) -> float:
-        return statistics.median(self.batch_size * self.prompt_len / r.ttft_s for r in self.rounds)
+        """B x P over the median TTFT (so it is TTFT's own statistic)."""
+        return self.batch_size * self.prompt_len / self.ttft_s
 
     @property
     def decode_tokens_per_s(self) -> float | None:
-        """Per sequence: decode steps per second."""
-        if not self.decode_steps:
-            return None
-        return statistics.median(self.decode_steps / r.decode_s for r in self.rounds)
+        """Per sequence: 1 / TPOT."""
+        tpot = self.tpot_s
+        return None if not tpot else 1.0 / tpot
 
     @property
     def decode_tokens_per_s_total(self) -> float | None:
+        """All sequences: B / TPOT (a generation case's headline rate)."""
         per_sequence = self.decode_tokens_per_s
         return None if per_sequence is None else per_sequence * self.batch_size
 
@@ -172,7 +204,11 @@ class GenerationFigures:
             "batch_size": self.batch_size, "prompt_len": self.prompt_len, "new_tokens": self.new_tokens,
             "timing_method": self.timing_method, "warmup_rounds": self.warmup_rounds,
             "window_tokens": self.window_tokens,
-            "ttft_s": self.ttft_s, "prefill_tokens_per_s": self.prefill_tokens_per_s,
+            "ttft_s": self.ttft_s, "ttft_p90_s": self.ttft_percentile_s(90),
+            "ttft_p99_s": self.ttft_percentile_s(99),
+            "tpot_s": self.tpot_s, "tpot_p99_s": self.tpot_percentile_s(99),
+            "tpot_ci_s": list(self.tpot_ci_s) if self.tpot_ci_s else None,
+            "prefill_tokens_per_s": self.prefill_tokens_per_s,
             "decode_tokens_per_s": self.decode_tokens_per_s,
             "decode_tokens_per_s_total": self.decode_tokens_per_s_total,
             "itl_median_s": self.itl_median_s, "itl_p99_s": self.itl_p99_s,
@@ -182,6 +218,7 @@ class GenerationFigures:
             "effective_bandwidth_bytes_per_s": self.effective_bandwidth_bytes_per_s,
             "peak_memory_bytes": self.peak_memory_bytes,
             "rounds": [r.to_dict() for r in self.rounds],
+            "warmup": [r.to_dict() for r in self.warmup],
         }
 
     @classmethod
@@ -195,7 +232,8 @@ class GenerationFigures:
             weight_bytes_per_step=int(data["weight_bytes_per_step"]),
             cache_bytes_per_step=int(data["cache_bytes_per_step"]),
             bytes_counted=str(data.get("bytes_counted", BYTES_COUNTED)),
-            peak_memory_bytes=data.get("peak_memory_bytes"), window_tokens=data.get("window_tokens"))
+            peak_memory_bytes=data.get("peak_memory_bytes"), window_tokens=data.get("window_tokens"),
+            warmup=tuple(GenerationRound.from_dict(r) for r in data.get("warmup", ())))
 
 
 # --- clocks: one per way of timing ----------------------------------------------------------------
@@ -378,8 +416,8 @@ def measure_generation(workload: GenerationWorkload, model: nn.Module, device: D
         prompt = workload.make_prompt(batch_size, prompt_len, seed).to(device.torch_device)
         weights = _weights_read(workload, model, device)
         new_clock = clock_maker(device, new_tokens - 1, window_tokens)
-        for _ in range(warmup_rounds):
-            greedy_round(workload, model, prompt, new_tokens, new_clock())
+        warm = [greedy_round(workload, model, prompt, new_tokens, new_clock())[1]
+                for _ in range(warmup_rounds)]
         device.reset_peak_memory()
         measured, methods = [], []
         for _ in range(rounds):
@@ -392,7 +430,7 @@ def measure_generation(workload: GenerationWorkload, model: nn.Module, device: D
     per_position = workload.kv_cache_bytes(batch_size, 1, dtype)
     figures = GenerationFigures(
         batch_size=batch_size, prompt_len=prompt_len, new_tokens=new_tokens, timing_method=method,
-        rounds=tuple(measured), warmup_rounds=warmup_rounds,
+        rounds=tuple(measured), warmup_rounds=warmup_rounds, warmup=tuple(warm),
         kv_cache_bytes=workload.kv_cache_bytes(batch_size, max_len, dtype), weight_bytes_per_step=weights,
         cache_bytes_per_step=cache_bytes_read_per_step(per_position, prompt_len, new_tokens),
         peak_memory_bytes=peak)
