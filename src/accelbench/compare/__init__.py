@@ -17,7 +17,7 @@ machine-against-machine rows, the accelerator's speedup over the same run's CPU 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 
 from accelbench.compare.verdict import (
@@ -40,7 +40,7 @@ from accelbench.results.process import process_step_times
 
 __all__ = ["CANT_TELL", "FASTER", "NOT_COMPARABLE", "NOT_RUN", "SAME", "SLOWER", "LabelledRun",
            "MachineRow", "Pair", "Verdict", "WorkloadComparison", "compare_cases", "compare_runs",
-           "cpu_counterpart", "describe", "speedup_vs_cpu"]
+           "cpu_counterpart", "describe", "shown_ratio", "speedup_vs_cpu"]
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,23 @@ def compare_cases(a: CaseResult, b: CaseResult, min_effect: float = MIN_EFFECT) 
         failed = [f"{label} {case.status}" for label, case in (("A", a), ("B", b)) if not case.ok]
         return Verdict(NOT_RUN, reason=", ".join(failed))
     noisy = any(s.noisy for s in (a.summary(), b.summary()) if s is not None)
-    return judge(process_step_times(a), process_step_times(b), min_effect, noisy=noisy)
+    return shown_ratio(judge(process_step_times(a), process_step_times(b), min_effect, noisy=noisy),
+                       a, b)
+
+
+def shown_ratio(verdict: Verdict, a: CaseResult, b: CaseResult) -> Verdict:
+    """The verdict with its ratio as B's headline rate over A's (results/catalogue.headline),
+    the figures the rows show, so "vs" never reads another statistic than the rows beside it.
+    The call and its interval stay the process rule's; a call the rates contradict (the
+    processes' lower tails and the medians disagree on the direction) is not made."""
+    rate_a, rate_b = a.throughput(), b.throughput()
+    if not rate_a or not rate_b or verdict.ratio is None:
+        return verdict
+    ratio = rate_b / rate_a
+    if (verdict.verdict == FASTER and ratio < 1) or (verdict.verdict == SLOWER and ratio > 1):
+        return replace(verdict, verdict=CANT_TELL, ratio=ratio,
+                       reason="the processes' fastest steps and the medians disagree on which is faster")
+    return replace(verdict, ratio=ratio)
 
 
 def cpu_counterpart(case: CaseResult, cases: list[CaseResult]) -> CaseResult | None:

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from copy import deepcopy
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from accelbench.measure.decode_bytes import judge_bandwidth
+from accelbench.measure.generation import GenerationFigures
 from accelbench.results import CaseResult
 from accelbench.results.sustained import SustainedRecord
 
@@ -46,6 +49,8 @@ def process_figures(result: CaseResult) -> dict[str, Any]:
         "peak_memory_bytes": result.peak_memory_bytes,
         "median_step_s": float(np.median(times)) if times else None,
         "mean_step_s": float(np.mean(times)) if times else None,
+        # A generation case's per-process figure (results/process.py): its TPOT.
+        **({"tpot_s": result.generation.get("tpot_s")} if result.generation else {}),
         # --sustained: this process's own burst/sustained figures and verdict.
         **({"sustained": result.sustained["figures"]} if result.sustained else {}),
     }
@@ -71,6 +76,18 @@ def merge_repeats(results: Sequence[CaseResult]) -> CaseResult:
     if len(sustained) > 1 and all(sustained):
         # Every process's burst against every process's sustained part, not the first's alone.
         merged.sustained = SustainedRecord.pooled(sustained).to_dict()  # type: ignore[arg-type]
+    generations = [r.generation for r in finished if r.generation and r.generation.get("rounds")]
+    if len(generations) > 1:
+        # Every process's rounds, so the case's TTFT and TPOT are over all of them.
+        figures = [GenerationFigures.from_dict(g) for g in generations]
+        pooled = replace(figures[0], rounds=tuple(r for f in figures for r in f.rounds))
+        merged.generation = {**generations[0], **pooled.to_dict()}
+        reference = generations[0].get("bandwidth_reference_bytes_per_s")
+        effective = pooled.effective_bandwidth_bytes_per_s
+        if isinstance(reference, int | float) and reference > 0 and effective:
+            judged = judge_bandwidth(effective, reference, pooled.bytes_per_step,
+                                     generations[0].get("last_level_cache_bytes"))
+            merged.generation.update(bandwidth_share=judged.share, bandwidth_verdict=judged.verdict)
     peaks = [r.peak_memory_bytes for r in finished if r.peak_memory_bytes is not None]
     merged.peak_memory_bytes = max(peaks) if peaks else merged.peak_memory_bytes
     failed = next(((i, r) for i, r in enumerate(results) if not r.ok), None)

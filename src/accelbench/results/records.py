@@ -113,6 +113,9 @@ class CaseResult(Timing, _CaseHead):
     #: A compiled case run beside the same work uncompiled (--compile inductor,none): when the
     #: compile time is made up (results/first_use.BreakEven.to_dict(); results/pairs.py).
     break_even: dict[str, Any] | None = None
+    #: How the case began (results/first_use.Start.to_dict(): cases before it in its process,
+    #: the compile caches, their switches and lookups); None in results from before.
+    start: dict[str, Any] | None = None
     #: The global numeric switches in force (TF32, cuDNN benchmark, determinism: precision.py).
     backend_flags: dict[str, str | bool] = field(default_factory=dict)
     # --- how the case ran or failed ---------------------------------------------------------------
@@ -143,8 +146,11 @@ class CaseResult(Timing, _CaseHead):
         return self._cache("step_times").get(self.step_times, "summary", summarize)
 
     def throughput(self) -> float | None:
-        """Samples per second at the median step time (the typical steady-state rate); for a
-        generation case decode tokens per second over the batch (``rate_unit``)."""
+        """The case's headline rate (results/catalogue.headline): samples per second at the
+        median step time; for a generation case the stored decode tokens per second over the
+        batch, B / median TPOT (``rate_unit``), the figure its generation table shows."""
+        if self.mode == "generate":
+            return _stored_rate(self.generation)
         summary = self.summary()
         return self.batch_size / summary.median if summary else None
 
@@ -157,6 +163,8 @@ class CaseResult(Timing, _CaseHead):
         return rate * self.tokens_per_sample if rate and self.tokens_per_sample else None
 
     def throughput_ci(self) -> tuple[float, float] | None:
+        if self.mode == "generate":
+            return self._generation_rate_ci()
         summary = self.summary()
         if summary is None or summary.median_ci_low <= 0:
             return None
@@ -168,6 +176,20 @@ class CaseResult(Timing, _CaseHead):
             low, high = geometric_ci(process_medians)
             return self.batch_size / high, self.batch_size / low
         return self.batch_size / summary.median_ci_high, self.batch_size / summary.median_ci_low
+
+    def _generation_rate_ci(self) -> tuple[float, float] | None:
+        """B / TPOT's interval: across processes (their TPOTs) with --repeat, else the median
+        TPOT's order-statistic interval across rounds."""
+        tpots = [r["tpot_s"] for r in self.repeats
+                 if r.get("status", "ok") == "ok" and isinstance(r.get("tpot_s"), int | float)]
+        if len(tpots) >= 2:
+            low, high = geometric_ci(tpots)
+        else:
+            interval = (self.generation or {}).get("tpot_ci_s")
+            if not isinstance(interval, list) or len(interval) != 2 or min(interval) <= 0:
+                return None
+            low, high = interval
+        return self.batch_size / high, self.batch_size / low
 
     def epoch_time(self) -> tuple[float, float, float, str] | None:
         """(seconds, low, high, "measured" | "projected").
@@ -207,7 +229,8 @@ class CaseResult(Timing, _CaseHead):
     def first_use(self) -> FirstUse:
         """The costs before the steady state: time to the first step, warm-up, and the compile
         time (compiled) or the first-use cost (not compiled), from the recorded timing."""
-        return FirstUse.of(self, compiled=bool(self.compile_backend))
+        return FirstUse.of(self, compiled=bool(self.compile_backend), generation=self.generation,
+                           start=self.start)
 
     def sustained_record(self) -> SustainedRecord | None:
         return SustainedRecord.from_dict(self.sustained) if self.sustained else None
@@ -246,6 +269,10 @@ class CaseResult(Timing, _CaseHead):
             "drift": self.drift(),
             "first_use": self.first_use().to_dict() if self.step_times else None,
         }
+        # Every catalogue figure by name, as every surface reads it (results/catalogue.py sits
+        # above this module: it reads cases through the accessors defined here).
+        from accelbench.results.catalogue import case_figures
+        data["derived"]["figures"] = case_figures(self)
         return data
 
     @classmethod
@@ -254,6 +281,11 @@ class CaseResult(Timing, _CaseHead):
         case = build(cls, data, where)
         _check_values(case, where)
         return case
+
+
+def _stored_rate(generation: dict[str, Any] | None) -> float | None:
+    value = (generation or {}).get("decode_tokens_per_s_total")
+    return float(value) if isinstance(value, int | float) and value > 0 else None
 
 
 def _check_values(case: CaseResult, where: str) -> None:

@@ -1,0 +1,199 @@
+"""The figure catalogue: every figure accelbench prints, defined once.
+
+Each :class:`Figure` names one figure (its key in JSON, bundles and exports), its unit, the one
+statistic it is, how it was measured, the modes that have it, and the one function that reads it
+from a case. The value is computed once, when the result is made (the timed loop's samples, the
+generation rounds, the sustained series), by the function the entry names; every surface (the run
+table and ``--wide``, ``--json``, ``history``, ``compare``, share bundles, CSV/Markdown export, the
+site, the report and the notebook) reads it through :func:`case_figures` or the accessor the
+entry points at, never recomputes it. ``docs``/the README's figure catalogue is this table
+(``accelbench.results.catalogue.markdown_table()``), and a test holds every name to it.
+
+Generation figures follow the field's definitions (MLPerf Inference, vLLM): TTFT, TPOT = the
+median round's (end-to-end - TTFT) / (N - 1), ITL = the pooled per-token gaps; the decode rates are
+1 / TPOT per sequence and B / TPOT over the batch (``measure/generation.GenerationFigures``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from accelbench.results.records import CaseResult
+
+TRAIN_EVAL = ("train", "eval")
+GENERATE = ("generate",)
+ALL_MODES = ("train", "eval", "generate")
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    #: Words for a column header or a sentence ("decode tokens/s").
+    label: str
+    unit: str
+    #: The one statistic the figure is ("median over steps", "median over rounds" ...).
+    statistic: str
+    #: How it was measured, in a sentence.
+    method: str
+    modes: tuple[str, ...]
+    read: Callable[[CaseResult], Any]
+
+
+def _generation(name: str) -> Callable[[CaseResult], Any]:
+    def read(case: CaseResult) -> Any:
+        value = (case.generation or {}).get(name)
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return read
+
+
+def _sub(record: str, name: str) -> Callable[[CaseResult], Any]:
+    def read(case: CaseResult) -> Any:
+        section = getattr(case, record)
+        if section is None:
+            return None
+        value = section.get(name) if isinstance(section, Mapping) else getattr(section, name, None)
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return read
+
+
+def _sustained(name: str) -> Callable[[CaseResult], Any]:
+    def read(case: CaseResult) -> Any:
+        record = case.sustained_record()
+        return getattr(record.figures, name, None) if record is not None else None
+    return read
+
+
+def _first_use(name: str) -> Callable[[CaseResult], Any]:
+    def read(case: CaseResult) -> Any:
+        if not case.step_times:
+            return None
+        cost = getattr(case.first_use(), name, None)
+        return getattr(cost, "seconds", cost) if cost is not None else None
+    return read
+
+
+def _epoch(case: CaseResult) -> float | None:
+    epoch = case.epoch_time()
+    return epoch[0] if epoch else None
+
+
+def _median_step(case: CaseResult) -> float | None:
+    summary = case.summary()
+    return summary.median if summary else None
+
+
+def _break_even(case: CaseResult) -> Any:
+    value = (case.break_even or {}).get("steps")
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+_STEP_RATE = ("batch / the median step time of the timed steps (after warm-up, each step closed "
+              "by a device synchronisation or timed in synchronised windows)")
+_GEN = "greedy decoding with a KV cache; each timed round prefills a fresh cache, then decodes N - 1 steps"
+
+FIGURES: tuple[Figure, ...] = (
+    Figure("samples_per_s", "samples/s", "samples/s", "median over steps", _STEP_RATE, TRAIN_EVAL,
+           lambda c: c.throughput() if c.mode != "generate" else None),
+    Figure("tokens_per_s", "tokens/s", "tokens/s", "median over steps",
+           "samples/s x tokens per sample (decoders' training and evaluation)", TRAIN_EVAL,
+           lambda c: c.tokens_per_s() if c.mode != "generate" else None),
+    Figure("median_step_s", "step", "s", "median over steps", "the timed steps' median", TRAIN_EVAL,
+           _median_step),
+    Figure("epoch_s", "epoch", "s", "measured epochs' mean, or mean step x steps per epoch",
+           "whole epochs timed (--epochs), else projected from the mean step", TRAIN_EVAL, _epoch),
+    Figure("decode_tokens_per_s_total", "decode tokens/s", "tokens/s", "B / median TPOT",
+           f"{_GEN}; the tokens all B sequences decode per second (the case's headline rate)",
+           GENERATE, _generation("decode_tokens_per_s_total")),
+    Figure("decode_tokens_per_s", "decode tokens/s per sequence", "tokens/s", "1 / median TPOT",
+           f"{_GEN}; one sequence's decode rate", GENERATE, _generation("decode_tokens_per_s")),
+    Figure("prefill_tokens_per_s", "prefill tokens/s", "tokens/s", "B x P / median TTFT",
+           f"{_GEN}; prompt tokens over the time to the first token", GENERATE,
+           _generation("prefill_tokens_per_s")),
+    Figure("ttft_s", "TTFT", "s", "median over rounds",
+           "time to first token: prefill and the first token's argmax, host clock, one "
+           "synchronisation", GENERATE, _generation("ttft_s")),
+    Figure("ttft_p90_s", "TTFT p90", "s", "90th percentile over rounds", "as TTFT", GENERATE,
+           _generation("ttft_p90_s")),
+    Figure("ttft_p99_s", "TTFT p99", "s", "99th percentile over rounds", "as TTFT", GENERATE,
+           _generation("ttft_p99_s")),
+    Figure("tpot_s", "TPOT", "s", "median over rounds",
+           "time per output token after the first: (end-to-end - TTFT) / (N - 1) of a round",
+           GENERATE, _generation("tpot_s")),
+    Figure("tpot_p99_s", "TPOT p99", "s", "99th percentile over rounds", "as TPOT", GENERATE,
+           _generation("tpot_p99_s")),
+    Figure("itl_p50_s", "ITL p50", "s", "median of the pooled per-token gaps",
+           "inter-token latency: every decode step's own time, pooled over rounds (timing events "
+           "on CUDA/XPU: the device's cadence; none under windows)", GENERATE,
+           _generation("itl_median_s")),
+    Figure("itl_p99_s", "ITL p99", "s", "99th percentile of the pooled per-token gaps",
+           "as ITL p50", GENERATE, _generation("itl_p99_s")),
+    Figure("kv_cache_bytes", "KV cache", "bytes", "count", "keys and values of P + N positions, "
+           "every layer, at the cache's dtype", GENERATE, _generation("kv_cache_bytes")),
+    Figure("bytes_per_token", "read/token", "bytes", "count",
+           "weights and the cache filled so far that one decode step reads", GENERATE,
+           _generation("bytes_per_step")),
+    Figure("decode_bandwidth_bytes_per_s", "decode bandwidth", "bytes/s", "read/token / TPOT",
+           "bytes one decode step reads over the median TPOT", GENERATE,
+           _generation("effective_bandwidth_bytes_per_s")),
+    Figure("bandwidth_share", "% bandwidth", "fraction", "decode bandwidth / measured bandwidth",
+           "against the device's measured copy bandwidth (roofline)", GENERATE,
+           _generation("bandwidth_share")),
+    Figure("peak_memory_bytes", "peak mem", "bytes", "maximum",
+           "the steady state's peak (see memory_source: allocator, RSS or sampled)", ALL_MODES,
+           lambda c: c.peak_memory_bytes),
+    Figure("achieved_flops", "GFLOP/s", "FLOP/s", "FLOPs per sample x samples/s",
+           "counted FLOPs of one sample (torch.utils.flop_counter) at the median step",
+           TRAIN_EVAL, _sub("flops", "achieved_flops")),
+    Figure("fraction_of_peak", "% peak", "fraction", "achieved / measured matrix-product peak",
+           "against the burst peak of the case's precision (roofline)", TRAIN_EVAL,
+           _sub("flops", "fraction_of_peak")),
+    Figure("input_fraction", "input wait", "fraction", "sum over timed steps / measured time",
+           "time the device waited for batches", TRAIN_EVAL, lambda c: c.input_fraction()),
+    Figure("joules_per_step", "J/step", "J", "energy counter difference / steps",
+           "over the measured steps (measure/energy.py names the source)", ALL_MODES,
+           _sub("energy", "joules_per_step")),
+    Figure("burst", "burst", "unit/s", "geometric mean of the first fifth's intervals",
+           "--sustained: the run's own first fifth (at most its first minute)", ALL_MODES,
+           _sustained("burst")),
+    Figure("sustained", "sustained", "unit/s", "geometric mean of the last half's intervals",
+           "--sustained: the last half of the run", ALL_MODES, _sustained("sustained")),
+    Figure("sustained_ratio", "sustained / burst", "fraction", "ratio of the two geometric means",
+           "with Welch's t interval on the logarithms", ALL_MODES, _sustained("ratio")),
+    Figure("time_to_first_step_s", "1st step", "s", "one measurement",
+           "from the model on the device to the first step's end", ALL_MODES,
+           lambda c: c.time_to_first_step_s if c.step_times else None),
+    Figure("first_use_s", "first use", "s", "first step (or round) - median steady one",
+           "what the first use of the device costs (uncompiled cases)", ALL_MODES,
+           _first_use("first_use")),
+    Figure("compile_s", "compile", "s", "warm-up - as many median steady steps (or rounds)",
+           "compiled cases: what torch.compile cost", ALL_MODES, _first_use("compile")),
+    Figure("break_even_steps", "break-even", "steps", "compile time / median time saved per step",
+           "--compile BACKEND,none: when compiling pays for itself", ALL_MODES, _break_even),
+)
+BY_NAME: dict[str, Figure] = {figure.name: figure for figure in FIGURES}
+assert len(BY_NAME) == len(FIGURES), "a figure name is defined twice"
+
+
+def figure(name: str) -> Figure:
+    return BY_NAME[name]
+
+
+def headline(mode: str) -> Figure:
+    """The figure a case's "rate" is: samples/s, or a generation case's decode tokens/s."""
+    return BY_NAME["decode_tokens_per_s_total" if mode == "generate" else "samples_per_s"]
+
+
+def case_figures(case: CaseResult) -> dict[str, Any]:
+    """Every catalogue figure of the case's mode, by name (None where the case has none): what
+    ``--json``, bundles and exports carry."""
+    return {f.name: f.read(case) for f in FIGURES if case.mode in f.modes}
+
+
+def markdown_table() -> str:
+    """The catalogue as the README/docs print it."""
+    rows = ["| figure | unit | statistic | how it is measured | modes |", "|---|---|---|---|---|"]
+    rows += [f"| `{f.name}` ({f.label}) | {f.unit} | {f.statistic} | {f.method} | "
+             f"{', '.join(f.modes)} |" for f in FIGURES]
+    return "\n".join(rows)
