@@ -15,6 +15,7 @@ from accelbench.cli.history import add_db_option
 from accelbench.compare import LabelledRun, compare_runs
 from accelbench.errors import UsageError
 from accelbench.render.compare_table import comparison_renderable, reference_renderable
+from accelbench.render.json_views import comparison_json
 from accelbench.results import RunRecord
 from accelbench.store.history import HistoryDB, default_db_path
 from accelbench.store.jsonfile import load_record
@@ -26,6 +27,9 @@ def add_parser(subparsers: Any) -> None:
                         help="run ids (or unique prefixes) from the history, or result JSON files")
     parser.add_argument("--reference", action="store_true",
                         help="add the built-in published results (alone: list them all)")
+    parser.add_argument("--json", action="store_true",
+                        help="print what was compared and judged as JSON (the rows' figures, each "
+                        "pair's ratio, verdict and interval)")
     add_against_argument(parser)
     add_db_option(parser)
     parser.set_defaults(execute=execute)
@@ -107,6 +111,11 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     comparisons = compare_runs(runs, with_reference=args.reference)
     if not comparisons:
         raise UsageError("the runs given hold no cases to compare")
+    if args.json:
+        if args.against:
+            raise UsageError("--json prints the comparison of runs; --against has no JSON view yet")
+        sys.stdout.write(comparison_json(comparisons))
+        return 0
     if not args.against or len(runs) > 1 or args.reference:
         console.print(comparison_renderable(comparisons))
     if args.against:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ from rich.console import Console
 
 from accelbench.errors import UsageError
 from accelbench.render.history_table import runs_table, timeline_table
+from accelbench.render.json_views import history_json
 from accelbench.store.history import HistoryDB, default_db_path, parse_time
 
 
@@ -38,6 +40,8 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--device", help="only runs on this device or device kind (cpu, cuda, cuda:1)")
     parser.add_argument("--machine", help="only runs on machines whose host name contains this")
     parser.add_argument("--since", help="only runs from this date on (YYYY-MM-DD)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the runs (and the timeline) as JSON: the stored figures")
     add_db_option(parser)
     parser.set_defaults(execute=execute)
 
@@ -50,12 +54,18 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     console = Console()
     path = args.db or default_db_path()
     if not path.exists():
+        if args.json:
+            sys.stdout.write(history_json(path, [], [] if args.mode else None, args.mode))
+            return 0
         console.print(f"No runs stored yet (no history database at {path}).")
         return 0
     with open_db(path) as db:
         rows = db.list_runs(workload=args.workload, device=args.device, machine=args.machine,
                             since=args.since)
         points = db.timeline(args.workload, args.mode, args.device, args.machine) if args.mode else []
+    if args.json:
+        sys.stdout.write(history_json(path, rows, points if args.mode else None, args.mode))
+        return 0
     if not rows:
         console.print("No stored runs match.")
         return 0

@@ -8,6 +8,8 @@ import json
 
 from accelbench.render.format import rate_label
 from accelbench.results import CaseResult, RunRecord
+from accelbench.results.catalogue import FIGURES
+from accelbench.results.catalogue import case_figures as catalogue_figures
 from accelbench.store.jsonfile import clean_for_json
 
 FORMATS = ("json", "csv", "markdown")
@@ -18,6 +20,8 @@ CSV_COLUMNS = (
     "iqr_step_s", "rel_iqr", "noisy", "throughput_samples_per_s", "throughput_ci_low",
     "throughput_ci_high", "epoch_time_s", "epoch_time_kind", "peak_memory_bytes", "throughput_unit",
 )
+#: Then every catalogue figure by its name (results/catalogue.py), empty where the case has none.
+CSV_COLUMNS += tuple(f.name for f in FIGURES if f.name not in CSV_COLUMNS)
 
 
 def to_json(record: RunRecord) -> str:
@@ -47,6 +51,7 @@ def case_figures(record: RunRecord, case: CaseResult) -> dict[str, object]:
         "peak_memory_bytes": case.peak_memory_bytes,
         # throughput_* count samples, or for a generation case decode tokens (over the batch).
         "throughput_unit": case.rate_unit(),
+        **{name: value for name, value in catalogue_figures(case).items() if name != "peak_memory_bytes"},
     }
 
 

@@ -123,8 +123,21 @@ def _insert_probes(conn: sqlite3.Connection, run_id: str, probes: list[dict[str,
                       _json(probe)))
 
 
+def _migrate_4_to_5(conn: sqlite3.Connection) -> None:
+    # Version 5: a generation case's stored throughput is the figure its generation table showed,
+    # decode tokens/s over the batch (results/catalogue.py), not batch / the median per-token
+    # time (which read up to 3.6x apart). Old rows take it from their stored generation figures.
+    rows = conn.execute("SELECT run_id, position, case_json FROM cases WHERE mode = 'generate'")
+    for run_id, position, case_json in rows.fetchall():
+        generation = json.loads(case_json).get("generation") or {}
+        rate = generation.get("decode_tokens_per_s_total") if isinstance(generation, dict) else None
+        conn.execute("UPDATE cases SET throughput = ? WHERE run_id = ? AND position = ?",
+                     (rate if isinstance(rate, int | float) else None, run_id, position))
+
+
 _MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
-    0: _migrate_0_to_1, 1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4}
+    0: _migrate_0_to_1, 1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4,
+    4: _migrate_4_to_5}
 DB_VERSION = len(_MIGRATIONS)
 
 

@@ -1,0 +1,77 @@
+"""``--json`` views of the commands that judge or list stored results (``history``, ``compare``):
+the stored records' figures by their catalogue names (results/catalogue.py), the same values the
+tables show, so a script reads what the person read."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from accelbench.compare import MachineRow, Pair, Verdict, WorkloadComparison
+from accelbench.results import CaseResult, rate_unit
+from accelbench.results.catalogue import case_figures, headline
+from accelbench.results.key import KEY_FIELDS, comparability_key, config_label
+from accelbench.store.history import RunSummaryRow, TimelinePoint
+from accelbench.store.jsonfile import clean_for_json
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(clean_for_json(value), indent=1, allow_nan=False) + "\n"
+
+
+def case_view(case: CaseResult | None) -> dict[str, Any] | None:
+    if case is None:
+        return None
+    return {"workload": case.workload, "mode": case.mode, "device": case.device,
+            "device_name": case.device_name, "status": case.status, "error": case.error,
+            "config": config_label(case),
+            "key": dict(zip(KEY_FIELDS, comparability_key(case), strict=True)),
+            "rate": case.throughput(), "rate_ci": case.throughput_ci(),
+            "rate_name": headline(case.mode).name, "rate_unit": rate_unit(case.mode),
+            "figures": case_figures(case)}
+
+
+def verdict_view(verdict: Verdict | None) -> dict[str, Any] | None:
+    if verdict is None:
+        return None
+    return {"verdict": verdict.verdict, "ratio": verdict.ratio, "ci_low": verdict.low,
+            "ci_high": verdict.high, "processes": list(verdict.processes), "reason": verdict.reason,
+            "noisy": verdict.noisy}
+
+
+def _row(row: MachineRow) -> dict[str, Any]:
+    return {"run": row.run.label, "machine": row.run.machine, "cpu": case_view(row.cpu),
+            "accelerator": case_view(row.accel), "speedup": row.speedup,
+            "speedup_verdict": verdict_view(row.speedup_verdict)}
+
+
+def _pair(pair: Pair) -> dict[str, Any]:
+    return {"a": pair.a_label, "b": pair.b_label, "device": pair.b.device,
+            "a_case": case_view(pair.a), "b_case": case_view(pair.b),
+            "verdict": verdict_view(pair.verdict), "power_note": pair.power_note,
+            "settings_note": pair.settings_note}
+
+
+def comparison_json(comparisons: list[WorkloadComparison]) -> str:
+    """What ``compare`` judged: per workload and mode, the machine rows and every pair, with the
+    ratio the table shows (B's rate over A's) and the verdict's interval."""
+    return dumps({"comparisons": [
+        {"workload": group.workload, "mode": group.mode, "rate_unit": rate_unit(group.mode),
+         "rows": [_row(row) for row in group.rows], "pairs": [_pair(pair) for pair in group.pairs]}
+        for group in comparisons]})
+
+
+def _point(point: TimelinePoint, mode: str) -> dict[str, Any]:
+    view = asdict(point)
+    view["key"] = json.loads(point.config_key) if point.config_key else None
+    view["rate_unit"] = rate_unit(mode)
+    return view
+
+
+def history_json(database: Path, rows: list[RunSummaryRow], points: list[TimelinePoint] | None,
+                 mode: str | None) -> str:
+    """Stored runs and, with a workload and mode, its timeline: the stored throughput figure."""
+    return dumps({"database": str(database), "runs": [asdict(row) for row in rows],
+                  "timeline": [_point(p, mode or "") for p in points] if points is not None else None})
