@@ -195,5 +195,8 @@ def test_events_are_never_recycled() -> None:
     assert case.input_wait_method == EVENTS
     assert case.input_wait_s >= 6 * 0.02
     assert case.input_bound()
-    assert len(adapter.events) >= 2 * case.measured_steps  # two a fetch, besides the trial pair
-    assert all(len(event.recorded) == 1 for event in adapter.events)
+    recorded = [event for event in adapter.events if event.recorded]
+    assert len(recorded) >= 2 * case.measured_steps  # two a fetch, besides the trial pair
+    # Each recorded once; a window's spare events (made before it, for a fetch it did not make)
+    # are never recorded at all.
+    assert all(len(event.recorded) <= 1 for event in adapter.events)

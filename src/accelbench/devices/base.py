@@ -67,8 +67,10 @@ class DeviceAdapter(ABC):
         """Wait until all work queued on device ``index`` has finished."""
 
     @abstractmethod
-    def reset_peak_memory(self, index: int) -> None:
-        """Start a new peak-memory measurement."""
+    def reset_peak_memory(self, index: int) -> bool | None:
+        """Start a new peak-memory measurement: the peak counts from what is live now. False
+        where this device's counter cannot be reset (the peak then keeps counting from before:
+        a figure read after it holds what came before too); True or None where it was."""
 
     @abstractmethod
     def peak_memory_bytes(self, index: int) -> int | None:
@@ -165,8 +167,9 @@ class Device:
     def synchronize(self) -> None:
         self.adapter.synchronize(self.index)
 
-    def reset_peak_memory(self) -> None:
-        self.adapter.reset_peak_memory(self.index)
+    def reset_peak_memory(self) -> bool | None:
+        """False where the counter could not be reset (see DeviceAdapter.reset_peak_memory)."""
+        return self.adapter.reset_peak_memory(self.index)
 
     def peak_memory_bytes(self) -> int | None:
         return self.adapter.peak_memory_bytes(self.index)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import platform
 import resource
@@ -32,10 +31,14 @@ class CpuAdapter(DeviceAdapter):
         # CPU kernels run synchronously in the calling thread: nothing is queued.
         return None
 
-    def reset_peak_memory(self, index: int) -> None:
-        # Linux >= 4.0 resets VmHWM (the peak RSS) when "5" is written to clear_refs.
-        with contextlib.suppress(OSError):
+    def reset_peak_memory(self, index: int) -> bool:
+        # Linux >= 4.0 resets VmHWM (the peak RSS) when "5" is written to clear_refs; elsewhere
+        # (macOS) the peak is the process's lifetime ru_maxrss, which nothing resets.
+        try:
             (self._proc / "clear_refs").write_text("5")
+        except OSError:
+            return False
+        return True
 
     def peak_memory_bytes(self, index: int) -> int | None:
         try:

@@ -78,8 +78,9 @@ class CudaAdapter(DeviceAdapter):
     def synchronize(self, index: int) -> None:
         self._torch.cuda.synchronize(index)
 
-    def reset_peak_memory(self, index: int) -> None:
+    def reset_peak_memory(self, index: int) -> bool:
         self._torch.cuda.reset_peak_memory_stats(index)
+        return True
 
     def peak_memory_bytes(self, index: int) -> int | None:
         return int(self._torch.cuda.max_memory_allocated(index))

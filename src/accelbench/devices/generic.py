@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -35,11 +34,15 @@ class GenericAcceleratorAdapter(DeviceAdapter):
     def current(self, index: int) -> AbstractContextManager[None]:
         return current_device(self._torch, self.kind, index)
 
-    def reset_peak_memory(self, index: int) -> None:
+    def reset_peak_memory(self, index: int) -> bool:
         reset = getattr(self._torch.accelerator, "reset_peak_memory_stats", None)
-        if reset is not None:
-            with contextlib.suppress(RuntimeError, NotImplementedError):
-                reset(index)
+        if reset is None:
+            return False
+        try:
+            reset(index)
+        except (RuntimeError, NotImplementedError):
+            return False
+        return True
 
     def peak_memory_bytes(self, index: int) -> int | None:
         peak = getattr(self._torch.accelerator, "max_memory_allocated", None)

@@ -13,7 +13,6 @@ allocator's reserved pool (cache included), the analogue of CUDA's reserved memo
 
 from __future__ import annotations
 
-import contextlib
 import platform
 import subprocess
 from dataclasses import dataclass
@@ -142,12 +141,18 @@ class MpsAdapter(DeviceAdapter):
         self._torch.mps.synchronize()
         self._peak = max(self._peak, int(self._torch.mps.current_allocated_memory()))
 
-    def reset_peak_memory(self, index: int) -> None:
-        reset = getattr(getattr(self._torch, "accelerator", None), "reset_peak_memory_stats", None)
-        if reset is not None:
-            with contextlib.suppress(RuntimeError, NotImplementedError, ValueError):
-                reset(index)
+    def reset_peak_memory(self, index: int) -> bool:
+        """torch's MPS peak where this torch keeps one, and the sampled peak; False where torch's
+        counter is read (peak_memory_bytes) but could not be reset."""
         self._peak = int(self._torch.mps.current_allocated_memory())
+        reset = getattr(getattr(self._torch, "accelerator", None), "reset_peak_memory_stats", None)
+        if reset is None:
+            return True  # no counter of torch's: the sampled peak, just reset, is the figure
+        try:
+            reset(index)
+        except (RuntimeError, NotImplementedError, ValueError):
+            return self._counted_peak(index) is None
+        return True
 
     def _counted_peak(self, index: int) -> int | None:
         """torch's own MPS peak where this torch keeps one; None where it does not (no

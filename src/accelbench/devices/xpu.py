@@ -58,8 +58,9 @@ class XpuAdapter(DeviceAdapter):
     def current(self, index: int) -> AbstractContextManager[None]:
         return current_device(self._torch, self.kind, index)
 
-    def reset_peak_memory(self, index: int) -> None:
+    def reset_peak_memory(self, index: int) -> bool:
         self._torch.xpu.reset_peak_memory_stats(index)
+        return True
 
     def peak_memory_bytes(self, index: int) -> int | None:
         return int(self._torch.xpu.max_memory_allocated(index))

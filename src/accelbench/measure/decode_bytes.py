@@ -2,16 +2,30 @@
 
 Decoding one token per sequence reads every weight the step uses in full, and the keys and values
 of every position cached so far; at batch sizes a GPU decodes at, those reads dominate the step
-(gpt-fast's "effective bandwidth": bytes per step x steps per second). Counted here:
+(gpt-fast's "effective bandwidth": bytes per step x steps per second). Counted here, each at the
+dtype the step really reads:
 
 - weights: each parameter a decode step passes to anything but a row lookup, once (tied weights
-  once), at the dtype it is stored in on the device. An embedding table read only by rows (the
-  input embedding of a model with an untied output layer, learned positions) is left out: a step
-  reads B of its rows. Which parameters those are is found by running one decode step of the
-  eager model under a ``TorchFunctionMode`` that notes every call a parameter reaches (a tied
-  output layer reads the token table through ``linear``, so it counts);
+  once). An embedding table read only by rows (the input embedding of a model with an untied
+  output layer, learned positions) is left out: a step reads B of its rows. Which parameters
+  those are is found by running one decode step of the eager model under a ``TorchFunctionMode``
+  that notes every call a parameter reaches (a tied output layer reads the token table through
+  ``linear``, so it counts). A parameter is counted at the dtype it is stored in, except one that
+  autocast casts (the weights of products: ``linear``, ``matmul``, convolutions), seen as the
+  cast below autocast (a ``TorchDispatchMode``, with autocast's cast cache off for that one step):
+  - cached: autocast keeps the low-precision copy of an fp32 leaf parameter that requires grad
+    for as long as its outermost autocast context lasts (``cached_cast`` in ATen's
+    autocast_mode.h). A generate case enters autocast once around all its rounds
+    (``engine/measure_case.py``), so each step reads only that copy: counted at the autocast
+    dtype (2 bytes in amp-bf16 and amp-fp16, not the 4 the parameter is stored in);
+  - cast every step: a compiled graph takes the parameters as inputs and casts them in the graph
+    (``aten._to_copy`` on every call; autocast's cache is eager's), and autocast does not cache a
+    parameter that is not an fp32 leaf requiring grad: counted as the stored read, the copy's
+    write and its read (4 + 2 + 2 bytes in amp-bf16);
 - cache: the keys and values of the positions filled so far (prompt plus the tokens decoded
-  before), averaged over the decode steps of a generation: per position bytes x (P + N / 2).
+  before), averaged over the decode steps of a generation: per position bytes x (P + N / 2), at
+  the dtype the cache's tensors have (found on a one-token prefill: under autocast the keys come
+  out of a product in the autocast dtype; a model may keep keys and values in different dtypes).
   A static cache attends over its whole buffer under a mask, so it reads more than this and the
   bandwidth is then a lower bound;
 - not counted: activations, the logits written, the rows of embedding tables.
@@ -19,19 +33,25 @@ of every position cached so far; at batch sizes a GPU decodes at, those reads do
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
-BYTES_COUNTED = ("weights: every parameter a decode step reads in full, once, as stored on the device "
-                 "(embedding tables read by row left out); cache: keys and values of the positions "
-                 "filled so far, averaged over the decode steps (P + N/2 positions); activations and "
-                 "logits not counted")
+BYTES_COUNTED = ("weights: every parameter a decode step reads in full, once (embedding tables read "
+                 "by row left out), at the dtype read: as stored, except a weight autocast casts "
+                 "(products), counted at the autocast dtype where autocast's cast cache holds its "
+                 "copy for the whole generation (eager: one autocast context around every round), "
+                 "and as the stored read plus the copy's write and read where it is cast every step "
+                 "(a compiled graph, or a weight autocast does not cache); cache: keys and values of "
+                 "the positions filled so far, at the dtype of the cache's tensors, averaged over "
+                 "the decode steps (P + N/2 positions); activations and logits not counted")
 
 #: Calls that read only rows of a table (B of them per step), not the whole parameter.
 _ROW_READS = {F.embedding, torch.embedding, torch.Tensor.__getitem__, torch.index_select,
@@ -40,25 +60,86 @@ _ROW_READS = {F.embedding, torch.embedding, torch.Tensor.__getitem__, torch.inde
 _METADATA = {"__get__", "size", "dim", "stride", "numel", "element_size", "is_floating_point",
              "is_complex", "data_ptr", "storage_offset", "is_contiguous", "__len__", "nelement",
              "get_device", "__hash__", "__format__", "__repr__"}
+#: Calls by which a model converts a parameter itself, every time it runs.
+_CONVERSIONS = {"to", "type", "type_as", "half", "bfloat16", "float", "double"}
 
 
 class _ParameterReads(TorchFunctionMode):
-    """Notes, by id, every parameter that reaches a call other than a row lookup or metadata."""
+    """Notes, by id, every parameter that reaches a call other than a row lookup or metadata, and
+    those the model converts itself (``weight.to(x.dtype)``)."""
 
     def __init__(self, parameters: dict[int, nn.Parameter]) -> None:
         super().__init__()
         self.parameters = parameters
         self.read: set[int] = set()
+        self.converted: set[int] = set()
 
     def __torch_function__(self, func: Callable[..., Any], types: Any, args: Any = (),
                            kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        if func not in _ROW_READS and getattr(func, "__name__", "") not in _METADATA:
+        name = getattr(func, "__name__", "")
+        if func not in _ROW_READS and name not in _METADATA:
             for value in (*args, *kwargs.values()):
                 for item in value if isinstance(value, (list, tuple)) else (value,):
                     if isinstance(item, torch.Tensor) and id(item) in self.parameters:
                         self.read.add(id(item))
+            if name in _CONVERSIONS and args and id(args[0]) in self.parameters:
+                self.converted.add(id(args[0]))
         return func(*args, **kwargs)
+
+
+class _Casts(TorchDispatchMode):
+    """Notes, by id, the dtype each parameter is cast to. Below autocast (a dispatch mode runs
+    after it), autocast's cast of a parameter is an ``aten._to_copy`` of the parameter itself."""
+
+    def __init__(self, parameters: dict[int, nn.Parameter]) -> None:
+        super().__init__()
+        self.parameters = parameters
+        self.cast: dict[int, torch.dtype] = {}
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if func is torch.ops.aten._to_copy.default and args and id(args[0]) in self.parameters:
+            dtype = kwargs.get("dtype")
+            if dtype is not None and dtype != args[0].dtype:
+                self.cast[id(args[0])] = dtype
+        return func(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def _autocast_cache_off() -> Iterator[None]:
+    """Autocast casts afresh inside (so the casts can be seen), and caches again after; the copies
+    it holds already are kept (the cache is cleared only when the outermost autocast ends)."""
+    before = torch.is_autocast_cache_enabled()
+    torch.set_autocast_cache_enabled(False)
+    try:
+        yield
+    finally:
+        torch.set_autocast_cache_enabled(before)
+
+
+def _autocast_keeps(parameter: nn.Parameter) -> bool:
+    """Whether autocast's cast cache keeps this parameter's copy (ATen autocast_mode.h,
+    ``cached_cast``'s ``can_try_cache``: an fp32 leaf that requires grad and is not a view)."""
+    return (parameter.dtype == torch.float32 and parameter.requires_grad and parameter.is_leaf
+            and not parameter._is_view())
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+@dataclass(frozen=True)
+class WeightReads:
+    """The bytes of the weights one decode step reads, by how they are read (a key per way:
+    "float32 as stored", "bfloat16 autocast copy (cast cache)", "float32 cast to bfloat16 every
+    step (read, write, read)")."""
+
+    by_read: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_read.values())
 
 
 def unique_parameters(model: nn.Module) -> dict[int, nn.Parameter]:
@@ -69,16 +150,69 @@ def parameter_bytes(parameters: list[nn.Parameter] | Any) -> int:
     return sum(p.numel() * p.element_size() for p in parameters)
 
 
-def weights_read_by(step: Callable[[], object], model: nn.Module) -> int:
-    """Bytes of the parameters of ``model`` that ``step()`` (one decode step of the eager model)
-    reads in full; see the module's docstring."""
+def weight_reads(step: Callable[[], object], model: nn.Module, *, casts_cached: bool = True) -> WeightReads:
+    """The parameters of ``model`` that ``step()`` (one decode step of the eager model, run in
+    the caller's autocast, if any) reads in full, each at the dtype read; see the module's
+    docstring. ``casts_cached``: the generation runs eagerly, so autocast's cast cache serves
+    every step (False for a compiled graph, which casts its parameter inputs on every call)."""
     parameters = unique_parameters(model)
-    with _ParameterReads(parameters) as reads:
+    cached = casts_cached and torch.is_autocast_cache_enabled()
+    with _ParameterReads(parameters) as reads, _autocast_cache_off(), _Casts(parameters) as casts:
         step()
-    return parameter_bytes(parameters[key] for key in reads.read)
+    by_read: dict[str, int] = {}
+    for key in reads.read:
+        parameter = parameters[key]
+        stored, elements = parameter.dtype, parameter.numel()
+        to = casts.cast.get(key)
+        if to is None:
+            how, nbytes = f"{_dtype_name(stored)} as stored", elements * parameter.element_size()
+        elif cached and key not in reads.converted and _autocast_keeps(parameter):
+            how = f"{_dtype_name(to)} autocast copy (cast cache)"
+            nbytes = elements * to.itemsize
+        else:
+            how = f"{_dtype_name(stored)} cast to {_dtype_name(to)} every step (read, write, read)"
+            nbytes = elements * (parameter.element_size() + 2 * to.itemsize)
+        by_read[how] = by_read.get(how, 0) + nbytes
+    return WeightReads(dict(sorted(by_read.items())))
 
 
-def cache_bytes_read_per_step(bytes_per_position: int, prompt_len: int, new_tokens: int) -> int:
+def weights_read_by(step: Callable[[], object], model: nn.Module, *, casts_cached: bool = True) -> int:
+    """Bytes of the parameters of ``model`` that ``step()`` reads in full (see weight_reads)."""
+    return weight_reads(step, model, casts_cached=casts_cached).total
+
+
+def _floating_tensors(value: object, found: dict[int, torch.Tensor], depth: int = 0) -> None:
+    """The floating-point tensors ``value`` holds, through lists, tuples, dicts and attributes
+    (a static KVCache's buffers; transformers' DynamicCache's layers' keys and values)."""
+    if isinstance(value, torch.Tensor):
+        if value.is_floating_point():
+            found[id(value)] = value
+        return
+    if depth >= 4 or value is None or isinstance(value, (str, bytes, int, float, bool, nn.Module)):
+        return
+    items: Iterable[object]
+    if isinstance(value, dict):
+        items = value.values()
+    elif isinstance(value, (list, tuple, set)):
+        items = value
+    else:
+        items = getattr(value, "__dict__", {}).values()
+    for item in items:
+        _floating_tensors(item, found, depth + 1)
+
+
+def cache_element_size(cache: object) -> float | None:
+    """Bytes per element of the keys and values ``cache`` holds (the mean over its floating-point
+    tensors, by their sizes: keys and values may differ in dtype); None where it holds none."""
+    found: dict[int, torch.Tensor] = {}
+    _floating_tensors(cache, found)
+    elements = sum(t.numel() for t in found.values())
+    if not elements:
+        return None
+    return sum(t.numel() * t.element_size() for t in found.values()) / elements
+
+
+def cache_bytes_read_per_step(bytes_per_position: float, prompt_len: int, new_tokens: int) -> int:
     """Mean cache bytes a decode step reads over a generation of ``new_tokens`` from a prompt of
     ``prompt_len``: step i (1 .. N-1) reads the P + i positions filled by then, a mean of P + N/2."""
     if new_tokens < 2:
@@ -90,6 +224,10 @@ def cache_bytes_read_per_step(bytes_per_position: int, prompt_len: int, new_toke
 WITHIN = "within the measured bandwidth"
 CACHE_RESIDENT = "above the measured bandwidth: the bytes fit in the last-level cache"
 MEASUREMENT_ERROR = "above the measured bandwidth: a measurement error"
+#: MPS (and any device whose adapter gives no ``last_level_cache_bytes``): an Apple GPU's system
+#: level cache is not reported, so a model that fits in it can read faster than the bandwidth.
+CACHE_SIZE_UNKNOWN = ("above the measured bandwidth; this device reports no cache size, so a model "
+                      "that fits its cache can read faster")
 
 
 @dataclass(frozen=True)
@@ -97,7 +235,8 @@ class BandwidthJudgement:
     #: Effective decode bandwidth (bytes per step x steps per second) over the measured bandwidth.
     share: float
     verdict: str
-    #: True when the share is beyond 100% and the bytes do not fit in the last-level cache.
+    #: True when the share is beyond 100% and the bytes do not fit in the last-level cache (a
+    #: device that reports no cache size is not flagged: it is "above", with why it can be).
     flagged: bool
 
     def to_dict(self) -> dict[str, Any]:
@@ -108,12 +247,16 @@ def judge_bandwidth(effective_bytes_per_s: float, measured_bytes_per_s: float, b
                     last_level_cache_bytes: int | None = None) -> BandwidthJudgement:
     """Decode's effective bandwidth as a share of the bandwidth ``roofline`` measured. Reading
     more than memory can deliver is impossible, so above 100% is a measurement error, unless
-    every byte a step reads fits in the last-level cache (then the step reads from the cache)."""
+    every byte a step reads fits in the last-level cache (then the step reads from the cache).
+    Where the device reports no cache size (``None``: MPS) that cannot be decided, and the
+    verdict says so instead of calling it an error."""
     if measured_bytes_per_s <= 0:
         raise ValueError(f"measured bandwidth must be positive, not {measured_bytes_per_s}")
     share = effective_bytes_per_s / measured_bytes_per_s
     if share <= 1.0:
         return BandwidthJudgement(share, WITHIN, False)
-    if last_level_cache_bytes is not None and bytes_per_step <= last_level_cache_bytes:
+    if last_level_cache_bytes is None:
+        return BandwidthJudgement(share, CACHE_SIZE_UNKNOWN, False)
+    if bytes_per_step <= last_level_cache_bytes:
         return BandwidthJudgement(share, CACHE_RESIDENT, False)
     return BandwidthJudgement(share, MEASUREMENT_ERROR, True)

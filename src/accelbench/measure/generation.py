@@ -13,12 +13,19 @@ How it is timed (the record's ``timing_method`` says which):
 - an asynchronous device with timing events that are safe per step (CUDA, XPU): time to first
   token by the host clock, with one synchronisation when the first token is ready (the moment a
   user gets it); then a timing event recorded after each decode step, no host synchronisation
-  until the round ends, where the events are read: per-token times and their percentiles;
+  until the round ends, where the events are read: per-token times and their percentiles. That is
+  the device's cadence: no token is read to the host between steps, so the host keeps queueing
+  ahead, which a loop that reads each token (``generate()``, a streaming server) cannot; its
+  inter-token latency is optimistic against such a loop;
 - an asynchronous device whose events are not safe per step (MPS: each record commits the
   command buffer, and two events that complete together raise) or that has none: windows of
   ``window_tokens`` decode steps, each closed by one synchronisation and timed by the host clock
   (the synchronisation included); the mean time per token of each window is kept, and no
-  per-token percentiles are reported.
+  per-token percentiles are reported;
+- streamed (``stream=True``, ``--stream``), on every device: each token is read to the host as it
+  is made (``token.tolist()``, what a streaming server does before it sends the token), and the
+  host clock times each step, the read included. A streamed case did different work from an
+  unstreamed one (``streamed`` in its figures says which).
 
 Time to first token holds the prefill and the first token's argmax; prefill tokens/s is B x P over
 that time. Decode tokens/s per sequence is the decode steps over their time; in total, B times it.
@@ -30,8 +37,8 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from torch import nn
@@ -39,12 +46,24 @@ from torch import nn
 from accelbench.devices import Device
 from accelbench.devices.events import TimingEvent, timing_event_factory
 from accelbench.errors import UsageError
-from accelbench.measure.decode_bytes import BYTES_COUNTED, cache_bytes_read_per_step, weights_read_by
+from accelbench.measure.decode_bytes import (
+    BYTES_COUNTED,
+    WeightReads,
+    cache_bytes_read_per_step,
+    cache_element_size,
+    weight_reads,
+)
 from accelbench.measure.median_ci import median_ci
 
+if TYPE_CHECKING:
+    from accelbench.measure.trackers import MemoryTracker
+
 HOST = "host clock per token (synchronous device)"
-EVENTS = ("device timing events per token, no host synchronisation per token; time to first token "
-          "by the host clock with one synchronisation")
+EVENTS = ("device timing events per token: the device's cadence, no token read to the host between "
+          "steps (optimistic against a loop that reads each token, as generate() and a streaming "
+          "server do: --stream); time to first token by the host clock with one synchronisation")
+STREAMED = ("host clock per token, each token read to the host as it is made (token.tolist() per "
+            "step, as a streaming server does)")
 WINDOWS = ("host clock over windows of {window} tokens, one synchronisation each (this device's "
            "timing events are not safe per token): no per-token percentiles")
 WINDOWS_NO_EVENTS = ("host clock over windows of {window} tokens, one synchronisation each (no device "
@@ -122,6 +141,15 @@ class GenerationFigures:
     #: The warm-up rounds' own times (compile, first use), kept apart from the timed rounds:
     #: results/first_use.py reads a generation case's first-use and compile costs from them.
     warmup: tuple[GenerationRound, ...] = ()
+    #: Each token was read to the host as it was made (``--stream``): not the same work as a
+    #: case whose tokens stay on the device until the round ends.
+    streamed: bool = False
+    #: ``weight_bytes_per_step`` by how each weight is read (decode_bytes.WeightReads): as stored,
+    #: autocast's cached copy, or cast every step; {} in a result written before it was kept.
+    weight_reads: dict[str, int] = field(default_factory=dict)
+    #: Bytes per element of the cached keys and values, as the cache's tensors have them (2 for
+    #: bf16, 4 for fp32; between where keys and values differ); None where not recorded.
+    kv_element_bytes: float | None = None
 
     @property
     def decode_steps(self) -> int:
@@ -218,7 +246,8 @@ class GenerationFigures:
             "effective_bandwidth_bytes_per_s": self.effective_bandwidth_bytes_per_s,
             "peak_memory_bytes": self.peak_memory_bytes,
             "rounds": [r.to_dict() for r in self.rounds],
-            "warmup": [r.to_dict() for r in self.warmup],
+            "warmup": [r.to_dict() for r in self.warmup], "streamed": self.streamed,
+            "weight_reads": dict(self.weight_reads), "kv_element_bytes": self.kv_element_bytes,
         }
 
     @classmethod
@@ -233,16 +262,19 @@ class GenerationFigures:
             cache_bytes_per_step=int(data["cache_bytes_per_step"]),
             bytes_counted=str(data.get("bytes_counted", BYTES_COUNTED)),
             peak_memory_bytes=data.get("peak_memory_bytes"), window_tokens=data.get("window_tokens"),
-            warmup=tuple(GenerationRound.from_dict(r) for r in data.get("warmup", ())))
+            warmup=tuple(GenerationRound.from_dict(r) for r in data.get("warmup", ())),
+            streamed=bool(data.get("streamed", False)),
+            weight_reads={str(k): int(v) for k, v in (data.get("weight_reads") or {}).items()},
+            kv_element_bytes=data.get("kv_element_bytes"))
 
 
 # --- clocks: one per way of timing ----------------------------------------------------------------
 class _HostClock:
     """The synchronous device: the host clock is the device's."""
 
-    def __init__(self, device: Device) -> None:
+    def __init__(self, device: Device, method: str = HOST) -> None:
         self.device = device
-        self.method = HOST
+        self.method = method
 
     def start(self) -> None:
         self.device.synchronize()
@@ -335,10 +367,14 @@ class _WindowClock(_HostClock):
         return GenerationRound(self._ttft, sum(s for _, s in self._windows), windows=tuple(self._windows))
 
 
-def clock_maker(device: Device, decode_steps: int,
-                window_tokens: int = WINDOW_TOKENS) -> Callable[[], _HostClock]:
+def clock_maker(device: Device, decode_steps: int, window_tokens: int = WINDOW_TOKENS,
+                stream: bool = False) -> Callable[[], _HostClock]:
     """A maker of a fresh clock per round. Whether the device's events can time decode steps is
-    tried once, here (a trial pair of events and a synchronisation, outside every round)."""
+    tried once, here (a trial pair of events and a synchronisation, outside every round). A
+    streamed round reads each token to the host, which waits for the device: the host clock
+    times every step on every device."""
+    if stream:
+        return lambda: _HostClock(device, STREAMED)
     if not device.is_async:
         return lambda: _HostClock(device)
     if not device.step_events_safe:
@@ -352,17 +388,22 @@ def clock_maker(device: Device, decode_steps: int,
 # --- one round, and the measurement ---------------------------------------------------------------
 @torch.no_grad()
 def greedy_round(workload: GenerationWorkload, model: nn.Module, prompt: torch.Tensor, new_tokens: int,
-                 clock: _HostClock) -> tuple[torch.Tensor, GenerationRound]:
+                 clock: _HostClock, stream: bool = False) -> tuple[torch.Tensor, GenerationRound]:
     """Generate exactly ``new_tokens`` per sequence from ``prompt`` (on the model's device),
-    timed by ``clock``; (the new tokens (B, N) on the device, the round's times)."""
+    timed by ``clock``; (the new tokens (B, N) on the device, the round's times). ``stream``:
+    each token is read to the host as it is made, inside its step's time."""
     clock.start()
     logits, cache = workload.prefill(model, prompt, prompt.shape[1] + new_tokens)
     token = logits.argmax(dim=-1)
+    if stream:
+        token.tolist()  # the first token reaches the user: part of the time to first token
     clock.first_token()
     generated = [token]
     for _ in range(new_tokens - 1):
         logits, cache = workload.decode_step(model, token, cache)
         token = logits.argmax(dim=-1)
+        if stream:
+            token.tolist()
         clock.step()
         generated.append(token)
     times = clock.finish()
@@ -381,63 +422,92 @@ def check_lengths(workload: GenerationWorkload, batch_size: int, prompt_len: int
                          f"{prompt_len + new_tokens} positions; this model's context holds {context}")
 
 
-def _cache_dtype(model: nn.Module) -> torch.dtype:
+def _parameter_dtype(model: nn.Module) -> torch.dtype:
     for parameter in model.parameters():
         if parameter.is_floating_point():
             return parameter.dtype
     return torch.float32
 
 
-def _weights_read(workload: GenerationWorkload, model: nn.Module, device: Device) -> int:
-    """Bytes of the weights a decode step reads, from one decode step of the eager model (the
-    compiled wrapper's original module) after a one-token prefill; untimed."""
+def _decode_reads(workload: GenerationWorkload, model: nn.Module, device: Device,
+                  casts_cached: bool) -> tuple[WeightReads, float | None]:
+    """How the weights are read by a decode step, and the bytes per element of the cache's keys
+    and values, from a one-token prefill and one decode step of the eager model (the compiled
+    wrapper's original module) in the caller's autocast; untimed."""
     eager = getattr(model, "_orig_mod", model)
     prompt = workload.make_prompt(1, 1, seed=0).to(device.torch_device)
     with torch.no_grad():
         logits, cache = workload.prefill(eager, prompt, 2)
         token = logits.argmax(dim=-1)
-        return weights_read_by(lambda: workload.decode_step(eager, token, cache), eager)
+        element = cache_element_size(cache)
+        reads = weight_reads(lambda: workload.decode_step(eager, token, cache), eager,
+                             casts_cached=casts_cached)
+    return reads, element
+
+
+def _kv_bytes(workload: GenerationWorkload, batch_size: int, positions: int, element_bytes: float) -> float:
+    """The cache's bytes for ``positions`` at ``element_bytes`` a key or value element (the
+    workload counts elements through its fp32 size: keys and values may differ in dtype)."""
+    return workload.kv_cache_bytes(batch_size, positions, torch.float32) / 4 * element_bytes
 
 
 def measure_generation(workload: GenerationWorkload, model: nn.Module, device: Device, *,
                        batch_size: int = 1, prompt_len: int, new_tokens: int, rounds: int = 3,
                        warmup_rounds: int = 1, seed: int = 0, window_tokens: int = WINDOW_TOKENS,
-                       cache_dtype: torch.dtype | None = None) -> GenerationFigures:
+                       cache_dtype: torch.dtype | None = None, stream: bool = False,
+                       casts_each_step: bool | None = None,
+                       memory: MemoryTracker | None = None) -> GenerationFigures:
     """Time ``rounds`` greedy generations of ``model`` (on ``device``, in eval mode, at its
-    precision; an autocast or precision switch is the caller's, around this call).
-    ``cache_dtype`` is the dtype of the cached keys and values (default: the parameters')."""
+    precision; an autocast or precision switch is the caller's, around this call, so one
+    autocast context spans every round and its cast cache serves every eager step).
+
+    ``cache_dtype``: the dtype of the cached keys and values (default: what the cache's tensors
+    have, found on a one-token prefill). ``stream``: read each token to the host as it is made.
+    ``casts_each_step``: weights autocast casts are cast on every step, not served from its
+    cache (default: where ``model`` is compiled, whose graphs cast their parameter inputs; say
+    False for a back end that runs eager ops, such as ``eager``). ``memory``: the case's memory
+    tracker, told where the set-up (warm-up included) ends; without it the device's peak counter
+    is reset there."""
     check_lengths(workload, batch_size, prompt_len, new_tokens)
     if rounds < 1 or warmup_rounds < 0 or window_tokens < 1:
         raise UsageError(f"rounds must be at least 1 (not {rounds}), warm-up rounds at least 0 "
                          f"(not {warmup_rounds}), window tokens at least 1 (not {window_tokens})")
     max_len = prompt_len + new_tokens
-    dtype = cache_dtype or _cache_dtype(model)
+    if casts_each_step is None:
+        casts_each_step = hasattr(model, "_orig_mod")
     with device.current():
         prompt = workload.make_prompt(batch_size, prompt_len, seed).to(device.torch_device)
-        weights = _weights_read(workload, model, device)
-        new_clock = clock_maker(device, new_tokens - 1, window_tokens)
-        warm = [greedy_round(workload, model, prompt, new_tokens, new_clock())[1]
+        reads, element = _decode_reads(workload, model, device, casts_cached=not casts_each_step)
+        if cache_dtype is not None or element is None:
+            element = (cache_dtype or _parameter_dtype(model)).itemsize
+        new_clock = clock_maker(device, new_tokens - 1, window_tokens, stream)
+        warm = [greedy_round(workload, model, prompt, new_tokens, new_clock(), stream)[1]
                 for _ in range(warmup_rounds)]
-        device.reset_peak_memory()
+        if memory is not None:
+            memory.steady_state()
+        else:
+            device.reset_peak_memory()
         measured, methods = [], []
         for _ in range(rounds):
             clock = new_clock()
-            measured.append(greedy_round(workload, model, prompt, new_tokens, clock)[1])
+            measured.append(greedy_round(workload, model, prompt, new_tokens, clock, stream)[1])
             methods.append(clock.method)
         # A round whose events failed is timed differently: the record says so.
         method = next((m for m in methods if m.startswith(EVENTS_FAILED)), methods[0])
         peak = device.peak_memory_bytes()
-    per_position = workload.kv_cache_bytes(batch_size, 1, dtype)
     figures = GenerationFigures(
         batch_size=batch_size, prompt_len=prompt_len, new_tokens=new_tokens, timing_method=method,
         rounds=tuple(measured), warmup_rounds=warmup_rounds, warmup=tuple(warm),
-        kv_cache_bytes=workload.kv_cache_bytes(batch_size, max_len, dtype), weight_bytes_per_step=weights,
-        cache_bytes_per_step=cache_bytes_read_per_step(per_position, prompt_len, new_tokens),
-        peak_memory_bytes=peak)
+        kv_cache_bytes=round(_kv_bytes(workload, batch_size, max_len, element)),
+        weight_bytes_per_step=reads.total,
+        cache_bytes_per_step=cache_bytes_read_per_step(_kv_bytes(workload, batch_size, 1, element),
+                                                       prompt_len, new_tokens),
+        peak_memory_bytes=peak, streamed=stream, weight_reads=reads.by_read,
+        kv_element_bytes=element)
     windowed = any(r.windows for r in measured)
     return replace(figures, window_tokens=window_tokens) if windowed else figures
 
 
-__all__ = ["EVENTS", "HOST", "WINDOWS", "WINDOWS_NO_EVENTS", "GenerationFigures", "GenerationRound",
-           "GenerationWorkload", "check_lengths", "greedy_round", "clock_maker", "measure_generation",
-           "percentile"]
+__all__ = ["EVENTS", "HOST", "STREAMED", "WINDOWS", "WINDOWS_NO_EVENTS", "GenerationFigures",
+           "GenerationRound", "GenerationWorkload", "check_lengths", "greedy_round", "clock_maker",
+           "measure_generation", "percentile"]

@@ -13,7 +13,9 @@ is the time the device idled. Per kind of device:
   device is the idle gap the fetch caused (zero while queued work covered it), read after the
   window's synchronisation: ``device idle (timing events)``. Cost: two event records per step
   (microseconds), no synchronisation. Every record gets a new event: a recycled one can read a
-  previous window's timestamp;
+  previous window's timestamp. The events a window records are made before the window's clock
+  starts (``prepare``, called by the loop): creating one is a host call (``cudaEventCreate``,
+  which can take a driver lock), not the device's work, so it stays out of the timed steps;
 - asynchronous where recording an event around every step would change or fail the run (the
   adapter says so: ``step_events_safe``; MPS, whose records commit the command buffer and whose
   reads raise for two events that complete together): no events at all, the host fetch time
@@ -62,6 +64,19 @@ class InputWait:
         self.host_fetch_s = 0.0
         self._events_idle_s = 0.0
         self._pending: list[tuple[TimingEvent, TimingEvent]] = []
+        #: Events made ahead and never recorded, for the next fetches.
+        self._spare: list[TimingEvent] = []
+
+    def prepare(self, fetches: int) -> None:
+        """Make the events ``fetches`` fetches will record, now (before a timed window), so that
+        none is created inside it. Events are never recycled: each is recorded once."""
+        if self._make_event is None:
+            return
+        try:
+            while len(self._spare) < 2 * fetches:
+                self._spare.append(self._make_event())
+        except Exception as error:
+            self._give_up(error)
 
     def fetch(self, next_batch: Callable[[], Any]) -> Any:
         """``next_batch()``, timed; StopIteration passes through (the time still counts)."""
@@ -95,12 +110,13 @@ class InputWait:
 
     def _event(self) -> TimingEvent | None:
         """A new recorded event, or None once events are given up. A fresh event for every
-        record: a recycled one can read a previous window's timestamp (MPS before torch's
-        per-record generations), and creating one is a microsecond-scale host call."""
+        record (a recycled one can read a previous window's timestamp: MPS before torch's
+        per-record generations), made ahead by ``prepare``; made here only when a window
+        fetched more than it was prepared for."""
         if self._make_event is None:
             return None
         try:
-            event = self._make_event()
+            event = self._spare.pop() if self._spare else self._make_event()
             event.record()
         except Exception as error:
             self._give_up(error)
@@ -112,5 +128,6 @@ class InputWait:
         time, which holds every fetch: an upper bound, labelled with what failed."""
         self._make_event = None
         self._pending.clear()
+        self._spare.clear()
         text = f"{type(error).__name__}: {error}".strip().splitlines()[0][:200]
         self.method = f"{UPPER_BOUND_EVENT_FAILED}{text})"

@@ -35,7 +35,10 @@ reached is reported either way.
 Trackers (``accelbench.measure.trackers``: sensors, energy) bracket the measured region only:
 entered after warm-up, with the device idle, just before the first measured step, and exited right
 after the last (also when a step raises). A tracker that needs a minimum window (a coarse energy
-counter) keeps the window open that long: see ``_extend_window``.
+counter) keeps the window open that long: see ``_extend_window``. The case's memory tracker spans
+the whole case; the loop tells it where the warm-up ended (``MemoryTracker.steady_state``), so
+the peak it reports is the steady state's and the set-up's (cuDNN's autotuning workspaces under
+``cudnn.benchmark``) is kept beside it.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ from accelbench.measure.input_wait import InputWait
 from accelbench.measure.median_ci import relative_median_ci_half_width
 from accelbench.measure.sustained import SensorReader, SustainedSeries, run_sustained
 from accelbench.measure.timing import Timing
-from accelbench.measure.trackers import Tracker
+from accelbench.measure.trackers import MemoryTracker, Tracker
 from accelbench.options import MIN_SAMPLES, MIN_WINDOW_S, StopRule
 
 Progress = Callable[[str, float, float | None], None]
@@ -194,11 +197,15 @@ class StepLoop:
                  epoch_end: Callable[[], dict[str, float]] | None = None,
                  trackers: Sequence[Tracker] = (),
                  batch_size: int | None = None, partial_batch: int = 0,
-                 sustained_sensors: SensorReader | None = None) -> None:
+                 sustained_sensors: SensorReader | None = None,
+                 memory: MemoryTracker | None = None) -> None:
         self.step = step
         self.epoch_end = epoch_end
         #: Entered in order just before the measured steps, exited in reverse right after them.
         self.trackers = list(trackers)
+        #: The case's memory tracker (entered by the caller around the whole case), told where
+        #: the warm-up ends.
+        self.memory = memory
         self.epoch = epoch
         #: The full batch size: steps/time rules time only batches this large.
         self.batch_size = batch_size
@@ -219,6 +226,7 @@ class StepLoop:
     def _run_window(self, feed: Feed, k: int) -> tuple[float, int]:
         """Run up to k steps, each followed by fetching the next batch; synchronise once;
         return (seconds, steps run)."""
+        self.wait.prepare(k + 1)  # its timing events are made now, outside the timed window
         start = time.perf_counter()
         output: Any = None
         ran = 0
@@ -365,8 +373,10 @@ class StepLoop:
 
     def _begin_measuring(self, window: ExitStack) -> None:
         self.wait.reset()  # warm-up input is not steady state
-        if self.trackers:
+        if self.trackers or self.memory is not None:
             self.device.synchronize()  # the readings start with an idle queue
+        if self.memory is not None:
+            self.memory.steady_state()  # the warm-up's one-off allocations are the set-up's
         for tracker in self.trackers:
             window.enter_context(tracker)
 

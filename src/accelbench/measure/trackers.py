@@ -5,10 +5,14 @@ the runner copies into the case's record. Trackers compose (``contextlib.ExitSta
 order, exited in reverse, so the one that must hug the measured steps goes last. Two regions use
 them (see ``engine.measure_case._measure``):
 
-* the case: :class:`MemoryTracker` around building the model, warm-up and the measured steps, so
-  the peak is what running the case needed (the model, the optimiser's state, the first step's
-  allocations), not only the steady state; memory the harness holds on the device for the whole
-  case (the ``--data synthetic-device`` batch pool) is set aside from it, and said so;
+* the case: :class:`MemoryTracker` around building the model, warm-up and the measured steps.
+  Where the warm-up ends (the timed loop, or a generation's warm-up rounds, calls
+  ``steady_state()``) it reads the set-up peak (building the model, the first steps' one-off
+  allocations: cuDNN's autotuning tries each convolution algorithm with a workspace of its own,
+  gigabytes on a ResNet-50, under ``cudnn.benchmark``) and resets the device's counter, so the
+  peak it reports is the steady state's, what running the case goes on needing, with the set-up
+  peak beside it; memory the harness holds on the device for the whole case (the ``--data
+  synthetic-device`` batch pool) is set aside from both, and said so;
 * the measured steps: :class:`SensorTracker` and :class:`EnergyTracker`, handed to the timed loop
   (:class:`accelbench.measure.loop.StepLoop`), which enters them after warm-up with the device
   idle, just before the first measured step, and exits them right after the last one.
@@ -91,10 +95,19 @@ class MemoryPeak:
     error: str = ""
     #: Bytes set aside from the device's own peak (see MemoryTracker.set_aside); in ``source``.
     set_aside_bytes: int = 0
+    #: The peak over the set-up (building, warm-up), read where the steady state began; None where
+    #: the region had no steady state or the device's counter could not be reset (``bytes`` then
+    #: holds the set-up too, and ``source`` says so).
+    setup_bytes: int | None = None
 
 
 class MemoryTracker(Tracker):
     """Resets the device's peak-memory counter on enter and reads the peak on exit.
+
+    ``steady_state()`` where the set-up ends reads the peak so far as the set-up peak and resets
+    the counter: the peak read on exit is then the steady state's. A device whose counter cannot
+    be reset (``Device.reset_peak_memory`` returns False) keeps counting from the start: its
+    figure is the whole region's, and ``source`` says it holds the set-up.
 
     ``note_peak()`` then ``set_aside(n, what)`` around an allocation that stays live for the rest
     of the region but is not the case's own (the ``--data synthetic-device`` batch pool) take it
@@ -109,11 +122,32 @@ class MemoryTracker(Tracker):
         self._peak: int | None = None
         self._before: int | None = None
         self._aside: tuple[int, str] = (0, "")
+        self._setup: int | None = None
+        self._not_reset = False
 
     def start(self) -> None:
-        self._peak = self._before = None
+        self._peak = self._before = self._setup = None
         self._aside = (0, "")
+        self._not_reset = False
         self.device.reset_peak_memory()
+
+    def steady_state(self) -> None:
+        """The set-up ends here: read its peak, and count the steady state's from now on."""
+        try:
+            self._setup = self._less_aside(self.device.peak_memory_bytes())
+            self._not_reset = self.device.reset_peak_memory() is False
+        except Exception as error:  # the tracker never fails the case
+            self.error = self.error or describe(error)
+        # The pool set aside was live when the counter restarted: the steady peak is the end
+        # peak less the pool, never the peak noted before the pool was made.
+        self._before = None
+
+    def _less_aside(self, peak: int | None) -> int | None:
+        """``peak`` without the bytes set aside (see the class's docstring)."""
+        aside = self._aside[0]
+        if not aside or peak is None:
+            return peak
+        return max(self._before or 0, peak - aside)
 
     def note_peak(self) -> None:
         """The peak so far: call just before the allocation ``set_aside`` will name."""
@@ -136,11 +170,14 @@ class MemoryTracker(Tracker):
         if self.error:
             return MemoryPeak(None, f"{source} (not read: {self.error})", lower_bound, self.error)
         aside, what = self._aside
+        setup = None if self._not_reset else self._setup
+        if self._not_reset:
+            source = f"{source}; set-up included (this device's peak counter cannot be reset)"
         if not aside or self._peak is None:
-            return MemoryPeak(self._peak, source, lower_bound)
-        peak = max(self._before or 0, self._peak - aside)
-        return MemoryPeak(peak, f"{source}; less {format_bytes(aside)} of {what}, held for the "
-                          "whole case", lower_bound, set_aside_bytes=aside)
+            return MemoryPeak(self._peak, source, lower_bound, setup_bytes=setup)
+        return MemoryPeak(self._less_aside(self._peak), f"{source}; less {format_bytes(aside)} of "
+                          f"{what}, held for the whole case", lower_bound, set_aside_bytes=aside,
+                          setup_bytes=setup)
 
 
 # --- sensors -------------------------------------------------------------------------------------
