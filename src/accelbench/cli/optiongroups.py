@@ -100,6 +100,15 @@ def add_generation_arguments(parser: argparse.ArgumentParser) -> None:
                         f"{DEFAULT_NEW_TOKENS}; end-of-sequence ignored); a list makes a case each")
 
 
+def add_stream_argument(parser: argparse.ArgumentParser) -> None:
+    """--stream: for run and sweep, which time generation cases."""
+    parser.add_argument("--stream", action="store_true", default=DEFAULTS["stream"],
+                        help="--mode generate: read each token to the host as it is made "
+                        "(token.tolist() per step, as a streaming server does; the host clock "
+                        "times each token). Without it, on CUDA and XPU the inter-token latency "
+                        "is the device's cadence, no token read until the round ends")
+
+
 # --- when to stop --------------------------------------------------------------------------------
 def add_stop_arguments(parser: argparse.ArgumentParser, *, epochs: bool = True,
                        target_ci: bool = True, sustained: bool = True,

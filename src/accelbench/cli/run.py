@@ -34,6 +34,7 @@ def add_parser(subparsers: Any) -> None:
     groups.add_device_argument(parser, None, "default: auto for named workloads, all for a suite")
     groups.add_mode_argument(parser, ("train", "eval"), generate=True)
     groups.add_generation_arguments(parser)
+    groups.add_stream_argument(parser)
     groups.add_stop_arguments(parser)
     groups.add_config_arguments(parser)
     groups.add_cudnn_benchmark_argument(parser)

@@ -57,6 +57,7 @@ def add_parser(subparsers: Any) -> None:
                         help="with --prompt-len: tokens generated per sequence (default 128)")
     groups.add_device_argument(parser, "all", "default: all")
     groups.add_mode_argument(parser, ("train",), generate=True)
+    groups.add_stream_argument(parser)
     groups.add_stop_arguments(parser)
     groups.add_config_arguments(parser, batch_size=False)
     groups.add_cudnn_benchmark_argument(parser)

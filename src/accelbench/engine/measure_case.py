@@ -162,7 +162,7 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
         loop = StepLoop(_make_step(workload, model, case), batches, case.device, progress,
                         epoch_end, trackers=[sensors, energy], batch_size=case.batch_size,
                         partial_batch=result.dataset_size % case.batch_size,
-                        sustained_sensors=held)
+                        sustained_sensors=held, memory=memory)
         measured = loop.run(options.stop, options.warmup_steps)
     measured.copy_into(result)
     if loop.sustained is not None:
@@ -195,7 +195,8 @@ def _measure_generation(case: Case, workload: Workload, options: RunOptions,
             figures = measure_generation(
                 workload, model, case.device, batch_size=case.batch_size,  # type: ignore[arg-type]
                 prompt_len=case.prompt_len, new_tokens=case.new_tokens, rounds=rounds,
-                warmup_rounds=warmup, seed=options.seed)
+                warmup_rounds=warmup, seed=options.seed, stream=options.stream, memory=memory,
+                casts_each_step=case.compile_backend not in ("", "eager"))
     result.generation = {**figures.to_dict(), **_decode_against_bandwidth(case.device, figures)}
     steps = figures.decode_steps
     per_token = figures.token_times_s
@@ -231,6 +232,7 @@ def _record_memory(result: CaseResult, memory: MemoryTracker) -> None:
     peak = memory.result
     result.peak_memory_bytes, result.memory_source = peak.bytes, peak.source
     result.memory_is_lower_bound = peak.lower_bound
+    result.setup_peak_memory_bytes = peak.setup_bytes
 
 
 def _record_trackers(result: CaseResult, memory: MemoryTracker, sensors: SensorTracker,

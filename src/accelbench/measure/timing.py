@@ -41,6 +41,11 @@ class Timing:
     #: Seconds one synchronisation of the idle device took; windows are sized to hold at least
     #: 50 of them (asynchronous devices; None on the CPU).
     sync_s: float | None = None
+    #: The device's peak memory over the set-up (building the model and the warm-up, where
+    #: cuDNN's autotuning under cudnn.benchmark allocates a workspace per algorithm it tries),
+    #: read where the steady state began (measure/trackers.MemoryTracker.steady_state); the
+    #: case's ``peak_memory_bytes`` is the steady state's. None where not measured.
+    setup_peak_memory_bytes: int | None = None
 
     def copy_into(self, target: Timing) -> None:
         """Give ``target`` (a case's result) these timing fields, and only these."""

@@ -194,6 +194,11 @@ class RunOptions:
     prompt_lens: tuple[int, ...] = ()
     new_tokens: tuple[int, ...] = (DEFAULT_NEW_TOKENS,)
 
+    #: Generation cases: each token is read to the host as it is made (``--stream``), as a
+    #: streaming server does; not the same work as tokens left on the device until the round
+    #: ends (the figures' ``streamed``).
+    stream: bool = False
+
     def __post_init__(self) -> None:
         bad = [m for m in self.modes if m not in RUN_MODES]
         if bad or not self.modes:
@@ -204,6 +209,10 @@ class RunOptions:
                 check_number(flag, value, whole=True, zero_ok=False)
         if not self.new_tokens:
             raise UsageError("--new-tokens needs at least one value")
+        _check_flag("--stream", self.stream)
+        if self.stream and "generate" not in self.modes and self.suite is None:
+            raise UsageError("--stream reads each generated token to the host: it goes with --mode "
+                             "generate")
         if self.stop.kind == "sustained" and "generate" in self.modes:
             raise UsageError("--sustained times train and eval steps; generate cases are timed in "
                              "rounds: leave out --mode generate or --sustained")

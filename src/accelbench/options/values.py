@@ -65,6 +65,8 @@ class DataKeywords(TypedDict, total=False):
 class SweepKeywords(MeasureKeywords, DataKeywords, total=False):
     """``accelbench sweep``'s options besides the batch sizes."""
 
+    stream: bool  # --stream: --mode generate reads each token to the host as it is made
+
 
 class RunKeywords(SweepKeywords, total=False):
     """Every option of ``accelbench run``, as ``accelbench.run`` keywords."""
@@ -92,7 +94,7 @@ DEFAULTS: dict[str, Any] = {
     "data": "synthetic", "data_dir": None, "workers": 0, "isolation": "process",
     "case_timeout": DEFAULT_CASE_TIMEOUT_S, "auto_batch": False, "cooldown": 0.0, "repeat": 1,
     "profile": False, "cudnn_benchmark": True, "prompt_len": None, "new_tokens": None,
-    "sustained": None, "sustained_interval": None,
+    "sustained": None, "sustained_interval": None, "stream": False,
 }
 
 
@@ -244,7 +246,7 @@ def build_run_options(workloads: str | Sequence[str] | None, device: str | None,
         workload_files=tuple(str(path.resolve()) for path in files),
         isolation=values["isolation"], case_timeout=values["case_timeout"],
         auto_batch=values["auto_batch"], cooldown=values["cooldown"], repeat=values["repeat"],
-        profile=values["profile"], cudnn_benchmark=values["cudnn_benchmark"],
+        profile=values["profile"], cudnn_benchmark=values["cudnn_benchmark"], stream=values["stream"],
         prompt_lens=lengths(values["prompt_len"], "--prompt-len"),
         **({"new_tokens": new} if (new := lengths(values["new_tokens"], "--new-tokens")) else {}),
     )
