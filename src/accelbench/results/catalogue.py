@@ -60,7 +60,10 @@ def _sub(record: str, name: str) -> Callable[[CaseResult], Any]:
 
 def _sustained(name: str) -> Callable[[CaseResult], Any]:
     def read(case: CaseResult) -> Any:
-        record = case.sustained_record()
+        try:
+            record = case.sustained_record()
+        except (KeyError, TypeError, ValueError):  # a hand-edited file's section: no figure
+            return None
         return getattr(record.figures, name, None) if record is not None else None
     return read
 
