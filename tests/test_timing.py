@@ -28,7 +28,7 @@ FILE_KEYS = [
     "stop_reason", "sync_s", "setup_peak_memory_bytes", "peak_memory_bytes", "memory_source",
     "memory_is_lower_bound",
     "repeats", "parity", "energy", "flops", "sensors", "scale", "profile", "generation", "sustained",
-    "break_even", "backend_flags",
+    "break_even", "start", "backend_flags",
     "oom_batch_sizes", "nonfinite_step", "traceback", "stderr_tail", "isolation", "skipped", "derived",
 ]
 

@@ -10,6 +10,7 @@ import torch
 
 from accelbench.devices import DeviceSet
 from accelbench.engine.case import Case, CaseProgress, WorkerSpec, new_record, prepare_worker, skeleton_result
+from accelbench.engine.cold_start import CaseStart
 from accelbench.engine.driver import Interrupted as Interrupted  # re-exported: callers catch it here
 from accelbench.engine.driver import Terminated as Terminated
 from accelbench.engine.driver import drive
@@ -39,7 +40,7 @@ class RunWork(CaseWork[Case]):
         return skeleton_result(case, self.options)
 
     def inline(self, case: Case, progress: Progress | None) -> CaseResult:
-        return run_case(case, self.options, progress)
+        return measure_from_start(case, self.options, progress)
 
     def spec(self, case: Case) -> WorkerSpec:
         return WorkerSpec.create(self.worker, self.options, case)
@@ -70,7 +71,16 @@ def run_from_spec(spec: WorkerSpec, report: Report) -> CaseResult:
     """The worker's side of RunWork."""
     options = spec.run_options()
     prepare_worker(options)
-    return run_case(spec.rebuild_case(DeviceSet.current()), options, report.progress)
+    return measure_from_start(spec.rebuild_case(DeviceSet.current()), options, report.progress)
+
+
+def measure_from_start(case: Case, options: RunOptions, progress: Progress | None) -> CaseResult:
+    """Measure one case in this process, a compiled one into fresh compile caches, and record
+    how it began (the first case of its process or a warm one; the caches: engine/cold_start.py)."""
+    with CaseStart(compiled=bool(case.compile_backend)) as start:
+        result = run_case(case, options, progress)
+    result.start = start.record.to_dict() if start.record is not None else None
+    return result
 
 
 def run_plan(options: RunOptions, devices: DeviceSet, cases: list[Case], command: list[str],

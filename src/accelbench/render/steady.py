@@ -4,22 +4,25 @@ report (one source for all three, so they cannot disagree)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from accelbench.render.format import format_rate, format_seconds
 from accelbench.results import CaseResult, RunRecord
-from accelbench.results.first_use import BreakEven, Cost
+from accelbench.results.first_use import GENERATION, BreakEven, Cost, FirstUse, plural
 from accelbench.results.key import config_label
 from accelbench.results.sustained import THROTTLES, SustainedRecord
 
 #: Columns of the rows ``compare`` and the report show (after the run's letter or label).
 STEADY_COLUMNS = ("workload", "mode", "device", "config", "first step", "warm-up",
                   "compile / first use", "compile pays off", "burst → sustained")
-STEADY_NOTE = ("first step: the first step's time, set-up excluded; warm-up: its steps, the first "
-               "included; compile: the warm-up less as many steady steps (compiled cases); first "
-               "use: the first step less a steady step (a device's shader or kernel set-up, "
-               "meaningful in a fresh worker process); compile pays off: the compile time over the "
-               "time a compiled step saves against the same work uncompiled (--compile "
+STEADY_NOTE = ("first step: the first step's time, set-up excluded (a generation case: its first "
+               "whole generation); warm-up: its steps (generations), the first included; compile: "
+               "the warm-up less as many steady steps (compiled cases, compiled into empty caches); "
+               "first use: the first step less a steady step (a device's shader or kernel set-up); "
+               "\"warm\": not the first case of its process, so these are not a cold start's; "
+               "compile pays off: the compile time (less the uncompiled warm-up's own excess) over "
+               "the time a compiled step saves against the same work uncompiled (--compile "
                "inductor,none); burst → sustained: --sustained runs, the last half's throughput "
                "over the first fifth's")
 
@@ -30,16 +33,23 @@ def _cost(cost: Cost | None) -> str:
     return f"{format_seconds(max(cost.seconds, 0.0))}" + (" (≈0)" if cost.high <= 0 else "")
 
 
+def _started(costs: FirstUse) -> str:
+    """" (warm: 1 case ran before it in its process)" where the figures are not a cold start's."""
+    return f" ({costs.caveat})" if costs.caveat else ""
+
+
 def first_use_cell(case: CaseResult) -> str:
-    """"1st 520 ms · warm-up 1.10 s/3 · compile 10.2 s" (--wide's first-use column)."""
+    """"1st 520 ms · warm-up 1.10 s/3 · compile 10.2 s" (--wide's first-use column); a generation
+    case counts generations ("warm-up 1.10 s/1 gen"); a warm case says so."""
     costs = case.first_use()
-    parts = [f"1st {format_seconds(costs.time_to_first_step_s)}",
-             f"warm-up {format_seconds(costs.warmup_s)}/{costs.warmup_steps}"]
+    unit = " gen" if costs.unit == GENERATION else ""
+    parts = [f"1st{unit} {format_seconds(costs.time_to_first_step_s)}",
+             f"warm-up {format_seconds(costs.warmup_s)}/{costs.warmup_steps}{unit}"]
     if costs.compile is not None:
         parts.append(f"compile {_cost(costs.compile)}")
     elif costs.first_use is not None:
         parts.append(f"first use {_cost(costs.first_use)}")
-    return " · ".join(parts)
+    return " · ".join(parts) + _started(costs)
 
 
 def break_even_of(case: CaseResult) -> BreakEven | None:
@@ -51,7 +61,9 @@ def break_even_cell(case: CaseResult) -> str:
     if figure is None:
         return ""
     if figure.pays_off and figure.steps is not None:
-        return f"after {figure.steps:,.0f} steps" if figure.steps else "from the first step"
+        count = math.ceil(figure.steps)
+        return (f"after {count:,} {plural(figure.unit, count)}" if figure.steps
+                else f"from the first {figure.unit}")
     return "never"
 
 
@@ -100,14 +112,24 @@ def sustained_lines(record: RunRecord) -> list[str]:
             for case in record.cases if (found := case.sustained_record()) is not None]
 
 
+def _charged(figure: BreakEven) -> str:
+    """The compile time the break-even charged, where the uncompiled warm-up's own excess (first-use
+    costs both sides pay) was taken off it."""
+    if figure.charged_s is None or not figure.uncompiled_warmup_s or figure.uncompiled_warmup_s <= 0:
+        return ""
+    return (f" ({format_seconds(figure.charged_s)} charged: the uncompiled warm-up's own "
+            f"{format_seconds(figure.uncompiled_warmup_s)} taken off)")
+
+
 def break_even_lines(record: RunRecord) -> list[str]:
     """One line per compiled case with an uncompiled counterpart: when compiling pays off."""
     lines = []
     for case in record.cases:
         figure = break_even_of(case)
         if figure is not None:
-            lines.append(f"{_name(case)}: compile time {format_seconds(figure.compile_s)}, "
-                         f"{figure.speedup:.2f}x the uncompiled step; {figure.describe()}")
+            lines.append(f"{_name(case)}: compile time {format_seconds(figure.compile_s)}"
+                         f"{_charged(figure)}, {figure.speedup:.2f}x the uncompiled {figure.unit}; "
+                         f"{figure.describe()}")
     return lines
 
 
@@ -116,18 +138,19 @@ def steady_rows(cases: Sequence[tuple[str, CaseResult]]) -> list[list[str]]:
     not finish, and those that recorded none of these figures, are left out."""
     rows = []
     for label, case in cases:
-        if not case.ok or case.mode == "generate":
+        if not case.ok:
             continue
         costs = case.first_use()
         cost = costs.compile or costs.first_use
         kind = "compile" if costs.compile is not None else "first use"
+        count = plural(costs.unit, costs.warmup_steps)
         figure = break_even_of(case)
         if costs.time_to_first_step_s is None and figure is None and case.sustained is None:
             continue  # a record that kept none of these figures (an old file, a peer's share)
         rows.append([label, case.workload, case.mode, case.device, config_label(case),
                      format_seconds(costs.time_to_first_step_s),
-                     f"{format_seconds(costs.warmup_s)} ({costs.warmup_steps} steps)",
-                     f"{kind} {_cost(cost)}" if cost is not None else "n/a",
+                     f"{format_seconds(costs.warmup_s)} ({costs.warmup_steps} {count})",
+                     f"{kind} {_cost(cost)}{_started(costs)}" if cost is not None else "n/a",
                      figure.describe().removeprefix("compile ") if figure is not None else "",
                      sustained_cell(case)])
     return rows

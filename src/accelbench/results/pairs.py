@@ -2,18 +2,21 @@
 for itself.
 
 ``--compile inductor,none`` runs each case compiled and not; the compiled case's
-``break_even`` (results/first_use.BreakEven's dict) then says after how many steps the compile
-time is made up by the time each compiled step saves, or that it never is. The counterpart is
-the case that did the same work on the same device (the one comparability key, results/key.py)
-with no compile back end. Filled by the engine as cases finish, so the stored result, the table
-and ``compare`` all read the same figure.
+``break_even`` (results/first_use.BreakEven's dict) then says after how many steps (generations,
+for a generation case) the compile time is made up by the time each compiled step saves, or that
+it never is. The compile time charged is the compiled warm-up's excess less the uncompiled
+warm-up's own, so first-use costs both sides pay are not charged to the compile; a side that did
+not start cold (results/first_use.Start) is named in the figure. The counterpart is the case
+that did the same work on the same device (the one comparability key, results/key.py) with no
+compile back end. Filled by the engine as cases finish, so the stored result, the table and
+``compare`` all read the same figure.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from accelbench.results.first_use import BreakEven, break_even, compile_time
+from accelbench.results.first_use import BreakEven, Start, break_even, phases, warmup_excess
 from accelbench.results.key import KEY_FIELDS, comparability_key
 from accelbench.results.records import CaseResult
 
@@ -33,16 +36,37 @@ def uncompiled_counterpart(case: CaseResult, cases: Sequence[CaseResult]) -> Cas
                  and _uncompiled_key(other) == wanted), None)
 
 
+def _start(case: CaseResult) -> Start | None:
+    return Start.from_dict(case.start) if case.start else None
+
+
+def _caveat(compiled: CaseResult, uncompiled: CaseResult) -> str:
+    """Why the pair's first-use figures are not cold starts', naming the side."""
+    parts = []
+    for side, case in (("compiled", compiled), ("uncompiled", uncompiled)):
+        start = _start(case)
+        if start is not None and start.caveat():
+            parts.append(f"{side}: {start.caveat()}")
+    return "; ".join(parts)
+
+
 def compile_break_even(case: CaseResult, cases: Sequence[CaseResult]) -> BreakEven | None:
     """When ``case`` (compiled) pays for its compile time against its uncompiled counterpart in
-    ``cases``; None when it is not compiled, did not finish, or has no counterpart."""
-    if not case.ok or not case.step_times or case.mode == "generate":
+    ``cases``; None when it is not compiled, did not finish, or has no counterpart. Steps for
+    training and eval, whole generations (rounds) for a generation case."""
+    if not case.ok or not case.step_times:
         return None
     other = uncompiled_counterpart(case, cases)
-    cost = compile_time(case)
-    if other is None or cost is None:
+    if other is None:
         return None
-    return break_even(max(cost.seconds, 0.0), case.step_times, other.step_times)
+    mine, theirs = phases(case, case.generation), phases(other, other.generation)
+    cost = warmup_excess(case, case.generation)
+    if cost is None or not mine.steady or not theirs.steady or mine.unit != theirs.unit:
+        return None
+    paid = warmup_excess(other, other.generation)
+    return break_even(cost.seconds, mine.steady, theirs.steady,
+                      uncompiled_warmup_s=paid.seconds if paid is not None else None,
+                      unit=mine.unit, caveat=_caveat(case, other))
 
 
 def attach_break_evens(cases: Sequence[CaseResult]) -> None:
