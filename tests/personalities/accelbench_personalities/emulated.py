@@ -125,6 +125,10 @@ class Memory:
     def reset_peak(self) -> None:
         self.peak = self.allocated
 
+    def transient(self, nbytes: int) -> None:
+        """``nbytes`` allocated and freed within one op (a workspace): counted in the peak only."""
+        self.peak = max(self.peak, self.allocated + nbytes)
+
 
 memory = Memory()
 
