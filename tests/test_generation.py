@@ -385,8 +385,9 @@ def test_on_the_ampere_personality_decode_is_timed_by_events_without_a_sync_per_
     assert figures.timing_method == gen.EVENTS
     assert all(len(r.token_times_s) == new - 1 for r in figures.rounds)
     # One event per token and round (warm-up included) in the loop, and one trial pair before it.
-    assert len(journal.event_records(under=r"accelbench/measure/generation\.py:\d+ in step$")) == 3 * new
-    assert len(journal.event_records(under=r"accelbench/measure/generation\.py")) == 3 * new + 2
+    clocks = r"accelbench/measure/generation_clocks\.py"
+    assert len(journal.event_records(under=clocks + r":\d+ in step$")) == 3 * new
+    assert len(journal.event_records(under=clocks)) == 3 * new + 2
 
 
 def test_check_on_the_mps_personality_keeps_float64_on_the_cpu(personality) -> None:
