@@ -200,3 +200,38 @@ def test_events_are_never_recycled() -> None:
     # Each recorded once; a window's spare events (made before it, for a fetch it did not make)
     # are never recorded at all.
     assert all(len(event.recorded) <= 1 for event in adapter.events)
+
+
+def test_no_timing_event_is_created_inside_a_timed_window() -> None:
+    """Issue 26, item 21: the input-wait events were created inside the timed window, a fresh one
+    before and after every fetch (a host call, cudaEventCreate on CUDA, in the steps' time). They
+    are made before each window's clock starts; each is still recorded once."""
+
+    class Logged(FakeQueueAdapter):
+        def __init__(self) -> None:
+            super().__init__()
+            self.log: list[str] = []
+
+        def synchronize(self, index: int) -> None:
+            super().synchronize(index)
+            self.log.append("sync")
+
+        def timing_event(self, index: int):
+            self.log.append("create")
+            return super().timing_event(index)
+
+    adapter = Logged()
+
+    def step(batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        adapter.log.append("step")
+        adapter.enqueue(0.001)
+        return torch.tensor(1.0)
+
+    measured = StepLoop(step, SlowLoader(0.0), Device(adapter, "fake", 0)).run(
+        StopRule("steps", 8), warmup_steps=2)
+    assert measured.input_wait_method == EVENTS
+    inside = False  # a window runs from its first step to the synchronisation that closes it
+    for entry in adapter.log:
+        assert not (inside and entry == "create"), adapter.log
+        inside = entry == "step" or (inside and entry != "sync")
+    assert adapter.log.count("step") >= 10
