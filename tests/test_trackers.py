@@ -355,3 +355,27 @@ def test_every_device_kind_resets_its_peak_and_says_whether_it_could(tmp_path) -
     torch_module.accelerator.reset_peak_memory_stats = calls.append
     assert GenericAcceleratorAdapter("hpu", torch_module).reset_peak_memory(0) is True
     assert calls == [0]
+
+
+def test_the_table_shows_the_steady_peak_with_the_set_ups_beside_it_where_higher() -> None:
+    """Item 17: "peak mem" is the steady state's, the set-up's follows where it was higher; the
+    result file keeps both, and one written before setup_peak_memory_bytes existed loads."""
+    from accelbench.render.table import memory_cell
+    from accelbench.results import CaseResult, RunRecord
+
+    gib = 2**30
+    case = CaseResult("resnet50", "train", "cuda:0", 128, status="ok",
+                      peak_memory_bytes=int(11.1 * gib), setup_peak_memory_bytes=int(15.8 * gib),
+                      memory_source="CUDA caching allocator peak (torch.cuda.max_memory_allocated)")
+    assert memory_cell(case) == "11.1 GiB allocator (set-up 15.8 GiB)"
+    case.setup_peak_memory_bytes = case.peak_memory_bytes
+    assert memory_cell(case) == "11.1 GiB allocator"
+    case.setup_peak_memory_bytes = None
+    assert memory_cell(case) == "11.1 GiB allocator"
+    case.setup_peak_memory_bytes = 5 * gib
+    record = RunRecord(run_id="r", created_at="2026-11-26T00:00:00+0000", accelbench_version="0",
+                       cases=[case]).to_dict()
+    assert record["cases"][0]["setup_peak_memory_bytes"] == 5 * gib
+    del record["cases"][0]["setup_peak_memory_bytes"]
+    (old,) = RunRecord.from_dict(record).cases
+    assert old.setup_peak_memory_bytes is None and old.peak_memory_bytes == int(11.1 * gib)

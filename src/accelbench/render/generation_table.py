@@ -1,6 +1,8 @@
 """The generation cases of a run (mode ``generate``) as one table: time to first token, prefill
 and decode tokens/s, inter-token latency, KV cache and the bytes a decode step reads; within 100
-columns."""
+columns. A streamed case (``--stream``: each token read to the host as it is made) says so in its
+label: its inter-token latency holds the read, which the device's cadence (timing events on
+CUDA and XPU) does not."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ def generation_rows(record: RunRecord) -> list[list[str]]:
     rows = []
     for case in generation_cases(record):
         label = f"{case.workload} {case.device} {case.precision}"
+        if case.generation and case.generation.get("streamed"):
+            label += " streamed"
         shape = f"{case.batch_size}/{case.prompt_len}/{case.new_tokens}"
         figures = case.generation
         if not case.ok or figures is None:

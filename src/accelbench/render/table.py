@@ -10,7 +10,8 @@ An input wait that is only an upper bound (the host's fetch time on MPS) is mark
 called input-bound.
 A peak-memory figure carries its source in one word (RSS, allocator, sampled: ``memory_tag``),
 since the CPU's whole-process resident set and an accelerator's live tensors are not the same
-quantity.
+quantity. It is the steady state's peak; the set-up's (building, warm-up: cuDNN's autotuning
+workspaces under cudnn.benchmark) follows it where it was higher.
 """
 
 from __future__ import annotations
@@ -130,14 +131,20 @@ def memory_tag(case: CaseResult) -> str:
 
 
 def memory_cell(case: CaseResult) -> str:
-    """Peak memory and its source tag; "≥" where the device's figure can be below the true peak
-    (sampled on MPS)."""
+    """The steady state's peak memory and its source tag, then the set-up's peak where it was
+    higher ("1.2 GiB allocator (set-up 5.8 GiB)"); "≥" where the device's figure can be below
+    the true peak (sampled on MPS)."""
     if case.peak_memory_bytes is None:
         return "n/a"
     lower = case.memory_is_lower_bound or "lower bound" in case.memory_source
     text = ("≥ " if lower else "") + format_bytes(case.peak_memory_bytes)
     tag = memory_tag(case)
-    return f"{text} {tag}" if tag else text
+    text = f"{text} {tag}" if tag else text
+    setup = case.setup_peak_memory_bytes
+    if setup is not None and setup > case.peak_memory_bytes \
+            and format_bytes(setup) != format_bytes(case.peak_memory_bytes):
+        text += f" (set-up {format_bytes(setup)})"
+    return text
 
 
 def input_cell(case: CaseResult) -> str:
