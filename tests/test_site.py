@@ -101,6 +101,7 @@ def test_site_command_writes_the_pages(tmp_path: Path, inline_cli) -> None:
     (folder / "broken.jsonl").write_text("{broken\n")
     done = inline_cli("site", str(folder), "-o", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
-    assert "broken.jsonl line 1 skipped: not valid JSON" in done.stderr
+    assert "broken.jsonl is not an accelbench bundle: none of its 1 line(s) is a bundle line" in done.stderr
+    assert "read 33 shared result(s) from 1 source(s); skipped 1 line(s) that are not" in done.stderr
     written = sorted(p.name for p in (tmp_path / "out").iterdir())
     assert "index.html" in written and len(written) == 1 + 1 + 4

@@ -55,10 +55,7 @@ def print_against(console: Console, runs: list[tuple[str, RunRecord]], sources: 
     if not comparisons:
         raise UsageError("the runs given hold no finished timing case to place among shared results")
     console.print(peers_renderable(comparisons))
-    duplicates = f", {loaded.duplicates} duplicate(s) counted once" if loaded.duplicates else ""
-    skipped = f", {loaded.skipped} skipped" if loaded.skipped else ""
-    console.print(Text(f"read {loaded.lines:,} shared result(s) from {len(loaded.sources)} source(s)"
-                       f"{skipped}{duplicates}", style="dim"))
+    console.print(Text(loaded.summary(), style="dim"))
     return 0
 
 

@@ -45,7 +45,7 @@ def _stored_runs(db: Path | None) -> list[str]:
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
     from accelbench.sharing.build import build_bundle
-    from accelbench.sharing.machine_id import machine_id
+    from accelbench.sharing.machine_id import machine_id, stored_machine_id
     from accelbench.store.selftest_latest import latest_selftest
 
     if args.output is None and not args.dry_run:
@@ -53,7 +53,9 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     if args.output is not None and not args.dry_run:
         check_writable(args.output)
     runs = load_runs(list(args.runs) or _stored_runs(args.db), args.db)
-    bundle = build_bundle([run.record for run in runs], machine_id(new=args.new_machine_id),
+    # A dry run writes nothing, not even a new (or first) machine id: it shows the id it would use.
+    identity = machine_id(new=args.new_machine_id, store=not args.dry_run)
+    bundle = build_bundle([run.record for run in runs], identity,
                           selftest=latest_selftest, with_samples=args.with_samples)
     for note in bundle.skipped:
         sys.stderr.write(f"accelbench: note: {note}\n")
@@ -61,7 +63,10 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         raise UsageError("nothing to share: the runs given hold no timing cases")
     if args.dry_run:
         sys.stdout.write(bundle.text())
-        sys.stderr.write(f"dry run: {len(bundle.lines)} result(s) would be shared; nothing written\n")
+        stored = ("a new id, not stored: sharing for real draws its own"
+                  if args.new_machine_id or stored_machine_id() is None else "this install's id")
+        sys.stderr.write(f"dry run: {len(bundle.lines)} result(s) would be shared as machine {identity} "
+                         f"({stored}); nothing written\n")
         return 0
     write_atomic(args.output, bundle.text())
     sys.stderr.write(f"{len(bundle.lines)} result(s) from {len(runs)} run(s) written to {args.output}\n")

@@ -35,7 +35,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
 
     loaded = load_peers(args.sources, warn)
     if not loaded.peers:
-        raise UsageError("the sources hold no usable shared result to put on a site")
+        raise UsageError(f"the sources hold no usable shared result to put on a site ({loaded.summary()})")
     pages = render_site(loaded.peers, datetime.now(timezone.utc).isoformat(timespec="seconds"))
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -44,5 +44,5 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     except OSError as error:
         raise UsageError(f"cannot write the site into {folder}: {error.strerror or error}") from None
     sys.stderr.write(f"site of {len(loaded.peers):,} result(s) ({len(pages)} pages) written to "
-                     f"{folder / 'index.html'}\n")
+                     f"{folder / 'index.html'}; {loaded.summary()}\n")
     return 0

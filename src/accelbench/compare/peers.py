@@ -3,17 +3,22 @@
 A peer is a shared result (a line of a bundle, see ``accelbench.sharing``) or a published
 reference with the same comparability key (``results/key.py``, the one key every comparison uses).
 Peers are grouped by device model; for each group: how many results from how many machines, the
-median, the spread (10th-90th percentile) and the best. The user's result is placed among the peers
-of its own device model: its percentile, its ratio to the median, and a verdict:
+median, the spread (10th-90th percentile) and the best. Peers are counted as machines: each
+machine (machine_id) is one value, the median of its results, so that one machine that shared a
+hundred results weighs as much as one that shared one; the user's own machine is never its own
+peer. A peer flagged invalid (a figure above its device's measured ceiling) is kept apart: counted,
+never in a band. The user's result is placed among the peers of its own device model: its
+percentile, its ratio to the median, and a verdict:
 
-  * fewer than ``MIN_PEERS`` results of that model: "too few peers" (said, not judged);
+  * fewer than ``MIN_PEERS`` machines of that model: "too few peers" (said, not judged);
   * inside the peers' 10th-90th percentile: "normal" for this device;
   * below or above it: "below its peers" / "above its peers", with the recorded settings in which
     the user's result differs from most peers (TF32, cuDNN benchmark, power state, threads, torch
     version, loader workers, noisy ...) as likely reasons. A setting ranks higher when the peers
     that share the user's value measured close to the user's figure.
 
-The figure is throughput (samples per second at the median step time), the same for every peer.
+The figure is the key's headline rate (``results/catalogue.headline``: samples per second at the
+median step time, or a generation case's decode tokens/s over the batch), the same for every peer.
 This module knows nothing of the bundle format: ``PeerResult`` is the neutral shape both the
 sharing code and the published references are turned into.
 """
@@ -57,6 +62,8 @@ class PeerResult:
     caveats: str = ""
     #: Samples per epoch of the work (lets a published epoch time become a throughput).
     dataset_size: int = 0
+    #: Why the figure cannot be right (above its device's measured ceiling); "" when valid.
+    invalid: str = ""
 
     @property
     def model_key(self) -> str:
@@ -70,7 +77,8 @@ def model_key(model: str) -> str:
 
 @dataclass(frozen=True)
 class ModelGroup:
-    """The peers of one device model for one key."""
+    """The peers of one device model for one key: median, band and best are over machines (each
+    machine's median result)."""
 
     device_model: str
     count: int
@@ -94,10 +102,17 @@ class Placement:
     percentile: float | None = None
     ratio_to_median: float | None = None
     reasons: list[str] = field(default_factory=list)
+    #: Results of the same work flagged invalid (kept apart, in no group), and why (each reason once).
+    invalid: int = 0
+    invalid_reasons: list[str] = field(default_factory=list)
 
     @property
     def peer_count(self) -> int:
         return sum(group.count for group in self.groups)
+
+    @property
+    def machine_count(self) -> int:
+        return sum(group.machines for group in self.groups)
 
 
 @dataclass(frozen=True)
@@ -115,22 +130,37 @@ def _percentiles(values: Sequence[float]) -> tuple[float, float, float]:
     return float(low), float(median), float(high)
 
 
+def machine_values(peers: Sequence[PeerResult]) -> list[float]:
+    """One value per machine: the median of its results. A result without a machine id (a
+    published figure) is a machine of its own."""
+    by_machine: dict[object, list[float]] = {}
+    for index, peer in enumerate(peers):
+        by_machine.setdefault(peer.machine_id or index, []).append(peer.throughput)
+    return [values[0] if len(values) == 1 else float(np.median(values)) for values in by_machine.values()]
+
+
 def _group(peers: Sequence[PeerResult]) -> ModelGroup:
-    low, median, high = _percentiles([p.throughput for p in peers])
+    values = machine_values(peers)
+    low, median, high = _percentiles(values)
     spellings = Counter(p.device_model for p in peers)
     published = "; ".join(dict.fromkeys(p.published for p in peers if p.published))
-    machines = len({p.machine_id for p in peers if p.machine_id}) or len(peers)
-    return ModelGroup(spellings.most_common(1)[0][0], len(peers), machines, median, low, high,
-                      max(p.throughput for p in peers), published)
+    return ModelGroup(spellings.most_common(1)[0][0], len(peers), len(values), median, low, high,
+                      max(values), published)
+
+
+def _by_model(peers: Iterable[PeerResult]) -> dict[tuple[str, bool], list[PeerResult]]:
+    """Valid peers by device model; a published figure is never pooled with measured ones."""
+    by_model: dict[tuple[str, bool], list[PeerResult]] = {}
+    for peer in peers:
+        if not peer.invalid:
+            by_model.setdefault((peer.model_key, bool(peer.published)), []).append(peer)
+    return by_model
 
 
 def group_peers(peers: Iterable[PeerResult]) -> list[ModelGroup]:
-    """Peers (of one key) grouped by device model, fastest median first; published figures form
-    groups of their own, never pooled with measured ones."""
-    by_model: dict[tuple[str, bool], list[PeerResult]] = {}
-    for peer in peers:
-        by_model.setdefault((peer.model_key, bool(peer.published)), []).append(peer)
-    return sorted((_group(members) for members in by_model.values()), key=lambda g: -g.median)
+    """Valid peers (of one key) grouped by device model, fastest median first; published figures
+    form groups of their own, never pooled with measured ones."""
+    return sorted((_group(members) for members in _by_model(peers).values()), key=lambda g: -g.median)
 
 
 def percentile_of(value: float, values: Sequence[float]) -> float:
@@ -173,21 +203,21 @@ def likely_reasons(mine: PeerResult, peers: Sequence[PeerResult]) -> list[str]:
 
 def place(mine: PeerResult, peers: Iterable[PeerResult]) -> Placement:
     """``mine`` among ``peers`` (which may include results of other keys: they are left out, and so
-    is ``mine`` itself when it was shared before: same content hash)."""
+    is ``mine`` itself when it was shared before: same content hash, and every result of the
+    user's own machine: ``mine.machine_id``)."""
     same_work = [p for p in peers if p.key == mine.key and p.throughput > 0
-                 and not (mine.content_hash and p.content_hash == mine.content_hash)]
-    by_model: dict[tuple[str, bool], list[PeerResult]] = {}
-    for peer in same_work:
-        # A published figure is never pooled with measured ones of the same model.
-        by_model.setdefault((peer.model_key, bool(peer.published)), []).append(peer)
+                 and not (mine.content_hash and p.content_hash == mine.content_hash)
+                 and not (mine.machine_id and p.machine_id == mine.machine_id)]
+    invalid = [p for p in same_work if p.invalid]
+    by_model = _by_model(same_work)
     groups = sorted((_group(members) for members in by_model.values()), key=lambda g: -g.median)
     own_peers = by_model.get((mine.model_key, False), [])
     own = next((g for g in groups if model_key(g.device_model) == mine.model_key and not g.published),
                None)
-    if len(own_peers) < MIN_PEERS:
-        return Placement(mine, groups, own, TOO_FEW)
-    values = [p.throughput for p in own_peers]
-    assert own is not None
+    why_invalid = list(dict.fromkeys(p.invalid for p in invalid))
+    if own is None or own.machines < MIN_PEERS:
+        return Placement(mine, groups, own, TOO_FEW, invalid=len(invalid), invalid_reasons=why_invalid)
+    values = machine_values(own_peers)
     percentile = percentile_of(mine.throughput, values)
     ratio = mine.throughput / own.median
     if mine.throughput < own.low:
@@ -197,7 +227,7 @@ def place(mine: PeerResult, peers: Iterable[PeerResult]) -> Placement:
     else:
         verdict = NORMAL
     reasons = likely_reasons(mine, own_peers) if verdict != NORMAL else []
-    return Placement(mine, groups, own, verdict, percentile, ratio, reasons)
+    return Placement(mine, groups, own, verdict, percentile, ratio, reasons, len(invalid), why_invalid)
 
 
 # --- published references as peers ----------------------------------------------------------------

@@ -30,6 +30,7 @@ from accelbench.reference.published import PUBLISHED_LABEL
 from accelbench.render.compare_table import PlainTable
 from accelbench.render.fit import FittedTable, Footnotes
 from accelbench.render.format import format_rate
+from accelbench.results import rate_unit
 from accelbench.results.key import KEY_FIELDS, config_label
 
 COLUMNS = ("device model", "results", "median/s", f"p{LOW_PERCENTILE}–p{HIGH_PERCENTILE}", "best/s",
@@ -42,15 +43,18 @@ _WORD = {NORMAL: "normal", BELOW: "below", ABOVE: "above", TOO_FEW: "too few"}
 RULE = (f"verdict: among results of the same work on the same device model; normal = within the "
         f"peers' {LOW_PERCENTILE}th-{HIGH_PERCENTILE}th percentile; below/above its peers otherwise, "
         f"with the recorded settings in which yours differs from most of theirs as likely reasons; "
-        f"fewer than {MIN_PEERS} results: too few to judge. Figures: samples/s at the median step")
+        f"fewer than {MIN_PEERS} machines: too few to judge. Peers are machines: each machine's median "
+        f"result is one value, and this machine's own shared results are not its peers. Figures: each "
+        f"title's rate (samples/s at the median step; decode tokens/s over the batch for generation)")
 
 
 def _title(comparison: PeerComparison) -> str:
     mine = comparison.placement.mine
     key = dict(zip(KEY_FIELDS, mine.key, strict=True))
+    placement = comparison.placement
     return (f"{key['workload']} · {key['mode']} · {config_label(key)} on {mine.device_model} "
-            f"({comparison.device}, {comparison.run_label}): against {comparison.placement.peer_count} "
-            f"shared result(s)")
+            f"({comparison.device}, {comparison.run_label}): {rate_unit(str(key['mode']))}, against "
+            f"{placement.peer_count} shared result(s) from {placement.machine_count} machine(s)")
 
 
 def _group_cells(group: ModelGroup, notes: Footnotes) -> list[str]:
@@ -65,9 +69,12 @@ def _group_cells(group: ModelGroup, notes: Footnotes) -> list[str]:
 
 def _verdict_cell(placement: Placement, notes: Footnotes) -> str:
     word = _WORD[placement.verdict]
+    if placement.invalid:
+        word += notes.add(f"{placement.invalid} result(s) of this work flagged invalid and left out: "
+                          + "; ".join(placement.invalid_reasons))
     if placement.verdict == TOO_FEW:
-        have = placement.own.count if placement.own else 0
-        return word + notes.add(f"too few peers: {have} result(s) of this device model did the same "
+        have = placement.own.machines if placement.own else 0
+        return word + notes.add(f"too few peers: {have} machine(s) of this device model did the same "
                                 f"work; {MIN_PEERS} are needed to judge")
     if placement.reasons:
         return word + notes.add(f"{placement.verdict}; likely reasons: " + " | ".join(placement.reasons))

@@ -1,8 +1,9 @@
 """The static results site: plain HTML and CSS pages from shared results (pure: name -> page text).
 
     index.html                 every workload, mode and precision, with its device models and counts
-    bench-<slug>.html          one per workload, mode and precision: per configuration, each device
-                               model's result count, median, 10th-90th percentile and best
+    bench-<slug>.html          one per workload, mode and precision: per configuration (a section
+                               per comparability key), each device model's result and machine
+                               count, median, 10th-90th percentile and best, over machines
     device-<slug>.html         one per device model: every work it did, and its recorded settings
 
 Published references are rows of their own, marked and cited. Markup is built only with
@@ -22,6 +23,7 @@ from accelbench.compare.peers import ModelGroup, PeerResult, group_peers, model_
 from accelbench.reference.published import PUBLISHED_LABEL
 from accelbench.render.format import format_rate
 from accelbench.render.html import Markup, el
+from accelbench.results import rate_unit
 from accelbench.results.key import KEY_FIELDS, config_label
 
 STYLE = """
@@ -88,7 +90,7 @@ def _group_row(group: ModelGroup, link: bool = True, source: bool = True) -> Mar
               el("td", group.published) if source else None, class_="published" if group.published else None)
 
 
-GROUP_HEADERS = ("device model", "results", "median samples/s", "p10–p90", "best", "source")
+GROUP_HEADERS = ("device model", "results", "median", "p10–p90", "best", "source")
 
 
 def _groups_table(groups: Sequence[ModelGroup], caption: str, link: bool = True) -> Markup:
@@ -98,6 +100,17 @@ def _groups_table(groups: Sequence[ModelGroup], caption: str, link: bool = True)
     return el("table", el("caption", caption),
               el("thead", el("tr", *(el("th", h) for h in headers))),
               el("tbody", *(_group_row(g, link, source) for g in groups)))
+
+
+def _heading(key: KeyTuple, page_keys: Sequence[KeyTuple]) -> str:
+    """The configuration's words; where two configurations of one page read the same, the key
+    fields in which they differ are added (every KEY_FIELDS field keeps its own section)."""
+    label = config_label(_key(key))
+    twins = [other for other in page_keys if other != key and config_label(_key(other)) == label]
+    differing = [index for index, name in enumerate(KEY_FIELDS)
+                 if any(other[index] != key[index] for other in twins)]
+    extra = ", ".join(f"{KEY_FIELDS[index].replace('_', ' ')} {key[index]}" for index in differing)
+    return f"{label} ({extra})" if extra else label
 
 
 def _with_published(key: KeyTuple, peers: list[PeerResult]) -> list[PeerResult]:
@@ -124,11 +137,21 @@ def _settings_table(peers: Sequence[PeerResult]) -> Markup:
               el("thead", el("tr", el("th", "setting"), el("th", "values"))), el("tbody", *rows))
 
 
+def _invalid_note(invalid: Sequence[PeerResult]) -> Markup | None:
+    if not invalid:
+        return None
+    reasons = "; ".join(dict.fromkeys(p.invalid for p in invalid))
+    return el("p", f"{len(invalid)} result(s) of this configuration flagged invalid and left out: {reasons}",
+              class_="note")
+
+
 def render_site(peers: Iterable[PeerResult], generated_at: str = "") -> dict[str, str]:
-    """Every page of the site, by file name."""
+    """Every page of the site, by file name. A result flagged invalid is in no table (its
+    configuration's section counts it)."""
     by_key: dict[KeyTuple, list[PeerResult]] = {}
+    invalid: dict[KeyTuple, list[PeerResult]] = {}
     for peer in peers:
-        by_key.setdefault(peer.key, []).append(peer)
+        (invalid if peer.invalid else by_key).setdefault(peer.key, []).append(peer)
     benches: dict[tuple[str, str, str], list[KeyTuple]] = {}
     for key in sorted(by_key, key=lambda k: tuple(str(v) for v in k)):
         benches.setdefault(_bench_name(key), []).append(key)
@@ -138,8 +161,10 @@ def render_site(peers: Iterable[PeerResult], generated_at: str = "") -> dict[str
     for name, keys in sorted(benches.items()):
         sections = []
         for key in keys:
-            sections += [el("h2", config_label(_key(key))),
-                         _groups_table(grouped[key], "Device models, fastest median first")]
+            sections += [el("h2", _heading(key, keys)),
+                         _groups_table(grouped[key], f"Device models, fastest median first "
+                                                     f"({rate_unit(name[1])})"),
+                         _invalid_note(invalid.get(key, []))]
         pages[_bench_file(name)] = _page(" · ".join(name), *sections, _published_note())
         results = sum(len(by_key[key]) for key in keys)
         models = {model_key(p.device_model) for key in keys for p in by_key[key]}
@@ -151,39 +176,53 @@ def render_site(peers: Iterable[PeerResult], generated_at: str = "") -> dict[str
         for peer in members:
             by_model.setdefault(model_key(peer.device_model), []).append(peer)
     for members in by_model.values():
-        model = Counter(p.device_model for p in members).most_common(1)[0][0]
-        keys = sorted({p.key for p in members}, key=lambda k: tuple(str(v) for v in k))
-        rows = []
-        for key in keys:
-            group = next(g for g in grouped[key] if model_key(g.device_model) == model_key(model)
-                         and not g.published)
-            name = _bench_name(key)
-            rows.append(el("tr", el("td", el("a", " · ".join(name), href=_bench_file(name))),
-                           el("td", config_label(_key(key))),
-                           _number(f"{group.count} ({group.machines} machines)"),
-                           _number(format_rate(group.median)),
-                           _number(f"{format_rate(group.low)}–{format_rate(group.high)}"),
-                           _number(format_rate(group.best))))
-        work = el("table", el("caption", "Every work measured on this device model"),
-                  el("thead", el("tr", *(el("th", h) for h in ("workload · mode · precision", "configuration",
-                                                               "results", "median samples/s", "p10–p90",
-                                                               "best")))),
-                  el("tbody", *rows))
-        pages[_device_file(model)] = _page(model, work, _settings_table(members))
+        pages[_device_file(_spelling(members))] = _device_page(members, grouped)
     total = sum(len(m) for m in by_key.values())
     machines = len({p.machine_id for m in by_key.values() for p in m if p.machine_id})
+    flagged = sum(len(m) for m in invalid.values())
     index = el("table", el("caption", "Workloads, modes and precisions"),
                el("thead", el("tr", *(el("th", h) for h in ("workload", "mode", "precision", "configurations",
                                                             "device models", "results")))),
                el("tbody", *index_rows))
+    fields = ", ".join(name.replace("_", " ") for name in KEY_FIELDS)
     pages["index.html"] = _page(
         "accelbench results",
         el("p", f"{total:,} shared results from {machines:,} machines and {len(by_model):,} device models; "
-                f"generated {generated_at}. Figures are samples per second at the median step time; a "
-                "result is compared only with results of the same work (workload and its version, mode, "
-                "batch, precision, compile back end, memory format, data mode and size).", class_="note"),
+                f"generated {generated_at}. Figures are each work's headline rate: samples per second at "
+                "the median step time, or a generation case's decode tokens per second over the batch. "
+                "Medians, bands and bests are over machines (each machine's median result). A result is "
+                f"compared only with results of the same work (the same {fields})."
+                + (f" {flagged:,} result(s) flagged invalid (a figure above its device's measured "
+                   "ceiling) are left out." if flagged else ""), class_="note"),
         index, _published_note())
     return pages
+
+
+def _spelling(members: Sequence[PeerResult]) -> str:
+    return Counter(p.device_model for p in members).most_common(1)[0][0]
+
+
+def _device_page(members: Sequence[PeerResult], grouped: dict[KeyTuple, list[ModelGroup]]) -> str:
+    """Every work one device model did, and the settings its results recorded."""
+    model = _spelling(members)
+    keys = sorted({p.key for p in members}, key=lambda k: tuple(str(v) for v in k))
+    rows = []
+    for key in keys:
+        group = next(g for g in grouped[key] if model_key(g.device_model) == model_key(model)
+                     and not g.published)
+        name = _bench_name(key)
+        rows.append(el("tr", el("td", el("a", " · ".join(name), href=_bench_file(name))),
+                       el("td", _heading(key, [k for k in keys if _bench_name(k) == name])),
+                       _number(f"{group.count} ({group.machines} machines)"),
+                       _number(format_rate(group.median)),
+                       _number(f"{format_rate(group.low)}–{format_rate(group.high)}"),
+                       _number(format_rate(group.best)), el("td", rate_unit(name[1]))))
+    work = el("table", el("caption", "Every work measured on this device model"),
+              el("thead", el("tr", *(el("th", h) for h in ("workload · mode · precision", "configuration",
+                                                           "results", "median", "p10–p90", "best",
+                                                           "rate")))),
+              el("tbody", *rows))
+    return _page(model, work, _settings_table(members))
 
 
 def _published_note() -> Markup:

@@ -2,10 +2,12 @@
 
 Every value is named here: what explains a figure goes in (device model and count, memory, OS,
 versions, the comparability key, backend flags, threads, loader workers, power state, validity);
-nothing else is read. Host names, user names, paths (data_dir, workload files, the command line),
-environment variables, error texts, tracebacks and stderr tails are never copied; a case that did
-not finish is shared with its status only. ``privacy.scrub`` then checks every string that did go
-in against what would identify this machine's user.
+nothing else is read. The key is every field of ``results/key.KEY_FIELDS`` (a field added there is
+shared with no edit here) and the figures are the catalogue's (``results/catalogue.case_figures``),
+so a bundle says what the run table says. Host names, user names, paths (data_dir, workload
+files, the command line), environment variables, error texts, tracebacks and stderr tails are
+never copied; a case that did not finish is shared with its status only. ``privacy.scrub`` then
+checks every string that did go in against what would identify this machine's user.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelbench.results import CaseResult, RunRecord
+from accelbench.results import CaseResult, RunRecord, rate_unit
+from accelbench.results.catalogue import BY_NAME, case_figures
+from accelbench.results.key import KEY_FIELDS, comparability_key
 from accelbench.results.process import process_figure
 from accelbench.sharing import privacy
 from accelbench.sharing.bundle import dump_line
@@ -89,19 +93,36 @@ def _software(environment: Mapping[str, Any]) -> dict[str, Any]:
             "blas": _scalar(cpu.get("blas")), "parallel_backend": _scalar(cpu.get("parallel_backend"))}
 
 
+#: How the headline was sampled, beside the catalogue's figures (names the catalogue does not use).
+SAMPLING = ("rate_ci", "p10_step_s", "mean_step_s", "rel_iqr", "epoch_kind", "dataset_size",
+            "measured_steps", "steps_per_sample")
+assert not set(SAMPLING) & set(BY_NAME), "a sampling detail shadows a catalogue figure"
+
+
 def _figures(case: CaseResult) -> dict[str, Any]:
-    summary = case.summary()
-    if not case.ok or summary is None:
+    """Every catalogue figure of the case's mode (None where it has none), then how the headline
+    was sampled."""
+    if not case.ok or case.throughput() is None:
         return {}
+    summary = case.summary()
     epoch = case.epoch_time()
     ci = case.throughput_ci()
-    return {"samples_per_s": case.throughput(), "samples_per_s_ci": list(ci) if ci else None,
-            "median_step_s": summary.median, "p10_step_s": process_figure(case.step_times),
-            "mean_step_s": summary.mean, "rel_iqr": summary.rel_iqr,
-            "epoch_s": epoch[0] if epoch else None, "epoch_kind": epoch[3] if epoch else None,
-            "dataset_size": case.dataset_size, "measured_steps": case.measured_steps,
-            "steps_per_sample": case.steps_per_sample, "peak_memory_bytes": case.peak_memory_bytes,
-            "input_fraction": case.input_fraction()}
+    sampling = {"rate_ci": list(ci) if ci else None,
+                "p10_step_s": process_figure(case.step_times) if case.step_times else None,
+                "mean_step_s": summary.mean if summary else None,
+                "rel_iqr": summary.rel_iqr if summary else None,
+                "epoch_kind": epoch[3] if epoch else None, "dataset_size": case.dataset_size,
+                "measured_steps": case.measured_steps, "steps_per_sample": case.steps_per_sample}
+    return {**case_figures(case), **sampling}
+
+
+def _limits(case: CaseResult) -> dict[str, Any]:
+    """The measured ceilings the figures were held against (readers flag a figure above them)."""
+    generation = case.generation or {}
+    limits = {"bandwidth_bytes_per_s": generation.get("bandwidth_reference_bytes_per_s"),
+              "last_level_cache_bytes": generation.get("last_level_cache_bytes"),
+              "peak_flops": case.flops.peak_flops if case.flops else None}
+    return {name: _scalar(value) for name, value in limits.items() if value is not None}
 
 
 def _validity(case: CaseResult, selftest: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -143,12 +164,9 @@ def case_line(record: RunRecord, case: CaseResult, machine_id: str,
     """The shareable dict of one case (not yet scrubbed or hashed)."""
     line: dict[str, Any] = {
         "machine_id": machine_id, "accelbench_version": record.accelbench_version,
-        "date": record.created_at[:10], "status": case.status,
-        "key": {"workload": case.workload, "workload_version": case.workload_version, "mode": case.mode,
-                "batch_size": case.batch_size, "precision": case.precision,
-                "compile_backend": case.compile_backend, "channels_last": case.channels_last,
-                "data": case.data, "size": case.size},
-        "device": _device(record, case), "host": _host(record.environment),
+        "date": record.created_at[:10], "status": case.status, "rate_unit": rate_unit(case.mode),
+        "key": dict(zip(KEY_FIELDS, comparability_key(case), strict=True)),
+        "device": _device(record, case), "limits": _limits(case), "host": _host(record.environment),
         "software": _software(record.environment),
         "settings": {"backend_flags": {str(k): _scalar(v) for k, v in case.backend_flags.items()},
                      "threads": case.threads, "loader_workers": _scalar(record.options.get("workers")),
@@ -166,7 +184,7 @@ def case_line(record: RunRecord, case: CaseResult, machine_id: str,
 def build_bundle(records: Sequence[RunRecord], machine_id: str, selftest: SelftestLookup | None = None,
                  with_samples: bool = False) -> Bundle:
     """Every case of every timing run, each as one scrubbed, hashed line."""
-    bundle = Bundle()
+    bundle, salt = Bundle(), privacy.new_salt()
     for record in records:
         if record.kind not in SHARED_KINDS:
             bundle.skipped.append(f"run {record.run_id} is a {record.kind} run: only timing runs "
@@ -177,7 +195,7 @@ def build_bundle(records: Sequence[RunRecord], machine_id: str, selftest: Selfte
             if case.skipped:
                 continue
             status = selftest(case.device) if selftest else None
-            line = privacy.scrub(case_line(record, case, "", status, with_samples), tokens)
+            line = privacy.scrub(case_line(record, case, "", status, with_samples), tokens, salt)
             # The id is random hex made here: scrubbing it could only hit a token by chance.
             bundle.lines.append(dump_line({**line, "machine_id": machine_id}))
     return bundle

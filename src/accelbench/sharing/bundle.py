@@ -1,22 +1,30 @@
 """The bundle format: JSON lines, one shared result per line, each line versioned on its own.
 
 A line is self-contained so that bundles can be concatenated, split and collected in a folder or
-a dataset without a header to keep in step. Its sections (version 1)::
+a dataset without a header to keep in step. Its sections (version 2)::
 
     bundle       the line's format version (BUNDLE_VERSION); a newer one is refused, an older one
                  upgraded through _UPGRADES (the history below)
     hash         sha256 of the result's content (everything but hash, machine_id and samples), so
-                 the same result shared twice, with or without samples, counts once
+                 the same result shared twice, with or without samples, counts once. Recomputed
+                 on read: a line whose content no longer matches its hash is skipped (it can
+                 never shadow the genuine line as its "duplicate")
     machine_id   a random id per install (sharing/machine_id.py): one machine's results group
     accelbench_version, date (YYYY-MM-DD of the run), status
-    key          every field of the comparability key (results/key.py)
+    rate_unit    what the headline rate counts (results.rate_unit: "samples/s", "decode tokens/s")
+    key          every field of the comparability key (results/key.py KEY_FIELDS, derived)
     device       kind, model, count, memory_bytes, and compute_capability / driver where known
+    limits       the device's measured ceilings the figures are held against, where the case had
+                 them: bandwidth_bytes_per_s (roofline), last_level_cache_bytes, peak_flops
     host         os, os_release, cpu, cores, memory_bytes, python
     software     torch, cuda, hip, cudnn, blas
     settings     backend_flags (TF32, cudnn.benchmark ...), threads, loader_workers, power (each
                  fact's value, or null where the OS did not say)
-    figures      samples_per_s, its CI, median/p10/mean step, rel_iqr, epoch_s and epoch_kind,
-                 dataset_size, measured_steps, peak_memory_bytes, input_fraction
+    figures      every catalogue figure of the case's mode by name (results/catalogue.py; null
+                 where absent): the headline rate (catalogue.headline: samples_per_s, or a
+                 generation case's decode_tokens_per_s_total), TTFT, TPOT, sustained, first use
+                 ...; then rate_ci (the headline's 95% interval), p10/mean step, rel_iqr,
+                 epoch_kind, dataset_size, measured_steps, steps_per_sample
     validity     selftest (passed | failed | not run), its date and groups, noisy, drift,
                  precision_reached, stop_reason
     processes    with --repeat: one summary per worker process (status, median/p10/mean step)
@@ -25,6 +33,10 @@ a dataset without a header to keep in step. Its sections (version 1)::
 Format history (bump BUNDLE_VERSION and add _UPGRADES[old] for a change a reader would misread):
 
   1  the first format.
+  2  the key carries every KEY_FIELDS field (1 lacked prompt_len and new_tokens: upgraded as 0,
+     "not generation"); figures are the catalogue's, the headline read by its name; rate_unit;
+     limits. A version-1 generation line is not comparable (its key lacks the lengths and its
+     samples_per_s was batch / the median token gap, not decode tokens/s): skipped, counted.
 """
 
 from __future__ import annotations
@@ -36,7 +48,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-BUNDLE_VERSION = 1
+BUNDLE_VERSION = 2
 #: Not part of a result's content: who shared it, and the raw samples that may or may not ride along.
 _NOT_HASHED = ("hash", "machine_id", "samples")
 _HASH = re.compile(r"[0-9a-f]{64}")
@@ -48,10 +60,24 @@ _HOSTILE = re.compile(
     r"[\x00-\x1f\x7f<>\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]"
     r"|\\[bfnrt]|\\u00[01][0-9a-fA-F]|\\u007[fF]|\\u003[cCeE]|\\u200[b-fB-F]|\\u202[a-eA-E]"
     r"|\\u206[0-9]|\\u[fF][eE][fF][fF]")
+#: Every bundle line names its version: a line without this text is not a bundle line at all
+#: (an HTML page, random bytes), told apart without parsing it.
+BUNDLE_MARK = b'"bundle"'
+
+# Why a bundle line was skipped, in the few words a summary counts them by.
+MALFORMED = "malformed"
+NEWER = "newer format"
+HOSTILE = "hostile string"
+HASH_MISMATCH = "hash mismatch"
+OLD_GENERATION = "version-1 generation line"
 
 
 class BadLine(ValueError):
-    """A line that is skipped: the message says why, in a few words."""
+    """A line that is skipped: the message says why, in a few words; ``reason`` is its kind."""
+
+    def __init__(self, message: str, reason: str = MALFORMED) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def canonical(data: Any) -> str:
@@ -70,39 +96,60 @@ def dump_line(line: dict[str, Any]) -> str:
     return json.dumps(line, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
-    version = data.get("bundle")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise BadLine("no integer 'bundle' version: not an accelbench bundle line")
-    if version > BUNDLE_VERSION:
-        raise BadLine(f"bundle version {version} is newer than this accelbench reads "
-                      f"(<= {BUNDLE_VERSION}); upgrade accelbench")
-    for step in range(version, BUNDLE_VERSION):
-        data = _UPGRADES[step](data)
-        data["bundle"] = step + 1
-    return data
-
-
-def parse_line(text: str) -> dict[str, Any]:
-    """A bundle line as a dict of the current version; BadLine says why it cannot be used."""
+def read_line(text: str) -> dict[str, Any]:
+    """A bundle line as written (its own version, not upgraded, its hash not yet recomputed);
+    BadLine says why it cannot be used."""
     # Most lines are plain ASCII with no escape and no markup: then nothing can be hostile, and the
     # regular expression (the costliest step of loading a large collection) is not needed.
     plain = text.isascii() and "\\" not in text and "<" not in text and ">" not in text and "\x7f" not in text
     hostile = None if plain else _HOSTILE.search(text)
     if hostile:
         raise BadLine(f"hostile string (holds {hostile.group()!r}: control, markup or invisible "
-                      "characters)")
+                      "characters)", HOSTILE)
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as error:
         raise BadLine(f"not valid JSON ({getattr(error, 'msg', error)})") from None
     if not isinstance(data, dict):
         raise BadLine(f"a line must be a JSON object, got {type(data).__name__}")
-    data = _upgrade(data)
+    version = data.get("bundle")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise BadLine("no integer 'bundle' version: not an accelbench bundle line")
+    if version > BUNDLE_VERSION:
+        raise BadLine(f"bundle version {version} is newer than this accelbench reads "
+                      f"(<= {BUNDLE_VERSION}); upgrade accelbench", NEWER)
     digest = data.get("hash")
     if not isinstance(digest, str) or not _HASH.fullmatch(digest):
         raise BadLine("no content hash (64 lowercase hex digits)")
     return data
+
+
+def verify(data: dict[str, Any]) -> None:
+    """Recompute the content hash of a line as read (before any upgrade: the hash is over the
+    content its writer wrote): a line changed after it was shared is refused."""
+    try:
+        recomputed = content_hash(data)
+    except ValueError:  # a number JSON allows but a canonical dump refuses (1e999 read as inf)
+        raise BadLine("a number that is not finite") from None
+    if recomputed != data["hash"]:
+        raise BadLine("content hash does not match the line's content (changed after it was "
+                      "shared)", HASH_MISMATCH)
+
+
+def upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """A line read by ``read_line`` as the current version (a new dict: ``data`` is untouched,
+    so its hash can still be verified after)."""
+    for step in range(data["bundle"], BUNDLE_VERSION):
+        data = {**_UPGRADES[step](data), "bundle": step + 1}
+    return data
+
+
+def parse_line(text: str) -> dict[str, Any]:
+    """A bundle line as a dict of the current version, its hash verified; BadLine says why it
+    cannot be used."""
+    data = read_line(text)
+    verify(data)
+    return upgrade(data)
 
 
 def section(data: dict[str, Any], name: str) -> dict[str, Any]:
@@ -129,6 +176,21 @@ def number(value: Any, where: str) -> float:
     return float(value)
 
 
+def _from_1(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 keyed no prompt or new-token length: its train and eval lines did no
+    generation (0, the key's default); its generation lines are not comparable with anything
+    (their lengths unknown, their samples_per_s batch / the median token gap)."""
+    key = section(data, "key")
+    if key.get("mode") == "generate":
+        raise BadLine("a version-1 generation line: its key lacks the prompt and new-token "
+                      "lengths and its rate is not decode tokens/s; not comparable", OLD_GENERATION)
+    figures = dict(section(data, "figures"))
+    if "samples_per_s_ci" in figures:
+        figures["rate_ci"] = figures.pop("samples_per_s_ci")
+    return {**data, "key": {**key, "prompt_len": 0, "new_tokens": 0}, "figures": figures,
+            "rate_unit": "samples/s"}
+
+
 #: _UPGRADES[v] turns a version-v line into a version-(v+1) one.
-_UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+_UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _from_1}
 assert sorted(_UPGRADES) == list(range(1, BUNDLE_VERSION)), "every older version needs its step"

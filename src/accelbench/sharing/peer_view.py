@@ -1,8 +1,15 @@
-"""A bundle line as a peer (compare/peers.py's PeerResult): key, device model, throughput, and the
-recorded settings that can explain a difference, as short labelled values.
+"""A bundle line as a peer (compare/peers.py's PeerResult): key, device model, headline rate, and
+the recorded settings that can explain a difference, as short labelled values.
 
 The same function turns the user's own cases into peers (through the line ``share`` would write),
 so the user's result and the shared ones are read by one piece of code and cannot disagree.
+
+The key is read field by field from ``results/key.KEY_FIELDS``; the rate is the figure
+``results/catalogue.headline(mode)`` names (samples_per_s, or a generation case's
+decode_tokens_per_s_total). A line whose workload or device model was redacted is never a peer
+(nothing says what it was: two redacted names are not the same work or the same device). A line
+whose figure is above its device's measured ceiling that the line itself carries is a peer
+flagged invalid: kept apart, never in a band.
 """
 
 from __future__ import annotations
@@ -11,11 +18,18 @@ import sys
 from typing import Any
 
 from accelbench.compare.peers import PeerResult, model_key
+from accelbench.results.catalogue import headline
 from accelbench.results.key import KEY_DEFAULTS, KEY_FIELDS
 from accelbench.sharing.bundle import MAX_STRING, BadLine, number, section, text
+from accelbench.sharing.privacy import is_redacted
 
 #: A machine whose load per CPU was at least this high was busy with other work.
 BUSY_LOAD = 0.5
+#: Why a line is no peer at all (a skipped line's reason, counted by the loader).
+REDACTED_NAME = "redacted name"
+#: Achieved FLOP/s above the carried peak by more than this factor is impossible: the peak is
+#: itself a measurement (a few percent of noise), so only a clear excess is called invalid.
+FLOPS_TOLERANCE = 1.10
 
 
 def _on_off(value: Any) -> str | None:
@@ -72,6 +86,7 @@ def settings_of(line: dict[str, Any], kind: str) -> dict[str, str]:
 
 #: (field, default, its exact type): bool is not accepted for an int field, nor an int for a bool.
 _KEY_TYPES = tuple((name, KEY_DEFAULTS[name], type(KEY_DEFAULTS[name])) for name in KEY_FIELDS)
+_MODE = KEY_FIELDS.index("mode")
 
 
 def key_of(line: dict[str, Any]) -> tuple[Any, ...]:
@@ -86,9 +101,45 @@ def key_of(line: dict[str, Any]) -> tuple[Any, ...]:
         elif kind is str:
             if len(value) > MAX_STRING:
                 raise BadLine(f"field 'key.{name}' is longer than {MAX_STRING} characters")
+            if is_redacted(value):
+                raise BadLine(f"key field {name!r} is redacted: never compared", REDACTED_NAME)
             value = sys.intern(value)
         values.append(value)
     return tuple(values)
+
+
+def _figure(figures: dict[str, Any], name: str) -> float | None:
+    value = figures.get(name)
+    return None if value is None else number(value, f"figures.{name}")
+
+
+def beyond_limits(line: dict[str, Any]) -> str:
+    """Why the line's figures exceed its device's measured ceilings that the line carries ("" when
+    they do not, or when no ceiling was carried): a measurement error or a forged figure."""
+    limits, figures = line.get("limits"), line.get("figures")
+    if not isinstance(limits, dict) or not isinstance(figures, dict):
+        return ""
+    bandwidth = limits.get("bandwidth_bytes_per_s")
+    decode = _figure(figures, "decode_bandwidth_bytes_per_s")
+    if decode and isinstance(bandwidth, int | float) and not isinstance(bandwidth, bool) \
+            and 0 < bandwidth < decode:
+        # The one judgement of decode against bandwidth (the cache rule); imported only for a
+        # line above its bandwidth, since its module loads torch (seconds a large read does not need).
+        from accelbench.measure.decode_bytes import judge_bandwidth
+
+        cache = limits.get("last_level_cache_bytes")
+        read = _figure(figures, "bytes_per_token")
+        judged = judge_bandwidth(decode, float(bandwidth), int(read or 0),
+                                 cache if isinstance(cache, int) and not isinstance(cache, bool) else None)
+        if judged.flagged:
+            return (f"decode bandwidth {judged.share:.0%} of the device's measured bandwidth "
+                    "(and more than its cache holds)")
+    peak = limits.get("peak_flops")
+    achieved = _figure(figures, "achieved_flops")
+    if achieved and isinstance(peak, int | float) and not isinstance(peak, bool) and peak > 0 \
+            and achieved > peak * FLOPS_TOLERANCE:
+        return f"{achieved / peak:.0%} of the device's measured peak FLOP/s"
+    return ""
 
 
 def peer_of(line: dict[str, Any], settings_for: set[str] | None = None) -> PeerResult | None:
@@ -98,17 +149,23 @@ def peer_of(line: dict[str, Any], settings_for: set[str] | None = None) -> PeerR
     count towards their model's figures, and reading settings is most of a line's cost."""
     if line.get("status") != "ok":
         return None
+    key = key_of(line)
     device = section(line, "device")
     kind = text(device.get("kind"), "device.kind")
     figures = section(line, "figures")
-    throughput = number(figures.get("samples_per_s"), "figures.samples_per_s")
+    rate = headline(key[_MODE]).name
+    throughput = number(figures.get(rate), f"figures.{rate}")
     dataset_size = figures.get("dataset_size")
     if throughput <= 0:
-        raise BadLine("field 'figures.samples_per_s' must be positive")
-    model = sys.intern(text(device.get("model"), "device.model"))
+        raise BadLine(f"field 'figures.{rate}' must be positive")
+    model = text(device.get("model"), "device.model")
+    if is_redacted(model):
+        raise BadLine("the device model is redacted: never compared", REDACTED_NAME)
+    model = sys.intern(model)
     wanted = settings_for is None or model_key(model) in settings_for
-    return PeerResult(key_of(line), sys.intern(kind), model, throughput,
+    return PeerResult(key, sys.intern(kind), model, throughput,
                       settings_of(line, kind) if wanted else {},
                       machine_id=text(line.get("machine_id"), "machine_id", default=""),
                       content_hash=line["hash"],
-                      dataset_size=dataset_size if isinstance(dataset_size, int) and dataset_size > 0 else 0)
+                      dataset_size=dataset_size if isinstance(dataset_size, int) and dataset_size > 0 else 0,
+                      invalid=beyond_limits(line))

@@ -7,15 +7,20 @@ it. This module then checks every string of a built line against what would iden
 sharer on this machine (the record's host name, the user's name and home, the paths of the command
 line and the options, environment variable values that look like paths or names) and against
 address patterns (IPv4, IPv6, e-mail, absolute paths). A string that holds one is replaced by
-``REDACTED``; ``share --dry-run`` shows exactly what is left.
+``redacted-<8 hex digits>``: a hash of the original string with a random salt drawn once per bundle
+(and never written), so two different names never become one. Readers never match a redacted
+name (``is_redacted``): a redacted workload or device model is no one's peer and gets no site page,
+since nothing says what it was. ``share --dry-run`` shows exactly what is left.
 """
 
 from __future__ import annotations
 
 import contextlib
 import getpass
+import hashlib
 import os
 import re
+import secrets
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -23,6 +28,10 @@ from typing import Any
 from accelbench.results import RunRecord
 
 REDACTED = "redacted"
+#: Hex digits of the salted hash after "redacted-": distinct names stay distinct (a 1 in 4
+#: billion collision within one bundle), and the original cannot be guessed back (the salt is
+#: random and never written).
+_REDACTED_DIGITS = 8
 #: Shorter tokens would match inside ordinary words ("vm", "me").
 MIN_TOKEN = 3
 _PATTERNS = re.compile(
@@ -82,12 +91,28 @@ def leaks(text: str, tokens: set[str]) -> bool:
     return bool(_PATTERNS.search(text)) or any(token.casefold() in folded for token in tokens)
 
 
-def scrub(value: Any, tokens: set[str]) -> Any:
-    """``value`` with every string that leaks replaced by REDACTED (keys are this code's own)."""
+def new_salt() -> bytes:
+    """One bundle's salt for its redacted names."""
+    return secrets.token_bytes(16)
+
+
+def redacted(original: str, salt: bytes) -> str:
+    digest = hashlib.sha256(salt + original.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{REDACTED}-{digest[:_REDACTED_DIGITS]}"
+
+
+def is_redacted(name: str) -> bool:
+    """A name ``scrub`` replaced (or version 1's plain "redacted"): it never matches another."""
+    return name == REDACTED or name.startswith(REDACTED + "-")
+
+
+def scrub(value: Any, tokens: set[str], salt: bytes) -> Any:
+    """``value`` with every string that leaks replaced by its salted redacted name (keys are this
+    code's own)."""
     if isinstance(value, str):
-        return REDACTED if leaks(value, tokens) else value
+        return redacted(value, salt) if leaks(value, tokens) else value
     if isinstance(value, dict):
-        return {key: scrub(item, tokens) for key, item in value.items()}
+        return {key: scrub(item, tokens, salt) for key, item in value.items()}
     if isinstance(value, list):
-        return [scrub(item, tokens) for item in value]
+        return [scrub(item, tokens, salt) for item in value]
     return value
