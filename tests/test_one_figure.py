@@ -146,4 +146,4 @@ def test_the_catalogue_defines_each_figure_once_and_the_readme_lists_it() -> Non
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     missing = [name for name in names if f"`{name}`" not in readme]
     assert not missing, f"README's figure catalogue lacks {missing}"
-    assert markdown_table().count("\n") == len(FIGURES) + 1
+    assert markdown_table() in readme, "README's figure catalogue is not markdown_table() (regenerate it)"

@@ -172,7 +172,8 @@ FIGURES: tuple[Figure, ...] = (
            _first_use("first_use")),
     Figure("compile_s", "compile", "s", "warm-up - as many median steady steps (or rounds)",
            "compiled cases: what torch.compile cost", ALL_MODES, _first_use("compile")),
-    Figure("break_even_steps", "break-even", "steps", "compile time / median time saved per step",
+    Figure("break_even_steps", "break-even", "steps (generations for generation cases)",
+           "charged compile time / median time saved per step (or generation)",
            "--compile BACKEND,none: when compiling pays for itself", ALL_MODES, _break_even),
 )
 BY_NAME: dict[str, Figure] = {figure.name: figure for figure in FIGURES}
