@@ -15,5 +15,7 @@ fi
 
 # The layering is a contract (pyproject.toml [tool.importlinter]): an import that runs back up fails.
 .venv/bin/lint-imports --no-cache
+# Style: the project is ruff-clean (pyproject.toml [tool.ruff]), and CI keeps it so.
+.venv/bin/ruff check --output-format concise .
 
 exec .venv/bin/python -m pytest -q "$@"
