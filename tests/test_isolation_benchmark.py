@@ -54,3 +54,12 @@ def test_a_planted_five_percent_over_read_is_not_called_within(isolation: Module
     _, low95, high95 = isolation.log_ratio_interval(ratios)
     _, low90, high90 = isolation.log_ratio_interval(ratios, level=0.90)
     assert low95 < low90 and high90 < high95
+
+
+def test_every_saved_series_is_named_in_its_readme_with_its_command() -> None:
+    """Issue 27: benchmarks/series/README.md names every file there and the command that wrote it."""
+    readme = (SERIES / "README.md").read_text()
+    for path in sorted(SERIES.glob("*.json")):
+        line = next((line for line in readme.splitlines() if f"`{path.name}`" in line), "")
+        assert line, f"{path.name} is not in benchmarks/series/README.md"
+        assert "benchmarks/" in line or "the same" in line or "rounds of" in line, path.name
