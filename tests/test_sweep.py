@@ -265,16 +265,16 @@ def test_a_prompt_that_runs_out_of_memory_stops_longer_ones(monkeypatch: pytest.
     from accelbench.options.values import build_run_options
     from accelbench.render.generation_sweep import prompt_sweep_lines
     from accelbench.sweeps.run import run_sweep
-    from accelbench.workloads.decoder import Decoder
+    from accelbench.workloads import decoder
 
-    prefill = Decoder.prefill
+    prefill = decoder.prefill
 
-    def greedy(self, ids, cache):  # type: ignore[no-untyped-def]
+    def greedy(model, ids, cache):  # type: ignore[no-untyped-def]
         if ids.shape[1] > 8:
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
-        return prefill(self, ids, cache)
+        return prefill(model, ids, cache)
 
-    monkeypatch.setattr(Decoder, "prefill", greedy)
+    monkeypatch.setattr(decoder, "prefill", greedy)
     options = build_run_options(["nanogpt-char"], "cpu", "generate", size="tiny", new_tokens=4,
                                 steps=1, warmup=0, isolation="none", prompt_len=[4, 8, 16, 24])
     record = run_sweep(options, DeviceSet.current(), (4, 8, 16, 24), ["test"], axis="prompt_len")

@@ -90,14 +90,17 @@ def add_mode_argument(parser: argparse.ArgumentParser, default: tuple[str, ...],
 
 
 def add_generation_arguments(parser: argparse.ArgumentParser) -> None:
-    """--prompt-len, --new-tokens: the generation cases (each pair is a case)."""
+    """--prompt-len, --new-tokens: the generation cases (each pair is a case). Their defaults fit
+    the model's context (RunOptions.generation_lengths); given without a generation case, they
+    are refused (options.values.refuse_idle_lengths)."""
     parser.add_argument("--prompt-len", metavar="N[,N...]", default=DEFAULTS["prompt_len"],
                         help=f"--mode generate: prompt tokens per sequence (default "
                         f"{DEFAULT_PROMPT_LEN}, or the model's context minus the new tokens "
                         "where shorter); a list makes a case each")
     parser.add_argument("--new-tokens", metavar="N[,N...]", default=DEFAULTS["new_tokens"],
                         help=f"--mode generate: tokens generated per sequence, exactly (default "
-                        f"{DEFAULT_NEW_TOKENS}; end-of-sequence ignored); a list makes a case each")
+                        f"{DEFAULT_NEW_TOKENS}, or half the model's context where less; "
+                        "end-of-sequence ignored); a list makes a case each")
 
 
 def add_stream_argument(parser: argparse.ArgumentParser) -> None:

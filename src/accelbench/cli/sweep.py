@@ -54,7 +54,8 @@ def add_parser(subparsers: Any) -> None:
                         "or 128,256,...,1024: decode speed and memory against context, and where "
                         "memory runs out")
     parser.add_argument("--new-tokens", default=None, metavar="N",
-                        help="with --prompt-len: tokens generated per sequence (default 128)")
+                        help="with --prompt-len: tokens generated per sequence (default 128, or half the "
+                        "model's context where less)")
     groups.add_device_argument(parser, "all", "default: all")
     groups.add_mode_argument(parser, ("train",), generate=True)
     groups.add_stream_argument(parser)
@@ -75,8 +76,6 @@ def sweep_axis(args: argparse.Namespace) -> tuple[str, tuple[int, ...], int | No
     prompts, batches = args.prompt_len, args.batch_size
     if prompts is not None and modes != ["generate"]:
         raise UsageError("--prompt-len sweeps generation: give --mode generate (and no other mode)")
-    if args.new_tokens is not None and "generate" not in modes:
-        raise UsageError("--new-tokens goes with --mode generate")
     if prompts is not None and (len(prompts) > 1 or batches is None):
         if batches is not None and len(batches) > 1:
             raise UsageError("sweep one axis at a time: with a --prompt-len list, --batch-size takes "

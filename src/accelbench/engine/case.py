@@ -24,7 +24,7 @@ from accelbench.options import RunOptions
 from accelbench.results import CaseResult, RunRecord
 from accelbench.workloads.base import Workload, generates
 from accelbench.workloads.catalogue import get_workload_class
-from accelbench.workloads.presets import DEFAULT_PROMPT_LEN, GENERATE
+from accelbench.workloads.presets import GENERATE
 from accelbench.workloads.suites import suite_batch_size, suite_modes
 
 
@@ -88,22 +88,12 @@ def _generation_cases(options: RunOptions, name: str, workload: Workload, decode
             raise UsageError(f"--mode generate needs a decoder (a workload with prefill and "
                              f"decode_step); {name!r} is not one")
         return []
-    context = workload.context_length()
-    cases = []
-    for asked in options.new_tokens:
-        # A suite fits its generation case into a small model's context (the tiny size's 32).
-        new = min(asked, context // 2) if options.suite is not None else asked
-        for prompt in options.prompt_lens or (min(DEFAULT_PROMPT_LEN, context - new),):
-            if prompt < 1 or prompt + new > context:
-                raise UsageError(f"a prompt of {prompt} tokens and {new} new tokens do not fit "
-                                 f"{name!r}'s context of {context} tokens")
-            cases.extend(
-                Case(name, GENERATE, device, options.batch_size or 1, precision, backend,
-                     options.channels_last, prompt, new)
-                for precision in options.precisions
-                for backend in options.compile_backends
-                for device in chosen)
-    return cases
+    return [Case(name, GENERATE, device, options.batch_size or 1, precision, backend,
+                 options.channels_last, prompt, new)
+            for prompt, new in options.generation_lengths(name, workload.context_length())
+            for precision in options.precisions
+            for backend in options.compile_backends
+            for device in chosen]
 
 
 _UNSUPPORTED_WORDS = ("unsupported", "not supported", "not implemented", "no kernel")

@@ -189,14 +189,14 @@ def _measure_generation(case: Case, workload: Workload, options: RunOptions,
     with memory:
         model = prepare_model(workload.build_model(), precision, case.channels_last)
         model = model.to(case.device.torch_device).eval()
-        if case.compile_backend:
-            model = torch.compile(model, backend=case.compile_backend)
+        model, confirm_compiled = compile_for_generation(model, case.compile_backend, case.workload)
         with torch.no_grad(), autocast(case.device, precision):
             figures = measure_generation(
                 workload, model, case.device, batch_size=case.batch_size,  # type: ignore[arg-type]
                 prompt_len=case.prompt_len, new_tokens=case.new_tokens, rounds=rounds,
                 warmup_rounds=warmup, seed=options.seed, stream=options.stream, memory=memory,
                 casts_each_step=case.compile_backend not in ("", "eager"))
+        confirm_compiled()
     result.generation = {**figures.to_dict(), **_decode_against_bandwidth(case.device, figures)}
     steps = figures.decode_steps
     per_token = figures.token_times_s
@@ -205,6 +205,37 @@ def _measure_generation(case: Case, workload: Workload, options: RunOptions,
     result.warmup_steps = warmup
     result.time_to_first_step_s = figures.ttft_s
     _record_memory(result, memory)
+
+
+def compile_for_generation(model: torch.nn.Module, backend: str,
+                           workload: str) -> tuple[torch.nn.Module, Callable[[], None]]:
+    """(``model`` compiled with ``backend``, or as it is for ""; a check to call once it has
+    generated). torch.compile compiles a module's forward only: a workload whose prefill and
+    decode_step call the model's other methods (``model.prefill``) runs the original module's
+    eager code, so the check raises NotImplementedError (the case's status: unsupported) rather
+    than let eager timings or tokens stand as compiled ones. The built-in decoders and hf: models
+    generate through the model's forward. The compiled wrapper's hook removes itself at the first
+    call, so nothing of it stays in the timed tokens."""
+    if not backend:
+        return model, lambda: None
+    compiled = torch.compile(model, backend=backend)
+    called: list[bool] = []
+
+    def first_call(module: torch.nn.Module, args: Any) -> None:
+        called.append(True)
+        hook.remove()
+
+    hook = compiled.register_forward_pre_hook(first_call)
+
+    def confirm() -> None:
+        hook.remove()
+        if not called:
+            raise NotImplementedError(
+                f"--compile {backend} is not supported for generating with {workload!r}: its "
+                "prefill and decode_step never call the model, so no compiled code would run "
+                "(torch.compile compiles forward only); call model(...) in them")
+
+    return compiled, confirm
 
 
 def _decode_against_bandwidth(device: Device, figures: Any) -> dict[str, Any]:

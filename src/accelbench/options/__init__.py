@@ -7,11 +7,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from accelbench.devices.precisions import precision_spec
 from accelbench.errors import UsageError
-from accelbench.workloads.presets import DEFAULT_NEW_TOKENS, RUN_MODES, SIZES
+from accelbench.options.codec import Codec
+from accelbench.workloads.presets import DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_LEN, RUN_MODES, SIZES
 
 STOP_KINDS = ("steps", "time", "epochs", "sustained")
 DEFAULT_TIME_BUDGET_S = 10.0
@@ -88,7 +88,7 @@ def check_durations(duration_s: float, interval_s: float,
 
 
 @dataclass(frozen=True)
-class StopRule:
+class StopRule(Codec):
     """When measuring stops: after ``value`` steps or epochs, a time budget of ``value`` seconds,
     or (kind "sustained", ``--sustained MINUTES``) a sustained run of ``value`` seconds recorded
     in intervals of ``interval`` seconds."""
@@ -153,7 +153,7 @@ class StopRule:
 
 
 @dataclass(frozen=True)
-class RunOptions:
+class RunOptions(Codec):
     workloads: tuple[str, ...] = ("mnist",)
     device: str = "cpu"
     modes: tuple[str, ...] = ("train",)
@@ -189,10 +189,10 @@ class RunOptions:
     #: The suite the workloads came from (None: named): a suite may run a workload at a smaller
     #: batch than its published one (``workloads/suites.py``).
     suite: str | None = None
-    #: Generation cases: prompt lengths (empty: 512, or the model's context minus the new
-    #: tokens where that is shorter) and new-token counts; each pair is a case.
+    #: Generation cases: prompt lengths and new-token counts, each pair a case; empty, the
+    #: default that fits the model's context (generation_lengths says which).
     prompt_lens: tuple[int, ...] = ()
-    new_tokens: tuple[int, ...] = (DEFAULT_NEW_TOKENS,)
+    new_tokens: tuple[int, ...] = ()
 
     #: Generation cases: each token is read to the host as it is made (``--stream``), as a
     #: streaming server does; not the same work as tokens left on the device until the round
@@ -207,8 +207,6 @@ class RunOptions:
         for flag, lengths in (("--prompt-len", self.prompt_lens), ("--new-tokens", self.new_tokens)):
             for value in lengths:
                 check_number(flag, value, whole=True, zero_ok=False)
-        if not self.new_tokens:
-            raise UsageError("--new-tokens needs at least one value")
         _check_flag("--stream", self.stream)
         if self.stream and "generate" not in self.modes and self.suite is None:
             raise UsageError("--stream reads each generated token to the host: it goes with --mode "
@@ -249,31 +247,29 @@ class RunOptions:
         """Seconds a case may take: ``--case-timeout``, grown by a sustained run's duration."""
         return self.case_timeout + self.stop.sustained_s
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunOptions:
-        """The inverse of to_dict (used to hand options to a worker process)."""
-        fields = dict(data)
-        stop = fields["stop"]
-        fields["stop"] = StopRule(stop["kind"], stop["value"], stop.get("target_ci"),
-                                  stop.get("interval", DEFAULT_SUSTAINED_INTERVAL_S))
-        fields["data_dir"] = Path(fields["data_dir"]) if fields.get("data_dir") else None
-        for name in ("workloads", "modes", "precisions", "compile_backends", "workload_files"):
-            if name in fields:
-                fields[name] = tuple(fields[name])
-        return cls(**fields)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "workloads": list(self.workloads), "device": self.device, "modes": list(self.modes),
-            "stop": {"kind": self.stop.kind, "value": self.stop.value,
-                     "target_ci": self.stop.target_ci, "interval": self.stop.interval},
-            "warmup_steps": self.warmup_steps, "batch_size": self.batch_size,
-            "threads": self.threads, "data": self.data,
-            "data_dir": str(self.data_dir) if self.data_dir else None, "size": self.size,
-            "workers": self.workers, "seed": self.seed, "precisions": list(self.precisions),
-            "compile_backends": list(self.compile_backends), "channels_last": self.channels_last,
-            "workload_files": list(self.workload_files), "isolation": self.isolation,
-            "case_timeout": self.case_timeout, "auto_batch": self.auto_batch,
-            "cooldown": self.cooldown, "repeat": self.repeat, "profile": self.profile,
-            "cudnn_benchmark": self.cudnn_benchmark, "suite": self.suite,
-        }
+    def generation_lengths(self, workload: str, context: int) -> list[tuple[int, int]]:
+        """(prompt tokens, new tokens) of each generation case of ``workload``, whose model holds
+        ``context`` positions: every new-token count with every prompt length (new tokens
+        outer). Left out, the new tokens are DEFAULT_NEW_TOKENS, or half the context where that
+        is less; the prompt is DEFAULT_PROMPT_LEN, or the context minus the new tokens where
+        that is less: both at least 1 and together within the context, for any context of 2 or
+        more. A suite fits given new tokens to half a small model's context too (its one
+        generation case runs on every model of the suite); given values otherwise stand as
+        given, and a pair that does not fit is a UsageError naming it and what fits."""
+        half = context // 2
+        if not self.new_tokens:
+            news: tuple[int, ...] = (min(DEFAULT_NEW_TOKENS, half),)
+        else:
+            news = tuple(min(n, half) for n in self.new_tokens) if self.suite else self.new_tokens
+        pairs = [(prompt, new) for new in news
+                 for prompt in self.prompt_lens or (min(DEFAULT_PROMPT_LEN, context - new),)]
+        for prompt, new in pairs:
+            if prompt < 1 or new < 1 or prompt + new > context:
+                given = (f"--prompt-len {prompt}" if self.prompt_lens
+                         else f"a prompt of {prompt} tokens (the default)")
+                given += (f" and --new-tokens {new}" if self.new_tokens
+                          else f" and {new} new tokens (the default)")
+                raise UsageError(f"{given} do not fit {workload!r}'s context of {context} tokens; "
+                                 f"allowed: prompt and new tokens each at least 1, together at "
+                                 f"most {context}")
+        return pairs

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
+from accelbench.options.codec import Codec
 
 #: What the candidate is held against: the CPU in float64 (default) or in float32.
 REFERENCES = ("cpu-fp64", "cpu")
@@ -14,7 +15,7 @@ DEFAULT_CHECK_STEPS = 50
 
 
 @dataclass(frozen=True)
-class CheckOptions:
+class CheckOptions(Codec):
     run: RunOptions
     reference: str = "cpu-fp64"
     steps: int = DEFAULT_CHECK_STEPS

@@ -13,10 +13,11 @@ from accelbench.options import (
     _check_flag,
     check_number,
 )
+from accelbench.options.codec import Codec
 
 
 @dataclass(frozen=True)
-class ProbeOptions:
+class ProbeOptions(Codec):
     #: Which devices (``--device``): all, a kind, or one device.
     device: str = "all"
     #: ``--feature`` wildcards; none: every feature.

@@ -4,11 +4,12 @@ rank runs with, validated when built (torch-free, like every option here)."""
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from accelbench.errors import UsageError
 from accelbench.options import DEFAULT_WARMUP_STEPS, RunOptions, StopRule
+from accelbench.options.codec import Codec
 
 if TYPE_CHECKING:
     from accelbench.devices import Device
@@ -31,7 +32,7 @@ def check_device_kind(spec: str) -> None:
 
 
 @dataclass(frozen=True)
-class Rendezvous:
+class Rendezvous(Codec):
     """torchrun's multi-node options; one node without an endpoint runs ``--standalone``."""
 
     nnodes: int = 1
@@ -56,7 +57,7 @@ class Rendezvous:
 
 
 @dataclass(frozen=True)
-class ScaleOptions:
+class ScaleOptions(Codec):
     workload: str
     nproc: tuple[int, ...]
     device: str = "cpu"
@@ -74,8 +75,9 @@ class ScaleOptions:
     timeout: float = DEFAULT_TIMEOUT_S
     seed: int = 0
     workload_files: tuple[str, ...] = ()
-    #: Stream torchrun's output to stderr as it comes (--debug).
-    echo: bool = False
+    #: Stream torchrun's output to stderr as it comes (--debug): how it is shown, not what ran,
+    #: so not stored.
+    echo: bool = field(default=False, metadata={"stored": False})
     #: torch.backends.cudnn.benchmark in every rank (--no-cudnn-benchmark: off), as ``run`` has it.
     cudnn_benchmark: bool = True
 
@@ -104,9 +106,3 @@ class ScaleOptions:
                           batch_size=self.batch_size, threads=self.threads, size=self.size,
                           seed=self.seed, workload_files=self.workload_files,
                           case_timeout=self.timeout, cudnn_benchmark=self.cudnn_benchmark)
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data.pop("echo")
-        data["nproc"], data["workload_files"] = list(self.nproc), list(self.workload_files)
-        return data

@@ -24,6 +24,7 @@ from accelbench.options import (
     check_number,
 )
 from accelbench.workloads import suites
+from accelbench.workloads.presets import GENERATE
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -233,10 +234,13 @@ def build_run_options(workloads: str | Sequence[str] | None, device: str | None,
     stop = stop_rule(values["steps"], values["time_budget"], values["epochs"], values["target_ci"],
                      values["sustained"], values["sustained_interval"])
     chosen, named = select_workloads(workloads, values["suite"], files)
+    suite = None if named else values["suite"] or suites.DEFAULT_SUITE
+    chosen_modes = names(modes, "--mode")
+    refuse_idle_lengths(values, chosen, chosen_modes, suite, stop)
     data_dir = values["data_dir"]
     return RunOptions(
-        workloads=chosen, device=device or ("auto" if named else "all"), modes=names(modes, "--mode"),
-        suite=None if named else values["suite"] or suites.DEFAULT_SUITE,
+        workloads=chosen, device=device or ("auto" if named else "all"), modes=chosen_modes,
+        suite=suite,
         stop=stop,
         warmup_steps=values["warmup"], batch_size=values["batch_size"], threads=values["threads"],
         data=values["data"], data_dir=Path(data_dir) if data_dir is not None else None,
@@ -248,8 +252,27 @@ def build_run_options(workloads: str | Sequence[str] | None, device: str | None,
         auto_batch=values["auto_batch"], cooldown=values["cooldown"], repeat=values["repeat"],
         profile=values["profile"], cudnn_benchmark=values["cudnn_benchmark"], stream=values["stream"],
         prompt_lens=lengths(values["prompt_len"], "--prompt-len"),
-        **({"new_tokens": new} if (new := lengths(values["new_tokens"], "--new-tokens")) else {}),
+        new_tokens=lengths(values["new_tokens"], "--new-tokens"),
     )
+
+
+def refuse_idle_lengths(values: Mapping[str, Any], workloads: Sequence[str], modes: Sequence[str],
+                        suite: str | None, stop: StopRule) -> None:
+    """--prompt-len and --new-tokens set generation cases: given where the modes (with what a
+    suite adds) make none, they would be ignored, so they are refused. Here, in the one function
+    run, check, sweep and the Python API build their options with."""
+    given = [flag for flag, name in (("--prompt-len", "prompt_len"), ("--new-tokens", "new_tokens"))
+             if values.get(name) is not None]
+    if not given:
+        return
+    sustained = stop.kind == "sustained"
+    if any(GENERATE in suites.suite_modes(suite, name, tuple(modes), sustained=sustained)
+           for name in workloads):
+        return
+    both = len(given) > 1
+    raise UsageError(f"{' and '.join(given)} {'go' if both else 'goes'} with --mode generate: "
+                     f"--mode {','.join(modes)} makes no generation case; add generate to --mode "
+                     f"or leave {'them' if both else 'it'} out")
 
 
 def check_data(options: RunOptions) -> None:

@@ -92,7 +92,8 @@ def _check_case_here(case: Case, options: CheckOptions, devices: DeviceSet) -> C
 
 def _check_generation(case: Case, options: CheckOptions, result: CaseResult) -> CaseResult:
     """``check --mode generate``: the same weights and prompt decoded greedily on the candidate
-    and on the CPU in fp64; the verdict names the first position where the tokens differ."""
+    (compiled where the case is) and on the CPU (``--reference``: fp64 or fp32); the verdict
+    names the first position where the tokens differ."""
     from accelbench.parity.generation import run_generation_check
 
     precision = get_precision(case.precision)
@@ -101,7 +102,8 @@ def _check_generation(case: Case, options: CheckOptions, result: CaseResult) -> 
         verdict = run_generation_check(
             workload, workload.build_model, case.device, precision,  # type: ignore[arg-type]
             batch_size=case.batch_size, prompt_len=case.prompt_len, new_tokens=case.new_tokens,
-            seed=options.run.seed)
+            seed=options.run.seed, reference=options.reference,
+            compile_backend=case.compile_backend)
     result.generation = {"parity": verdict.to_dict()}
     result.parity = Parity.from_dict({"verdict": verdict.verdict, "error": verdict.error}, "parity")
     result.stop_rule = f"{case.new_tokens} greedy tokens (parity)"

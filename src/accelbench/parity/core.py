@@ -58,6 +58,12 @@ VERDICTS = PARITY_VERDICTS
 FP64 = Precision("fp64", param_dtype=torch.float64)
 
 
+def reference_precision(reference: str) -> Precision:
+    """The CPU reference's precision for ``--reference``: cpu-fp64 is float64, cpu float32.
+    The one reading of the flag, for the training check and the generation check alike."""
+    return FP64 if reference == "cpu-fp64" else get_precision("fp32")
+
+
 #: The noise floor's perturbation is this many unit roundoffs a step (a step's many operations
 #: each round; a dot product's error grows with its length) ...
 FLOOR_SCALE = 4.0
@@ -307,7 +313,7 @@ def run_parity(workload_cls: type[Workload], size: str, candidate_device: Device
     are replayed as skipped on the reference, so both sides apply the same updates.
     """
     candidate_precision = get_precision(precision)
-    reference_precision = FP64 if reference == "cpu-fp64" else get_precision("fp32")
+    ref_precision = reference_precision(reference)
     torch.manual_seed(seed)
     initial = workload_cls(size).build_model()
     data = workload_cls(size).make_batches("train", batch_size, DataOptions(seed=seed))
@@ -316,7 +322,7 @@ def run_parity(workload_cls: type[Workload], size: str, candidate_device: Device
     candidate = _prepare(workload_cls, size, initial, candidate_device, candidate_precision,
                          compile_backend, channels_last, seed)
     candidate_curve, skipped = _train(candidate, batches)
-    ref = _prepare(workload_cls, size, initial, reference_device, reference_precision, "", False, seed)
+    ref = _prepare(workload_cls, size, initial, reference_device, ref_precision, "", False, seed)
     reference_curve, _ = _train(ref, batches[: len(candidate_curve)], frozenset(skipped))
     tolerance = TOLERANCES[precision]
     record: dict[str, Any] = {
@@ -339,7 +345,7 @@ def run_parity(workload_cls: type[Workload], size: str, candidate_device: Device
         # Only here can the noise floor change the outcome: measure it, judge the steps before it.
         floor = NoiseFloor(reference_curve, tolerance, FLOOR_SCALE * UNIT_ROUNDOFF[precision])
         judged, record["noise_floor"] = floor.measure(
-            lambda: _prepare(workload_cls, size, initial, reference_device, reference_precision, "",
+            lambda: _prepare(workload_cls, size, initial, reference_device, ref_precision, "",
                              False, seed), batches[: len(candidate_curve)], frozenset(skipped), seed)
         record["judged_steps"] = judged
         verdict = compare_curves(candidate_curve, reference_curve, output_diff, tolerance, judged)

@@ -2,11 +2,14 @@
 reference does?
 
 The same weights (one model built on the CPU from a seed, copied to each side) and the same prompt
-are decoded greedily on both sides: the reference in float64 on the CPU, the candidate on its
-device at its precision. Both sides keep every step's logits. Up to the first position where the
-greedy tokens differ, both sides saw the same tokens, so their logits are comparable there (that
-position included: its logits came from the same inputs, and its argmax is what differs); after
-it, the sequences differ and nothing more is compared.
+are decoded greedily on both sides: the reference on the CPU in float64 (``--reference cpu-fp64``,
+the default) or float32 (``--reference cpu``), the candidate on its device at its precision,
+compiled where the case says so (through the model's forward, which the workload's prefill and
+decode_step call: a compiled module's other methods would run uncompiled). Both sides keep every
+step's logits. Up to the first position where the greedy tokens differ, both sides saw the same
+tokens, so their logits are comparable there (that position included: its logits came from the
+same inputs, and its argmax is what differs); after it, the sequences differ and nothing more is
+compared.
 
 The logit difference at a position is max over the vocabulary |candidate - reference|, relative to
 the largest |reference logit| there (scale-free: logits of random and trained models differ in
@@ -35,9 +38,11 @@ import torch
 from torch import nn
 
 from accelbench.devices import Device
+from accelbench.engine.measure_case import compile_for_generation
 from accelbench.errors import UsageError
 from accelbench.measure.generation import GenerationWorkload, check_lengths
-from accelbench.parity.core import TOLERANCES, Tolerance
+from accelbench.options.check import REFERENCES
+from accelbench.parity.core import TOLERANCES, Tolerance, reference_precision
 
 ORDER = ("pass", "drift", "diverged", "non-finite", "failed")
 #: Logits are compared relative to the largest |reference logit| at the position; below this the
@@ -74,6 +79,8 @@ class GenerationParity:
     max_logit_diff: float = 0.0
     max_logit_diff_position: int | None = None
     error: str = ""
+    #: What the candidate was held against (``--reference``: cpu-fp64 or cpu, float32).
+    reference: str = "cpu-fp64"
 
     @property
     def message(self) -> str:
@@ -99,7 +106,7 @@ class GenerationParity:
                 "reference_gap": self.reference_gap, "tie_tolerance": self.tie_tolerance,
                 "max_logit_diff": self.max_logit_diff,
                 "max_logit_diff_position": self.max_logit_diff_position, "error": self.error,
-                "message": self.message}
+                "reference": self.reference, "message": self.message}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GenerationParity:
@@ -108,7 +115,8 @@ class GenerationParity:
                                            "reference_gap", "tie_tolerance", "max_logit_diff_position")}
         return cls(verdict=str(data["verdict"]), precision=str(data["precision"]), tolerance=tolerance,
                    new_tokens=int(data["new_tokens"]), max_logit_diff=float(data["max_logit_diff"]),
-                   error=str(data.get("error", "")), **fields)
+                   error=str(data.get("error", "")),
+                   reference=str(data.get("reference", "cpu-fp64")), **fields)
 
 
 def tolerance_for(precision: str) -> Tolerance:
@@ -124,8 +132,10 @@ def _worst(a: str, b: str) -> str:
 
 def judge_generation(reference_tokens: torch.Tensor, reference_logits: torch.Tensor,
                      candidate_tokens: torch.Tensor, candidate_logits: torch.Tensor,
-                     precision: str, tolerance: Tolerance | None = None) -> GenerationParity:
-    """The verdict from both sides' greedy tokens (B, N) and logits (B, N, vocab), on the CPU."""
+                     precision: str, tolerance: Tolerance | None = None,
+                     reference_kind: str = "cpu-fp64") -> GenerationParity:
+    """The verdict from both sides' greedy tokens (B, N) and logits (B, N, vocab), on the CPU;
+    ``reference_kind`` names what the reference side was (``--reference``, kept in the verdict)."""
     tolerance = tolerance or tolerance_for(precision)
     if reference_tokens.shape != candidate_tokens.shape or reference_logits.shape != candidate_logits.shape:
         raise ValueError(f"the two sides differ in shape: tokens {tuple(reference_tokens.shape)} vs "
@@ -142,7 +152,8 @@ def judge_generation(reference_tokens: torch.Tensor, reference_logits: torch.Ten
     finite = torch.isfinite(candidate).all(dim=-1)
     relative = ((candidate - reference).abs().amax(dim=-1) / scale).where(finite, torch.inf)
     relative = relative.where(compared, 0.0)
-    base = {"precision": precision, "tolerance": tolerance, "new_tokens": new_tokens}
+    base = {"precision": precision, "tolerance": tolerance, "new_tokens": new_tokens,
+            "reference": reference_kind}
 
     bad = ~finite & compared
     if bad.any():
@@ -194,37 +205,49 @@ def greedy_with_logits(workload: GenerationWorkload, model: nn.Module, prompt: t
     return torch.stack(tokens, dim=1).cpu(), torch.stack(steps, dim=1).cpu().double()
 
 
-def both_sides(model: nn.Module, device: Device, precision: PrecisionLike) -> tuple[nn.Module, nn.Module]:
-    """(the float64 CPU reference, the candidate on ``device`` at ``precision``), both copies of
-    ``model`` (built once on the CPU), in eval mode (no dropout on either side)."""
-    reference = copy.deepcopy(model).double().eval()
+def both_sides(model: nn.Module, device: Device, precision: PrecisionLike,
+               reference_dtype: torch.dtype = torch.float64) -> tuple[nn.Module, nn.Module]:
+    """(the CPU reference in ``reference_dtype``, the candidate on ``device`` at ``precision``),
+    both copies of ``model`` (built once on the CPU), in eval mode (no dropout on either side)."""
+    reference = copy.deepcopy(model).to(dtype=reference_dtype).eval()
     candidate = copy.deepcopy(model).to(device=device.torch_device, dtype=precision.param_dtype).eval()
     return reference, candidate
 
 
 def run_generation_check(workload: GenerationWorkload, build_model: Callable[[], nn.Module], device: Device,
                          precision: PrecisionLike, *, batch_size: int = 1, prompt_len: int,
-                         new_tokens: int, seed: int = 0,
+                         new_tokens: int, seed: int = 0, reference: str = "cpu-fp64",
+                         compile_backend: str = "",
                          plant: Callable[[nn.Module], None] | None = None) -> GenerationParity:
     """Build the model once on the CPU (seeded), decode the same prompt on both sides, judge.
-    ``plant`` alters the candidate after the copy (a planted fault, for tests and selftest). The
-    precision's torch switches (TF32 and the like) are the caller's, around this call."""
+    ``reference`` is ``--reference`` (cpu-fp64 or cpu); ``compile_backend`` compiles the
+    candidate ("" leaves it eager; a workload whose generation never calls the compiled model
+    fails). ``plant`` alters the candidate after the copy (a planted fault, for tests and
+    selftest). The precision's torch switches (TF32 and the like) are the caller's."""
     check_lengths(workload, batch_size, prompt_len, new_tokens)
+    if reference not in REFERENCES:
+        raise UsageError(f"--reference {reference!r} is unknown; allowed: {', '.join(REFERENCES)}")
     tolerance = tolerance_for(precision.name)
     torch.manual_seed(seed)
-    reference, candidate = both_sides(build_model(), device, precision)
+    ref_model, candidate = both_sides(build_model(), device, precision,
+                                      reference_precision(reference).param_dtype)
     if plant is not None:
         plant(candidate)
     prompt = workload.make_prompt(batch_size, prompt_len, seed)
-    ref_tokens, ref_logits = greedy_with_logits(workload, reference, prompt, new_tokens)
+    ref_tokens, ref_logits = greedy_with_logits(workload, ref_model, prompt, new_tokens)
     try:
         with device.current(), _autocast(device, precision):
-            cand_tokens, cand_logits = greedy_with_logits(workload, candidate,
+            runnable, confirm_compiled = compile_for_generation(
+                candidate, compile_backend, str(getattr(workload, "name", type(workload).__name__)))
+            cand_tokens, cand_logits = greedy_with_logits(workload, runnable,
                                                           prompt.to(device.torch_device), new_tokens)
+            confirm_compiled()
     except Exception as error:  # a failure is a verdict with its text, not a crash
         text = f"{type(error).__name__}: {error}".strip().splitlines()[0][:500]
-        return GenerationParity("failed", precision.name, tolerance, new_tokens, error=text)
-    return judge_generation(ref_tokens, ref_logits, cand_tokens, cand_logits, precision.name, tolerance)
+        return GenerationParity("failed", precision.name, tolerance, new_tokens, error=text,
+                                reference=reference)
+    return judge_generation(ref_tokens, ref_logits, cand_tokens, cand_logits, precision.name,
+                            tolerance, reference)
 
 
 def _autocast(device: Device, precision: PrecisionLike) -> Any:

@@ -103,7 +103,9 @@ class KVCache:
     dtype its keys come in (autocast's, under an amp precision). ``length`` counts the positions
     filled on the host, so checking room for a token needs no device sync; ``position`` holds the
     same count on the device, for the index a decode step writes at (a tensor, so a compiled decode
-    step sees one graph for every position).
+    step sees one graph for every position). The model's forward reads only ``decoding`` (a
+    switch, set once the prompt is in), never ``length``: a compiled forward that read the count
+    would be specialised on it and recompiled at every token.
     """
 
     def __init__(self, layers: int, max_len: int) -> None:
@@ -111,6 +113,7 @@ class KVCache:
         self.keys: list[torch.Tensor | None] = [None] * layers
         self.values: list[torch.Tensor | None] = [None] * layers
         self.length = 0
+        self.decoding = False
         self.position: torch.Tensor | None = None
         self.slots: torch.Tensor | None = None
 
@@ -160,7 +163,7 @@ class CausalSelfAttention(nn.Module):
         mask = None
         if cache is not None:
             keys, values = cache.layer(index, k)
-            if length == 1 and cache.length > 0:  # decode: the whole static buffer, masked
+            if cache.decoding:  # one token at cache.position: the whole static buffer, masked
                 assert cache.position is not None and cache.slots is not None
                 keys.index_copy_(2, cache.position, k)
                 values.index_copy_(2, cache.position, v)
@@ -221,8 +224,11 @@ class Block(nn.Module):
 
 
 class Decoder(nn.Module):
-    """Token ids in, next-token logits out. ``forward`` is training's (every position, no cache);
-    :meth:`prefill` and :meth:`decode` are generation's, over a :class:`KVCache`."""
+    """Token ids in, next-token logits out. ``forward`` without a cache is training's (every
+    position); with a :class:`KVCache` it is generation's, which :func:`prefill` and
+    :func:`decode` (and the methods of the same names) call. Generation goes through ``forward``
+    so that ``torch.compile(model)`` compiles it too: a compiled module's other methods are the
+    original module's, uncompiled."""
 
     def __init__(self, config: DecoderConfig) -> None:
         super().__init__()
@@ -271,58 +277,80 @@ class Decoder(nn.Module):
             x = block(x, rope, cache, index)
         return self.norm(x)
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """Logits (B, T, vocab) for every position of ``ids`` (B, T)."""
-        self._check_length(ids.shape[1], self.config.context)
-        positions = torch.arange(ids.shape[1], device=ids.device)
-        return self.head(self._hidden(ids, positions, None))
+    def forward(self, ids: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        """Without ``cache``: logits (B, T, vocab) for every position of ``ids`` (B, T). With one:
+        the tensor work of a generation step (the host's bookkeeping is :func:`prefill`'s and
+        :func:`decode`'s): the prompt written from position 0 of an empty cache, or one token per
+        sequence (B, 1) at ``cache.position`` once ``cache.decoding``; the logits (B, vocab) of
+        the last position, the only one that goes through the output layer."""
+        if cache is None:
+            _check_length(ids.shape[1], self.config.context)
+            positions = torch.arange(ids.shape[1], device=ids.device)
+            return self.head(self._hidden(ids, positions, None))
+        if cache.decoding:
+            assert cache.position is not None
+            hidden = self._hidden(ids, cache.position, cache)
+            cache.position += 1
+        else:
+            hidden = self._hidden(ids, torch.arange(ids.shape[1], device=ids.device), cache)
+        return self.head(hidden[:, -1])
 
     def new_cache(self, max_len: int) -> KVCache:
-        self._check_length(max_len, self.config.context)
+        _check_length(max_len, self.config.context)
         return KVCache(self.config.layers, max_len)
 
     def prefill(self, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
-        """Fill an empty ``cache`` with the prompt ``ids`` (B, P); the logits (B, vocab) of the
-        prompt's last position. Only the last position goes through the output layer."""
-        length = ids.shape[1]
-        if cache.length:
-            raise ValueError("prefill needs an empty cache")
-        self._check_length(length, cache.max_len)
-        positions = torch.arange(length, device=ids.device)
-        hidden = self._hidden(ids, positions, cache)
-        cache.length = length
-        cache.slots = torch.arange(cache.max_len, device=ids.device)
-        cache.position = torch.full((1,), length, dtype=torch.long, device=ids.device)
-        return self.head(hidden[:, -1])
+        """:func:`prefill` through this module (its forward, as the module is)."""
+        return prefill(self, ids, cache)
 
     def decode(self, tokens: torch.Tensor, cache: KVCache) -> torch.Tensor:
-        """One token per sequence (B,) at the cache's next position; its logits (B, vocab).
-        The cache is updated in place."""
-        if not cache.length:
-            raise ValueError("decode needs a cache filled by prefill")
-        self._check_length(cache.length + 1, cache.max_len)
-        assert cache.position is not None
-        hidden = self._hidden(tokens.view(-1, 1), cache.position, cache)
-        cache.position += 1
-        cache.length += 1
-        return self.head(hidden[:, -1])
+        """:func:`decode` through this module (its forward, as the module is)."""
+        return decode(self, tokens, cache)
 
-    @staticmethod
-    def _check_length(length: int, limit: int) -> None:
-        if not 0 < length <= limit:
-            raise ValueError(f"{length} positions do not fit: this model/cache holds 1 to {limit}")
+
+
+def _check_length(length: int, limit: int) -> None:
+    if not 0 < length <= limit:
+        raise ValueError(f"{length} positions do not fit: this model/cache holds 1 to {limit}")
+
+
+def prefill(model: nn.Module, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
+    """Fill an empty ``cache`` with the prompt ``ids`` (B, P) through ``model`` (a
+    :class:`Decoder` or its compiled module: its forward runs); the logits (B, vocab) of the
+    prompt's last position."""
+    length = ids.shape[1]
+    if cache.length:
+        raise ValueError("prefill needs an empty cache")
+    _check_length(length, cache.max_len)
+    logits = model(ids, cache)
+    cache.length, cache.decoding = length, True
+    cache.slots = torch.arange(cache.max_len, device=ids.device)
+    cache.position = torch.full((1,), length, dtype=torch.long, device=ids.device)
+    return logits
+
+
+def decode(model: nn.Module, tokens: torch.Tensor, cache: KVCache) -> torch.Tensor:
+    """One token per sequence (B,) at the cache's next position through ``model`` (as
+    :func:`prefill`); its logits (B, vocab). The cache is updated in place."""
+    if not cache.length:
+        raise ValueError("decode needs a cache filled by prefill")
+    _check_length(cache.length + 1, cache.max_len)
+    logits = model(tokens.view(-1, 1), cache)
+    cache.length += 1
+    return logits
 
 
 @torch.no_grad()
-def greedy_generate(model: Decoder, prompt: torch.Tensor, new_tokens: int) -> torch.Tensor:
+def greedy_generate(model: nn.Module, prompt: torch.Tensor, new_tokens: int) -> torch.Tensor:
     """The plain greedy KV-cache loop: prefill the prompt (B, P), then one decode step per further
     token, always the most likely one, end-of-sequence ignored. The prefill's logits give the first
     new token, so ``new_tokens`` tokens take ``new_tokens - 1`` decode steps (as gpt-fast's
-    ``generate``). Returns the new tokens (B, new_tokens)."""
+    ``generate``). ``model`` is a :class:`Decoder` or its compiled module. Returns the new tokens
+    (B, new_tokens)."""
     cache = model.new_cache(prompt.shape[1] + new_tokens)
-    token = model.prefill(prompt, cache).argmax(dim=-1)
+    token = prefill(model, prompt, cache).argmax(dim=-1)
     generated = [token]
     for _ in range(new_tokens - 1):
-        token = model.decode(token, cache).argmax(dim=-1)
+        token = decode(model, token, cache).argmax(dim=-1)
         generated.append(token)
     return torch.stack(generated, dim=1)

@@ -21,6 +21,7 @@ from torch import nn
 from accelbench.data.options import DataOptions
 from accelbench.data.synthetic import synthetic_epoch
 from accelbench.errors import UsageError
+from accelbench.workloads import decoder
 from accelbench.workloads.base import Batch, Workload
 from accelbench.workloads.decoder import Decoder, DecoderConfig, KVCache, kv_cache_bytes
 from accelbench.workloads.presets import Preset
@@ -103,14 +104,16 @@ class DecoderLM(Workload):
         generator = torch.Generator().manual_seed(seed)
         return torch.randint(0, self.preset.model.vocab, (batch_size, prompt_len), generator=generator)
 
+    # Through the decoder's functions, which call the model: a compiled model runs its graphs
+    # (model.prefill on a compiled module would be the original module's method, uncompiled).
     def prefill(self, model: nn.Module, prompt: torch.Tensor, max_len: int) -> tuple[torch.Tensor, KVCache]:
         cache = model.new_cache(max_len)
-        return model.prefill(prompt, cache), cache
+        return decoder.prefill(model, prompt, cache), cache
 
     def decode_step(self, model: nn.Module, tokens: torch.Tensor,
                     cache: object) -> tuple[torch.Tensor, KVCache]:
         assert isinstance(cache, KVCache)
-        return model.decode(tokens, cache), cache
+        return decoder.decode(model, tokens, cache), cache
 
     def kv_cache_bytes(self, batch_size: int, max_len: int, dtype: torch.dtype) -> int:
         return kv_cache_bytes(self.preset.model, batch_size, max_len, dtype)
