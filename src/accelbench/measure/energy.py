@@ -39,17 +39,13 @@ sampled power times the interval, so they need an interval of a few sampling per
 
 from __future__ import annotations
 
-import contextlib
 import math
-import platform
 import re
-import signal
-import subprocess
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,7 +54,6 @@ if TYPE_CHECKING:
     from accelbench.devices import Device
 
 POWERCAP = Path("/sys/class/powercap")
-POWERMETRICS_INTERVAL_MS = 500
 
 
 class EnergyUnavailable(Exception):
@@ -74,6 +69,8 @@ class EnergyReading:
     method: str = ""
     resolution: str = ""
     estimated: bool = False
+    #: What the source said besides the energy over the window (``EnergySource.conditions``).
+    conditions: dict[str, Any] = field(default_factory=dict)
 
     def figures(self, measured_steps: int, steps_per_epoch: int, batch_size: int) -> dict[str, Any]:
         return {"source": self.source, "reason": self.reason, "seconds": self.seconds,
@@ -112,6 +109,9 @@ class EnergySource(ABC):
     min_seconds: float = 0.0
     #: Set by ``stop``: the last figure is an estimate, not the sensor's measurement.
     estimated: bool = False
+    #: Set by ``stop``: what the same reading said about the device's state over the window
+    #: (powermetrics' GPU clock and thermal pressure); {} where the source says nothing more.
+    conditions: dict[str, Any] = {}  # noqa: RUF012 - replaced, never mutated
 
     @abstractmethod
     def available(self) -> tuple[bool, str]:
@@ -224,95 +224,19 @@ def _read(path: Path) -> str:
         raise EnergyUnavailable(f"cannot read {path}: {error}") from None
 
 
-# --- powermetrics (Apple silicon) ---------------------------------------------------------------
-_SAMPLE_HEADER = re.compile(r"\*\*\* Sampled system activity .*\(([\d.]+)ms elapsed\) \*\*\*")
-_POWER_LINE = re.compile(r"^(CPU|GPU|ANE|Combined) Power(?: \([^)]*\))?:\s*([\d.]+)\s*mW", re.M)
-
-
-def parse_powermetrics(text: str) -> list[tuple[float, dict[str, float]]]:
-    """(seconds, {"CPU": W, "GPU": W, ...}) for each complete sample in powermetrics' output."""
-    samples = []
-    headers = list(_SAMPLE_HEADER.finditer(text))
-    for i, header in enumerate(headers):
-        end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
-        watts = {m.group(1): float(m.group(2)) / 1000.0
-                 for m in _POWER_LINE.finditer(text, header.end(), end)}
-        if watts:
-            samples.append((float(header.group(1)) / 1000.0, watts))
-    return samples
-
-
-class PowermetricsSource(EnergySource):
-    """``sudo -n powermetrics`` sampling ``parts`` (e.g. CPU, or CPU and GPU) over the interval."""
-
-    method = "power sampled by powermetrics x interval"
-    resolution = f"one power sample every {POWERMETRICS_INTERVAL_MS} ms"
-    min_seconds = 3 * POWERMETRICS_INTERVAL_MS / 1000  # a few samples
-
-    def __init__(self, parts: tuple[str, ...], popen: Callable[..., Any] = subprocess.Popen,
-                 run: Callable[..., Any] = subprocess.run, system: str | None = None) -> None:
-        self.parts = parts
-        self.name = "powermetrics-" + "-".join(p.lower() for p in parts)
-        self._popen, self._run = popen, run
-        self._system = system or platform.system()
-        self._process: Any = None
-        self._started = 0.0
-
-    def _command(self, extra: Sequence[str] = ()) -> list[str]:
-        return ["sudo", "-n", "powermetrics", "--samplers", "cpu_power,gpu_power", "-i",
-                str(POWERMETRICS_INTERVAL_MS), *extra]
-
-    def available(self) -> tuple[bool, str]:
-        if self._system != "Darwin":
-            return False, f"powermetrics exists only on macOS; this is {self._system}"
-        try:
-            probe = self._run(self._command(["-n", "1"]), capture_output=True, text=True,
-                              timeout=10, check=False)
-        except (OSError, subprocess.SubprocessError) as error:
-            return False, f"powermetrics did not run: {error}"
-        if probe.returncode != 0:
-            said = next((line for line in (probe.stderr or "").splitlines() if line.strip()), "")
-            return False, (f"sudo -n powermetrics failed ({said or f'exit code {probe.returncode}'})"
-                           "; it needs root: run accelbench with sudo, or allow powermetrics "
-                           "without a password in sudoers")
-        try:
-            self._watts(parse_powermetrics(probe.stdout))
-        except EnergyUnavailable as error:
-            return False, str(error)
-        return True, ""
-
-    def _watts(self, samples: list[tuple[float, dict[str, float]]]) -> list[tuple[float, float]]:
-        missing = {part for part in self.parts for _, watts in samples if part not in watts}
-        if missing or not samples:
-            raise EnergyUnavailable(f"powermetrics printed no {'/'.join(sorted(missing or self.parts))}"
-                                    " Power line (Apple silicon only)")
-        return [(seconds, sum(watts[part] for part in self.parts)) for seconds, watts in samples]
-
-    def start(self) -> None:
-        self._process = self._popen(self._command(), stdout=subprocess.PIPE,
-                                    stderr=subprocess.DEVNULL, text=True)
-        self._started = time.perf_counter()
-
-    def stop(self) -> float:
-        seconds = time.perf_counter() - self._started
-        # sudo relays SIGINT to powermetrics, which then prints what it has and exits.
-        with contextlib.suppress(ProcessLookupError):
-            self._process.send_signal(signal.SIGINT)
-        try:
-            output, _ = self._process.communicate(timeout=5)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            output, _ = self._process.communicate()
-        return mean_power_joules(self._watts(parse_powermetrics(output or "")), seconds)
-
-
 # --- choosing sources for a device --------------------------------------------------------------
 _SOURCES: dict[str, Callable[[Device], EnergySource]] = {
     "rapl": lambda device: RaplSource(),
     "nvml": lambda device: _nvml_source(device),
-    "powermetrics-cpu": lambda device: PowermetricsSource(("CPU",)),
-    "powermetrics-cpu-gpu": lambda device: PowermetricsSource(("CPU", "GPU")),
+    "powermetrics-cpu": lambda device: _powermetrics_source(("CPU",)),
+    "powermetrics-cpu-gpu": lambda device: _powermetrics_source(("CPU", "GPU")),
 }
+
+
+def _powermetrics_source(parts: tuple[str, ...]) -> EnergySource:
+    from accelbench.measure.energy_powermetrics import PowermetricsSource  # its own module
+
+    return PowermetricsSource(parts)
 
 
 def _nvml_source(device: Device) -> EnergySource:
@@ -372,13 +296,13 @@ class EnergyMeter:
         try:
             joules = chosen.stop()
         except Exception as error:
-            return failed(_describe(error))
+            return failed(_describe(error), conditions=dict(chosen.conditions))
         if not math.isfinite(joules) or joules < 0:
             return failed(f"implausible reading {joules} J")
         if joules == 0:  # a counter that did not move measured nothing; 0 J would be a lie
             return failed(f"the sensor did not change over {seconds:.3f} s ({chosen.resolution})")
         return EnergyReading(joules, chosen.name, "", seconds, chosen.method, chosen.resolution,
-                             chosen.estimated)
+                             chosen.estimated, dict(chosen.conditions))
 
 
 def _describe(error: Exception) -> str:
