@@ -3,6 +3,7 @@ garbage. Every bundle here is written by the real ``share`` code and read by the
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sqlite3
@@ -19,6 +20,7 @@ from accelbench.results import CaseResult, RunRecord
 from accelbench.results.catalogue import case_figures, headline
 from accelbench.results.figures import Flops
 from accelbench.results.key import KEY_DEFAULTS, KEY_FIELDS, comparability_key
+from accelbench.sharing import bundle as bundle_module
 from accelbench.sharing.against import compare_against
 from accelbench.sharing.build import build_bundle
 from accelbench.sharing.bundle import content_hash, dump_line, parse_line
@@ -174,7 +176,7 @@ def test_version_1_lines_are_upgraded_and_their_generation_lines_skipped(tmp_pat
     warnings: list[str] = []
     loaded = load_peers([str(tmp_path / "old.jsonl")], warnings.append)
     (peer,) = loaded.peers
-    assert peer.key == tuple(train["key"].values())
+    assert peer.key == tuple(train["key"][name] for name in KEY_FIELDS)
     assert peer.throughput == train["figures"]["samples_per_s"]
     assert loaded.skipped == {"version-1 generation line": 1}
     assert any("line 2 skipped: a version-1 generation line" in w for w in warnings)
@@ -346,3 +348,32 @@ def test_results_of_other_work_passed_over_unparsed_are_counted_but_garbage_is_n
     key = PeerResult(("vae",) + comparability_key(result(EPYC_MODEL, 1.0))[1:], "cpu", "x", 1.0).key
     loaded = load_peers([str(bundle)], print, keys={key})
     assert loaded.lines == 4 and loaded.not_bundle == 1 and loaded.peers == []
+
+
+def test_a_line_is_verified_on_its_own_text_and_a_second_hash_member_cannot_pose(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 26 item 3: the hash is recomputed on every line read; a line as ``share`` writes it
+    is verified on its own text (no second serialisation, the loader's speed), and a line that
+    carries a genuine line's hash as a second "hash" member (its head hashed anew over forged
+    content) is skipped, never that line's duplicate."""
+    genuine = build_bundle(_epyc_records(1), "e" * 16).lines[0]
+    data = json.loads(genuine)
+
+    def no_serialising(line: dict[str, Any]) -> str:
+        raise AssertionError("the fast path serialised the line again")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(bundle_module, "content_hash", no_serialising)
+        bundle_module.verify(data, genuine)
+    payload = genuine.split(',"accelbench_version"', 1)[1]
+    payload = '{"accelbench_version"' + payload
+    forged_payload = payload.replace('"samples_per_s":', '"samples_per_s":1', 1)[:-1] \
+        + f',"hash":"{data["hash"]}"}}'
+    digest = hashlib.sha256(forged_payload.encode()).hexdigest()
+    forged = f'{{"hash":"{digest}","machine_id":"{"f" * 16}",' + forged_payload[1:]
+    (tmp_path / "a.jsonl").write_text(forged + "\n")
+    (tmp_path / "b.jsonl").write_text(genuine + "\n")
+    warnings: list[str] = []
+    loaded = load_peers([str(tmp_path)], warnings.append)
+    assert len(loaded.peers) == 1 and loaded.duplicates == 0 and loaded.skipped == {"hash mismatch": 1}
+    assert loaded.peers[0].throughput == data["figures"]["samples_per_s"]

@@ -178,11 +178,12 @@ def _usable(raw: bytes, keys: set[tuple[Any, ...]] | None,
     """The line's peer (None: a result that did not finish, or of another key) and its content
     hash; BadLine (or a decoding error) when it cannot be used. The hash is recomputed only for
     a line that will be used: a forged line never reaches the duplicate check."""
-    as_written = read_line(raw.decode("utf-8"))
+    text = raw.decode("utf-8")
+    as_written = read_line(text)
     peer = peer_of(upgrade(as_written), settings_for)
     if peer is None or (keys is not None and peer.key not in keys):
         return None, ""
-    verify(as_written)
+    verify(as_written, text)
     return peer, peer.content_hash
 
 
