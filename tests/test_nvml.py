@@ -144,3 +144,101 @@ def test_cuda_visible_devices_naming_a_slice_maps_without_uuids(monkeypatch) -> 
     no_uuid = SimpleNamespace(cuda=SimpleNamespace(get_device_properties=lambda index: 1 / 0))
     device = nvml_module.nvml_target(nvml, 0, no_uuid)
     assert device.mig and device.handle == f"MIG-{SLICE}" and device.board == GPU0
+
+
+# --- issue 26, item 21: a MIG slice is never taken for its whole GPU -----------------------------
+class MigModeNvml(FakeNvml):
+    """FakeNvml whose GPUs in ``mig_on`` are in MIG mode (nvmlDeviceGetMigMode's current is 1),
+    listing their slices (``mig``) by place as NVML does (an empty place answers NOT_FOUND)."""
+
+    def __init__(self, uuids: list[str], mig: dict[str, str], mig_on: set[str]) -> None:
+        super().__init__(uuids, mig=mig)
+        self.mig_on = mig_on
+
+    def nvmlDeviceGetMigMode(self, handle: str) -> list[int]:  # noqa: N802
+        if handle in self.mig:
+            raise self.NVMLError("Invalid Argument")
+        return [1, 1] if handle in self.mig_on else [0, 0]
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, handle: str) -> int:  # noqa: N802
+        return 7
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, handle: str, place: int) -> str:  # noqa: N802
+        slices = [name for name, gpu in self.mig.items() if gpu == handle]
+        if place >= len(slices):
+            raise self.NVMLError("Not Found")
+        return slices[place]
+
+
+SLICE2 = "6e2f07f5-1d4b-6a8f-0c3e-8b2d4f0a1c22"
+
+
+def test_a_slice_whose_runtime_reports_its_gpus_uuid_is_found_as_the_slice(monkeypatch) -> None:
+    """A runtime before cuDeviceGetUuid_v2 reports a slice's parent UUID: GPU-<uuid> then names
+    the whole GPU. NVML says MIG mode is on there, so the device is its (only) slice: the slice's
+    memory, and no energy (the board's counter counts the other slices too)."""
+    nvml = install(monkeypatch, MigModeNvml([GPU0], mig={f"MIG-{SLICE}": GPU0}, mig_on={GPU0}))
+    parents_uuid = torch_with_uuids(fake_gpu_uuid(0))
+    device = nvml_module.nvml_target(nvml, 0, parents_uuid)
+    assert device.mig and device.handle == f"MIG-{SLICE}" and device.board == GPU0
+    adapter = CudaAdapter(parents_uuid)
+    assert adapter.info(0)["memory_free_bytes"] == 6 * 2**30  # the slice's, not the GPU's 10 GiB
+    assert adapter.sensors(0)["gpu_temperature_c"] == 40  # the board's, through the parent
+    ok, reason = NvmlSource(0, torch_module=parents_uuid).available()
+    assert not ok and "MIG slice" in reason
+
+
+def test_cuda_visible_devices_naming_a_slice_wins_over_torchs_uuid(monkeypatch) -> None:
+    nvml = install(monkeypatch, MigModeNvml([GPU0], mig={f"MIG-{SLICE}": GPU0, f"MIG-{SLICE2}": GPU0},
+                                            mig_on={GPU0}))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"MIG-{SLICE2}")
+    device = nvml_module.nvml_target(nvml, 0, torch_with_uuids(fake_gpu_uuid(0)))
+    assert device.mig and device.handle == f"MIG-{SLICE2}" and device.board == GPU0
+
+
+def test_a_gpu_in_mig_mode_with_several_slices_says_which_is_unknown(monkeypatch) -> None:
+    install(monkeypatch, MigModeNvml([GPU0], mig={f"MIG-{SLICE}": GPU0, f"MIG-{SLICE2}": GPU0},
+                                     mig_on={GPU0}))
+    adapter = CudaAdapter(torch_with_uuids(fake_gpu_uuid(0)))
+    note = adapter.info(0)["memory_free_note"]
+    assert "MIG slice" in note and "2 slices" in note and "CUDA_VISIBLE_DEVICES" in note
+    assert "memory_free_bytes" not in adapter.info(0)  # never the whole GPU's free memory
+    assert adapter.sensors(0)["gpu_sm_clock_mhz"] == 1000  # the board's sensors still read
+
+
+def test_a_gpu_not_in_mig_mode_is_the_whole_gpu(monkeypatch) -> None:
+    nvml = install(monkeypatch, MigModeNvml([GPU0], mig={}, mig_on=set()))
+    device = nvml_module.nvml_target(nvml, 0, torch_with_uuids(fake_gpu_uuid(0)))
+    assert not device.mig and device.handle == GPU0
+
+
+# --- issue 26, item 20: clock-event reasons and memory temperature --------------------------------
+class ThrottlingNvml(FakeNvml):
+    """FakeNvml that answers the clock-event reasons (``event_call``: the name the installed
+    nvidia-ml-py has) with ``mask``, and the memory temperature field with ``memory_c``."""
+
+    def __init__(self, mask: int, memory_c: int | None, event_call: str) -> None:
+        super().__init__([GPU0])
+        self.mask, self.memory_c = mask, memory_c
+        setattr(self, event_call, lambda handle: self.mask)
+
+    def nvmlDeviceGetFieldValues(self, handle: str, ids: list[int]) -> list[Any]:  # noqa: N802
+        assert ids == [nvml_module.FIELD_MEMORY_TEMPERATURE]
+        if self.memory_c is None:
+            return [SimpleNamespace(nvmlReturn=3, valueType=1, value=SimpleNamespace(uiVal=0))]
+        return [SimpleNamespace(nvmlReturn=0, valueType=1, value=SimpleNamespace(uiVal=self.memory_c))]
+
+
+@pytest.mark.parametrize("call", ["nvmlDeviceGetCurrentClocksEventReasons",
+                                  "nvmlDeviceGetCurrentClocksThrottleReasons"])
+def test_the_clock_event_reasons_and_memory_temperature_are_read(monkeypatch, call: str) -> None:
+    install(monkeypatch, ThrottlingNvml(0x4 | 0x40, 86, call))
+    readings = CudaAdapter(fake_cuda_torch(count=1)).sensors(0)
+    assert readings["gpu_clock_events"] == ["software power cap", "hardware thermal slowdown"]
+    assert readings["gpu_memory_temperature_c"] == 86.0
+
+
+def test_a_gpu_without_memory_temperature_leaves_it_out(monkeypatch) -> None:
+    install(monkeypatch, ThrottlingNvml(0, None, "nvmlDeviceGetCurrentClocksEventReasons"))
+    readings = CudaAdapter(fake_cuda_torch(count=1)).sensors(0)
+    assert readings["gpu_clock_events"] == [] and "gpu_memory_temperature_c" not in readings
