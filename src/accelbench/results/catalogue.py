@@ -58,13 +58,16 @@ def _sub(record: str, name: str) -> Callable[[CaseResult], Any]:
     return read
 
 
-def _sustained(name: str) -> Callable[[CaseResult], Any]:
+def _sustained(name: str, per_sample: bool) -> Callable[[CaseResult], Any]:
+    """A sustained figure; the rates in the case's own unit (the series counts steps, each of
+    ``batch_size`` samples: ``render/steady.sustained_lines`` shows them so)."""
     def read(case: CaseResult) -> Any:
         try:
             record = case.sustained_record()
         except (KeyError, TypeError, ValueError):  # a hand-edited file's section: no figure
             return None
-        return getattr(record.figures, name, None) if record is not None else None
+        value = getattr(record.figures, name, None) if record is not None else None
+        return value * case.batch_size if per_sample and value is not None else value
     return read
 
 
@@ -157,13 +160,13 @@ FIGURES: tuple[Figure, ...] = (
     Figure("joules_per_step", "J/step", "J", "energy counter difference / steps",
            "over the measured steps (measure/energy.py names the source)", ALL_MODES,
            _sub("energy", "joules_per_step")),
-    Figure("burst", "burst", "unit/s", "geometric mean of the first fifth's intervals",
-           "--sustained: the run's own first fifth (at most its first minute)", ALL_MODES,
-           _sustained("burst")),
-    Figure("sustained", "sustained", "unit/s", "geometric mean of the last half's intervals",
-           "--sustained: the last half of the run", ALL_MODES, _sustained("sustained")),
+    Figure("burst", "burst", "samples/s", "geometric mean of the first fifth's intervals",
+           "--sustained: the run's own first fifth (at most its first minute)", TRAIN_EVAL,
+           _sustained("burst", True)),
+    Figure("sustained", "sustained", "samples/s", "geometric mean of the last half's intervals",
+           "--sustained: the last half of the run", TRAIN_EVAL, _sustained("sustained", True)),
     Figure("sustained_ratio", "sustained / burst", "fraction", "ratio of the two geometric means",
-           "with Welch's t interval on the logarithms", ALL_MODES, _sustained("ratio")),
+           "with Welch's t interval on the logarithms", TRAIN_EVAL, _sustained("ratio", False)),
     Figure("time_to_first_step_s", "1st step", "s", "one measurement",
            "from the model on the device to the first step's end", ALL_MODES,
            lambda c: c.time_to_first_step_s if c.step_times else None),
