@@ -142,3 +142,20 @@ def test_decode_above_the_bandwidth_on_a_device_without_a_cache_size_is_not_an_e
     assert "no cache size" in unknown.verdict and "error" not in unknown.verdict
     known = judge_bandwidth(120e9, 100e9, bytes_per_step=2**30, last_level_cache_bytes=2**25)
     assert (known.verdict, known.flagged) == (MEASUREMENT_ERROR, True)
+
+
+def test_on_the_ampere_personality_amp_counts_what_bf16_counts(personality) -> None:
+    """Item 16 on the emulated CUDA GPU: torch.autocast("cuda") there, the casts seen below it."""
+    workload, model = tiny("llama-1b")
+    cast, norms = products_and_rest(model)
+    with personality("ampere"):
+        device = DeviceSet.current().select("cuda:0")[0]
+        on_device = model.to(device.torch_device)
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+            amp = gen.measure_generation(workload, on_device, device, prompt_len=4, new_tokens=3,
+                                         rounds=1, warmup_rounds=0)
+        bf16 = gen.measure_generation(workload, on_device.to(torch.bfloat16), device, prompt_len=4,
+                                      new_tokens=3, rounds=1, warmup_rounds=0)
+    assert amp.weight_bytes_per_step == cast * 2 + norms * 4
+    assert bf16.weight_bytes_per_step == (cast + norms) * 2
+    assert amp.kv_cache_bytes == bf16.kv_cache_bytes and amp.kv_element_bytes == 2
