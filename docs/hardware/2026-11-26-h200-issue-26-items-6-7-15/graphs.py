@@ -1,31 +1,53 @@
-"""Item 15 on CUDA: inductor graphs run in every decode step of the built-in decoder."""
-import time, torch
+"""Item 15 on CUDA: inductor graphs run in every decode step of the built-in decoder (the script
+the device ran, reformatted for ruff; the logic is unchanged)."""
+
+import time
+from typing import Any
+
+import torch
 from torch._inductor.compile_fx import compile_fx
-from accelbench.workloads import get_workload_class
+
 from accelbench.engine.measure_case import compile_for_generation
+from accelbench.workloads import get_workload_class
 from accelbench.workloads.decoder import greedy_generate
-calls = []
-def counting_inductor(gm, inputs):
-    fn = compile_fx(gm, inputs); i = len(calls); calls.append(0)
-    def run(*a):
-        calls[i] += 1
-        return fn(*a)
+
+calls: list[int] = []
+
+
+def counting_inductor(gm: torch.fx.GraphModule, inputs: Any) -> Any:
+    fn = compile_fx(gm, inputs)
+    index = len(calls)
+    calls.append(0)
+
+    def run(*args: Any) -> Any:
+        calls[index] += 1
+        return fn(*args)
     return run
-w = get_workload_class("gpt2")("published")
+
+
+def ms_per_token(model: torch.nn.Module, prompt: torch.Tensor) -> float:
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    greedy_generate(model, prompt, 64)
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / 64 * 1e3
+
+
+workload = get_workload_class("gpt2")("published")
 torch.manual_seed(0)
-m = w.build_model().to("cuda", torch.bfloat16).eval()
-p = w.make_prompt(1, 128, 0).cuda()
+model = workload.build_model().to("cuda", torch.bfloat16).eval()
+prompt = workload.make_prompt(1, 128, 0).cuda()
 with torch.no_grad():
-    eager = greedy_generate(m, p, 32)
-    c, confirm = compile_for_generation(m, counting_inductor, "gpt2")
-    t = time.time(); got = greedy_generate(c, p, 32); torch.cuda.synchronize()
-    print("first compiled generation (compile included) %.1f s" % (time.time() - t))
+    eager = greedy_generate(model, prompt, 32)
+    compiled, confirm = compile_for_generation(model, counting_inductor, "gpt2")
+    start = time.time()
+    got = greedy_generate(compiled, prompt, 32)
+    torch.cuda.synchronize()
+    print(f"first compiled generation (compile included) {time.time() - start:.1f} s")
     confirm()
     print("graph calls after 1 generation:", calls)
-    def tpot(model):
-        torch.cuda.synchronize(); t = time.perf_counter(); greedy_generate(model, p, 64); torch.cuda.synchronize()
-        return (time.perf_counter() - t) / 64 * 1e3
-    e = sorted(tpot(m) for _ in range(5))[2]; k = sorted(tpot(c) for _ in range(5))[2]
+    eager_ms = sorted(ms_per_token(model, prompt) for _ in range(5))[2]
+    compiled_ms = sorted(ms_per_token(compiled, prompt) for _ in range(5))[2]
     print("graph calls after timing:", calls)
-    print("ms/token eager %.3f compiled %.3f" % (e, k))
+    print(f"ms/token eager {eager_ms:.3f} compiled {compiled_ms:.3f}")
     print("tokens agree (first 32):", int((eager == got).sum()), "of", eager.numel())
