@@ -1,7 +1,9 @@
-"""What the CPU is and how torch will use it (model, cores, threads, BLAS, oneDNN)."""
+"""What the CPU is and how torch will use it (model, cores, threads, BLAS, oneDNN), and whether
+its clock can be read live here."""
 
 from __future__ import annotations
 
+import functools
 import platform
 import re
 from pathlib import Path
@@ -80,3 +82,42 @@ def cpu_info() -> dict[str, Any]:
     }
     info.update(parse_parallel_info(torch.__config__.parallel_info()))
     return info
+
+
+CPU_SYSFS = Path("/sys/devices/system/cpu")
+CPUINFO = Path("/proc/cpuinfo")
+
+
+def _hypervisor_flag(cpuinfo: Path) -> bool:
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return False
+    return any(line.startswith("flags") and " hypervisor" in f" {line.split(':', 1)[-1]} "
+               for line in text.splitlines())
+
+
+@functools.lru_cache(maxsize=8)
+def cpu_clock_unreadable(system: str | None = None, sysfs: Path = CPU_SYSFS,
+                         cpuinfo: Path = CPUINFO) -> str:
+    """Why ``psutil.cpu_freq()`` is not a live reading of the CPU's clock here, or "" when it
+    is (read once per process: the answer is the machine's).
+
+    On Linux psutil reads cpufreq's ``scaling_cur_freq`` when sysfs has cpufreq (``cpu0/cpufreq``
+    or ``cpufreq/policy0``, as psutil checks) and otherwise falls back to ``/proc/cpuinfo``'s
+    ``cpu MHz``, which a VM fills with a fixed figure; a guest (the ``hypervisor`` flag) sees no
+    host clock either way. On macOS psutil gives the nominal frequency (sysctl), never the clock.
+    """
+    system = system or platform.system()
+    if system == "Darwin":
+        return "psutil gives macOS's nominal CPU frequency (sysctl), a fixed figure, not the clock"
+    if system != "Linux":
+        return ""
+    guest = _hypervisor_flag(cpuinfo)
+    if not ((sysfs / "cpu0" / "cpufreq").is_dir() or (sysfs / "cpufreq" / "policy0").is_dir()):
+        return (f"no cpufreq in {sysfs} (scaling_cur_freq), so psutil's figure is {cpuinfo}'s "
+                "fixed 'cpu MHz'" + (", a VM (the CPU's hypervisor flag)" if guest else ""))
+    if guest:
+        return ("a VM (the CPU's hypervisor flag): the guest's cpufreq figure is not the host "
+                "CPU's clock")
+    return ""

@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import psutil
 
+from accelbench.devices.cpuinfo import cpu_clock_unreadable
+
 if TYPE_CHECKING:
     from accelbench.devices import Device
 
+#: The prefix of a sensor that this machine does not let us read live (``cpu_mhz_na``).
+NOT_READABLE = "not readable here: "
 
-def cpu_sensors() -> dict[str, Any]:
-    """What psutil can read here: current CPU frequency (MHz) and the hottest CPU sensor (°C)."""
+
+def cpu_sensors(clock_unreadable: Callable[[], str] = cpu_clock_unreadable) -> dict[str, Any]:
+    """What psutil can read here: current CPU frequency (MHz) and the hottest CPU sensor (°C).
+    A frequency that is not a live reading (a VM's fixed /proc/cpuinfo figure, macOS's nominal
+    one: ``clock_unreadable``) is no reading: ``cpu_mhz_na`` says why instead."""
     facts: dict[str, Any] = {}
+    unreadable = clock_unreadable()
     try:
-        frequency = psutil.cpu_freq()
+        frequency = None if unreadable else psutil.cpu_freq()
     except (OSError, NotImplementedError, FileNotFoundError):
         frequency = None
-    if frequency is not None and frequency.current:
+    if unreadable:
+        facts["cpu_mhz_na"] = NOT_READABLE + unreadable
+    elif frequency is not None and frequency.current:
         facts["cpu_mhz"] = round(frequency.current, 1)
     read_temperatures = getattr(psutil, "sensors_temperatures", None)  # absent on macOS/Windows
     if read_temperatures is not None:

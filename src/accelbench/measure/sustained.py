@@ -5,24 +5,20 @@ The ordinary measurement is a burst: about 10 s after warm-up. A laptop, or an a
 power or thermal limit, does not hold its burst; mamf-finder publishes burst and sustained
 matrix-product peaks apart for that reason (its MSMF). Here the work runs for ``duration_s``,
 split into intervals of ``interval_s``; each interval records the steps it ran and the seconds
-they took, timed to the synchronisation at its end, and a reading of the sensors (clock,
-temperature, power) taken between intervals, outside the timed time. The burst, the sustained
-rate, their ratio and the verdict are figures over this series (``results/sustained.py``).
-
-A sensor that cannot be read is "n/a" with the reason (no NVML, RAPL readable only by root,
-powermetrics needing root, a VM hiding the CPU's frequency), never a missing key or a 0.
+they took, timed to the synchronisation at its end, and the sensors (clock, temperature, power,
+and the device's clock events) sampled while it ran (``measure/interval_sensors.py``). The burst,
+the sustained rate, their ratio and the verdict are figures over this series
+(``results/sustained.py``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from accelbench.measure.energy import EnergyMeter, energy_meter_for
-from accelbench.measure.sensors import case_sensors, cpu_sensors
+from accelbench.measure.interval_sensors import EVENTS, DeviceSensors, Reading, SensorReader
 from accelbench.options import DEFAULT_SUSTAINED_INTERVAL_S
 
 if TYPE_CHECKING:
@@ -40,29 +36,6 @@ SENSORS = ("clock_mhz", "temperature_c", "power_w")
 #: case, FLOP or bytes for a peak); None counts as one step.
 Work = Callable[[], "float | int | None"]
 Progress = Callable[[float, float], None]
-
-
-@dataclass(frozen=True)
-class Reading:
-    """One sensor read once: a value, or None and the reason ("n/a: ..."), and the limit the
-    sensor is held to where the device says it (a temperature's slowdown point, a power cap)."""
-
-    value: float | None
-    na: str = ""
-    limit: float | None = None
-
-    @classmethod
-    def missing(cls, reason: str) -> Reading:
-        return cls(None, reason if reason.startswith("n/a") else f"n/a: {reason}")
-
-
-class SensorReader(Protocol):
-    """Read over each interval: ``begin`` just before it, ``read`` right after it (a power reading
-    is the interval's mean, a clock or temperature the value at its end)."""
-
-    def begin(self) -> None: ...
-
-    def read(self) -> dict[str, Reading]: ...
 
 
 @dataclass
@@ -109,6 +82,11 @@ class SustainedSeries:
     #: Seconds from the run's start to each interval's end (its place on the time axis).
     ends: list[float] = field(default_factory=list)
     sensors: dict[str, SensorSeries] = field(default_factory=lambda: {n: SensorSeries() for n in SENSORS})
+    #: Per interval, what the device said held its clock back while it ran (NVML's clock-event
+    #: reasons, a Mac's thermal pressure above nominal; [] for nothing), None where not said;
+    #: ``events_na`` says why (empty when the device gives none: the CPU).
+    events: list[list[str] | None] = field(default_factory=list)
+    events_na: str = ""
 
     @property
     def rates(self) -> list[float]:
@@ -118,7 +96,9 @@ class SustainedSeries:
     def to_dict(self) -> dict[str, Any]:
         return {"interval_s": self.interval_s, "duration_s": self.duration_s, "unit": self.unit,
                 "work": list(self.work), "seconds": list(self.seconds), "ends": list(self.ends),
-                "sensors": {name: series.to_dict() for name, series in self.sensors.items()}}
+                "sensors": {name: series.to_dict() for name, series in self.sensors.items()},
+                "events": [None if words is None else list(words) for words in self.events],
+                "events_na": self.events_na}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SustainedSeries:
@@ -126,7 +106,10 @@ class SustainedSeries:
                    [float(v) for v in data.get("work", [])], [float(v) for v in data.get("seconds", [])],
                    [float(v) for v in data.get("ends", [])],
                    {name: SensorSeries.from_dict(series)
-                    for name, series in (data.get("sensors") or {}).items()})
+                    for name, series in (data.get("sensors") or {}).items()},
+                   [None if words is None else [str(word) for word in words]
+                    for words in data.get("events") or []],
+                   str(data.get("events_na", "")))
 
 
 def run_sustained(work: Work, duration_s: float, interval_s: float = DEFAULT_INTERVAL_S,
@@ -136,7 +119,8 @@ def run_sustained(work: Work, duration_s: float, interval_s: float = DEFAULT_INT
     """Run ``work`` (synchronised: it returns when the device is done) back to back for
     ``duration_s`` seconds of timed work, in intervals of at least ``interval_s`` (an interval
     ends with the first call that reaches it, so a step longer than the interval is one whole
-    interval). The sensors are read between intervals, outside the timed seconds."""
+    interval). The sensors are sampled while each interval runs and read out after it,
+    outside the timed seconds."""
     series = SustainedSeries(interval_s, duration_s, unit)
     elapsed = 0.0
     while elapsed < duration_s:
@@ -154,101 +138,16 @@ def run_sustained(work: Work, duration_s: float, interval_s: float = DEFAULT_INT
         series.seconds.append(seconds)
         series.ends.append(elapsed)
         readings = sensors.read() if sensors is not None else {}
+        events = readings.pop(EVENTS, None)
+        if events is not None:
+            series.events.append(None if events.na else list(events.events))
+            series.events_na = events.na or series.events_na
         for name in dict.fromkeys([*SENSORS, *readings]):
             series.sensors.setdefault(name, SensorSeries()).add(
                 readings.get(name) if sensors is not None else Reading.missing("no sensor reader given"))
         if progress is not None:
             progress(min(elapsed, duration_s), duration_s)
     return series
-
-
-# --- the default reader: the CPU's or the device's own sensors, and its energy meter -------------
-#: The keys ``Device.sensors()`` (NVML) and ``measure/sensors.cpu_sensors`` give, by sensor:
-#: an accelerator's own, or the CPU's when the device is the CPU (never the CPU's for an
-#: accelerator, though ``case_sensors`` holds both).
-_CLOCK_KEYS = {"device": ("gpu_sm_clock_mhz",), "cpu": ("cpu_mhz",)}
-_TEMPERATURE_KEYS = {"device": ("gpu_temperature_c",), "cpu": ("cpu_max_temperature_c",)}
-
-
-class DeviceSensors:
-    """Clock and temperature from the device's own sensors (NVML on NVIDIA GPUs), or the CPU's
-    (psutil) when the device is the CPU; power as the mean over each interval from the device's
-    energy meter (NVML, RAPL, or powermetrics where ``sudo -n`` runs it without a password).
-    Never the CPU's clock for an accelerator: it would name a cause that is not the device's."""
-
-    def __init__(self, device: Device, meter: EnergyMeter | None = None,
-                 read: Callable[[], dict[str, Any]] | None = None) -> None:
-        self.device = device
-        self.meter = meter if meter is not None else energy_meter_for(device)
-        self._read = read or ((lambda: cpu_sensors()) if device.is_cpu else (lambda: case_sensors(device)))
-        self._limits: dict[str, float | None] | None = None
-
-    def begin(self) -> None:
-        self.meter.start()
-
-    def read(self) -> dict[str, Reading]:
-        reading = self.meter.stop()
-        try:
-            facts = dict(self._read())
-        except Exception as error:  # a sensor never fails the run it watches
-            facts = {"error": f"{type(error).__name__}: {error}"}
-        limits = self.limits()
-        side = "cpu" if self.device.is_cpu else "device"
-        power = (Reading(reading.joules / reading.seconds, limit=limits["power_w"])
-                 if reading.joules is not None and reading.seconds > 0
-                 else Reading.missing(reading.reason or f"{reading.source}: no reading"))
-        return {"clock_mhz": self._pick(facts, _CLOCK_KEYS[side], "clock", None),
-                "temperature_c": self._pick(facts, _TEMPERATURE_KEYS[side], "temperature",
-                                            limits["temperature_c"]),
-                "power_w": power}
-
-    def _pick(self, facts: dict[str, Any], keys: tuple[str, ...], what: str,
-              limit: float | None) -> Reading:
-        for key in keys:
-            if isinstance(facts.get(key), int | float):
-                return Reading(float(facts[key]), limit=limit)
-        if facts.get("error"):
-            return Reading.missing(str(facts["error"]))
-        if self.device.is_cpu:
-            return Reading.missing(f"psutil reads no CPU {what} here (a VM, a container, or an OS "
-                                   "that does not expose it)")
-        return Reading.missing(f"{self.device.name} reports no {what} (only NVIDIA GPUs do, "
-                               "through NVML with nvidia-ml-py installed)")
-
-    def limits(self) -> dict[str, float | None]:
-        """The temperature and power the device is held to, read once: the CPU sensors' "high"
-        mark, NVML's slowdown temperature and enforced power limit; None where not said."""
-        if self._limits is None:
-            self._limits = {"temperature_c": None, "power_w": None}
-            # A limit the device does not state (or fails to) is None, not a failure.
-            with contextlib.suppress(Exception):
-                self._limits.update(_cpu_limits() if self.device.is_cpu else _nvml_limits(self.device))
-        return self._limits
-
-
-def _cpu_limits() -> dict[str, float | None]:
-    import psutil
-
-    read = getattr(psutil, "sensors_temperatures", None)  # absent on macOS and Windows
-    entries = [entry for group in (read() if read else {}).values() for entry in group if entry.current]
-    hottest = max(entries, key=lambda entry: entry.current, default=None)
-    return {"temperature_c": (hottest.high or hottest.critical or None) if hottest else None}
-
-
-def _nvml_limits(device: Device) -> dict[str, float | None]:
-    from accelbench.devices.nvml import NvmlUnavailable, nvml_device
-
-    if "gpu_temperature_c" not in case_sensors(device):
-        return {}  # not a device NVML reads
-    try:
-        with nvml_device(device.index) as (pynvml, target):
-            board = target.board
-            slowdown = pynvml.nvmlDeviceGetTemperatureThreshold(
-                board, pynvml.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN)
-            watts = pynvml.nvmlDeviceGetEnforcedPowerLimit(board) / 1000.0
-    except NvmlUnavailable:
-        return {}
-    return {"temperature_c": float(slowdown), "power_w": float(watts)}
 
 
 # --- sustained peaks (the MSMF of mamf-finder) ---------------------------------------------------

@@ -102,6 +102,8 @@ class SensorReading(Record):
     """One reading of the clocks and temperatures (measure/sensors.py); None: not readable here."""
 
     cpu_mhz: float | None = None
+    #: Why ``cpu_mhz`` is not read here ("not readable here: ..." on a VM's fixed figure).
+    cpu_mhz_na: str = ""
     cpu_max_temperature_c: float | None = None
     gpu_temperature_c: float | None = None
     gpu_sm_clock_mhz: float | None = None

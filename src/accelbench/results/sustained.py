@@ -13,11 +13,14 @@ stored result can be judged again).
   band (1/(1 + MIN_EFFECT), the band ``compare`` calls "same within noise"), **holds** when the
   whole interval lies at or above that edge, and **can't tell** otherwise (a run too noisy or too
   short to say);
-* with a throttle, the sensor change that coincides: "clock down a%", "temperature at limit",
-  "power capped" (or, where no limit is known, "temperature up N °C", "power down a%"), or
-  "cause not visible" when no sensor moved beyond its own noise, as on a Mac whose reported clock
-  stays put. A sensor moved when its own burst-to-sustained interval excludes no change and the
-  change is larger than its reading's grain.
+* with a throttle, first what the device itself said held its clock back during the sustained
+  intervals (NVML's clock-event reasons such as "software power cap", "hardware thermal
+  slowdown"; a Mac's thermal pressure above nominal), then the sensor change that coincides:
+  "clock down a%", "temperature at limit", "memory temperature at limit", "power capped" (or,
+  where no limit is known, "temperature up N °C", "power down a%"), or "cause not visible" when
+  nothing was said and no sensor moved beyond its own noise. A sensor moved when its own
+  burst-to-sustained interval excludes no change and the change is larger than its reading's
+  grain. The sensors are sampled while each interval runs, never only after its closing sync.
 
 With ``--repeat N`` each process records its own series, and the case's figures pool them: the
 burst intervals of every process against the sustained intervals of every process (each process
@@ -38,6 +41,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
+from accelbench.devices.nvml import SLOWDOWN_REASONS
 from accelbench.measure.median_ci import CONFIDENCE
 from accelbench.measure.sustained import SensorSeries, SustainedSeries
 from accelbench.results.stats import MIN_EFFECT
@@ -212,47 +216,92 @@ def _sensor(splits: Sequence[_Split], name: str) -> SensorSeries | None:
     return splits[0][0].sensors.get(name)
 
 
+def _events(splits: Sequence[_Split], sustained_side: bool) -> list[list[str]]:
+    """The clock events of each interval of one side that said them (unread ones left out)."""
+    return [words for one, burst, held in splits
+            for words in one.events[held if sustained_side else burst] if words is not None]
+
+
+def _slowdowns(words: list[str]) -> list[str]:
+    return [word for word in words if word in SLOWDOWN_REASONS or word.startswith("thermal pressure")]
+
+
+def _events_words(splits: Sequence[_Split]) -> str | None:
+    """"software power cap in 8/8 sustained intervals (0/3 burst)", "none seen", or the reason
+    they were not read; None for a device that gives none (the CPU)."""
+    first = splits[0][0]
+    if not first.events:
+        return None
+    burst, held = _events(splits, False), _events(splits, True)
+    if not burst and not held:
+        return first.events_na or "n/a: not read"
+    counts = [f"{word} in {sum(word in words for words in held)}/{len(held)} sustained intervals "
+              f"({sum(word in words for words in burst)}/{len(burst)} burst)"
+              for word in dict.fromkeys(w for words in burst + held for w in words)]
+    return "; ".join(counts) or "none seen"
+
+
 def _sensor_changes(splits: Sequence[_Split]) -> dict[str, str]:
-    """Each sensor's mean in the burst and in the sustained part, in words (or its "n/a")."""
+    """Each sensor's mean in the burst and in the sustained part, in words (or its "n/a"), and
+    the clock events in each part."""
     words = {}
+    events = _events_words(splits)
+    if events is not None:
+        words["clock_events"] = events
     for name, sensor in splits[0][0].sensors.items():
         before, after = _values(splits, name, False), _values(splits, name, True)
         if not before or not after:
             words[name] = sensor.na or "n/a: not read in both parts"
             continue
         first, last = float(np.mean(before)), float(np.mean(after))
-        change = f"{last - first:+.1f} °C" if name == "temperature_c" else (
+        change = f"{last - first:+.1f} °C" if name.endswith("temperature_c") else (
             f"{(last / first - 1):+.1%}" if first else f"{last - first:+g}")
         words[name] = f"{first:.4g} -> {last:.4g} ({change})"
     return words
 
 
 def _cause(splits: Sequence[_Split], confidence: float) -> str:
-    """The sensor changes that coincide with the throttle, or "cause not visible" (naming the
-    sensors that could not be read, which might have shown one)."""
-    causes = []
+    """What the device said and the sensor changes that coincide with the throttle, or "cause
+    not visible" (naming the sensors that could not be read, which might have shown one)."""
+    causes = _events_cause(splits)
     clock = log_ratio_interval(_values(splits, "clock_mhz", False), _values(splits, "clock_mhz", True),
                                confidence)
     if clock is not None and clock[2] < 1 and 1 - clock[0] >= SENSOR_MIN_CHANGE:
         causes.append(f"clock down {1 - clock[0]:.0%}")
-    causes += _temperature_cause(splits, confidence)
+    causes += _temperature_cause(splits, confidence, "temperature_c", "temperature")
+    causes += _temperature_cause(splits, confidence, "memory_temperature_c", "memory temperature")
     causes += _power_cause(splits, confidence)
     if causes:
         return ", ".join(causes)
     # The unread sensors by name only: why each could not be read is in ``sensors``.
-    unread = [name.rsplit("_", 1)[0] for name, sensor in splits[0][0].sensors.items() if not sensor.readable]
+    first = splits[0][0]
+    unread = [name.rsplit("_", 1)[0].replace("_", " ")
+              for name, sensor in first.sensors.items() if not sensor.readable]
+    if first.events and not _events(splits, False) and not _events(splits, True):
+        unread.append("clock events")
     return "cause not visible" + (f" (not readable here: {', '.join(unread)})" if unread else "")
 
 
-def _temperature_cause(splits: Sequence[_Split], confidence: float) -> list[str]:
-    after = _values(splits, "temperature_c", True)
-    sensor = _sensor(splits, "temperature_c")
+def _events_cause(splits: Sequence[_Split]) -> list[str]:
+    """The slowdowns the device named in at least half of the sustained intervals: its own
+    word for the cause, before any sensor's."""
+    held = _events(splits, True)
+    seen = dict.fromkeys(word for words in held for word in _slowdowns(words))
+    named = [(word, sum(word in words for words in held)) for word in seen]
+    return [f"{word} ({count}/{len(held)} intervals)" for word, count in named
+            if 2 * count >= len(held)]
+
+
+def _temperature_cause(splits: Sequence[_Split], confidence: float, name: str,
+                       label: str) -> list[str]:
+    after = _values(splits, name, True)
+    sensor = _sensor(splits, name)
     limit = sensor.limit if sensor is not None else None
     if after and limit is not None and float(np.median(after)) >= limit - TEMPERATURE_AT_LIMIT_C:
-        return [f"temperature at limit ({np.median(after):.0f} °C, limit {limit:.0f} °C)"]
-    rise = _difference_interval(_values(splits, "temperature_c", False), after, confidence)
+        return [f"{label} at limit ({np.median(after):.0f} °C, limit {limit:.0f} °C)"]
+    rise = _difference_interval(_values(splits, name, False), after, confidence)
     if rise is not None and rise[1] > 0 and rise[0] >= TEMPERATURE_MIN_RISE_C:
-        return [f"temperature up {rise[0]:.0f} °C"]
+        return [f"{label} up {rise[0]:.0f} °C"]
     return []
 
 
