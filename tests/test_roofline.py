@@ -151,3 +151,39 @@ def test_the_table_says_how_many_copies_each_bandwidth_window_queued() -> None:
                      method={"bandwidth_buffer_bytes": 128 * 2**20})  # cached before the count
     assert {row[0]: row for row in roofline_rows(older)}["memory bandwidth"][2] == \
         "copy of 128 MiB (read + write)"
+
+
+def test_a_held_peak_is_shown_beside_the_stored_burst_and_says_what_its_verdict_compares(
+        cpu, tmp_path, monkeypatch) -> None:
+    """Issue 26, item 8: "sustained 7.26 GB/s: holds its burst (109%)" stood beside a stored
+    burst of 11.3 GB/s; the verdict compares with the run's own first intervals. The line now
+    gives the share of the stored burst (64%), and names what the verdict compares with, at its
+    rate; the JSON carries the same two figures."""
+    from accelbench.cli import roofline as roofline_cli
+    from accelbench.measure import sustained
+    from accelbench.measure.sustained import SustainedSeries
+    from accelbench.render.format import format_bytes_rate
+    from accelbench.render.roofline_table import roofline_rows
+
+    monkeypatch.setenv("ACCELBENCH_PEAK_CACHE", str(tmp_path / "peak.json"))
+    stored = roofline.remember(Roofline("cpu", "AMD", {"fp32": 1.5e11}, 11.3e9, 7e-6, {}, {},
+                                        "2999-01-01T00:00:00+00:00"), cpu)
+    rates = [6.66e9, 6.66e9] + [7.26e9 * (1 + 0.001 * (i % 3 - 1)) for i in range(8)]
+    held = SustainedSeries(0.25, 2.5, "bytes", rates, [1.0] * 10, [float(i + 1) for i in range(10)])
+    monkeypatch.setattr(sustained, "hold_peaks", lambda *args, **kwargs: {"bandwidth": held})
+    result = roofline_cli._hold(cpu, stored, 2.5, 0.25, ("fp32",), quiet=True)
+
+    record = result.to_dict()["sustained"]["bandwidth"]
+    sustained_rate = record["figures"]["sustained"]
+    assert record["stored_burst"] == 11.3e9
+    assert record["share_of_stored_burst"] == pytest.approx(sustained_rate / 11.3e9)
+    assert record["figures"]["verdict"] == "holds" and record["figures"]["ratio"] > 1.05
+    row = {name: (value, how) for name, value, how in roofline_rows(result)}["sustained bandwidth"]
+    assert row[0] == format_bytes_rate(sustained_rate)
+    assert row[1].startswith(f"{sustained_rate / 11.3e9:.0%} of the stored burst "
+                             f"{format_bytes_rate(11.3e9)}; ")
+    assert f"holds the rate of its own first 2 intervals at {format_bytes_rate(6.66e9)} (109%" in row[1]
+    assert "holds its burst" not in row[1]
+    # stored: a later `roofline` shows the same figures from the cache
+    again = roofline.device_roofline(cpu).sustained["bandwidth"]
+    assert again["share_of_stored_burst"] == record["share_of_stored_burst"]

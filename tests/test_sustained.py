@@ -102,7 +102,7 @@ def test_planted_slowdown_is_called_throttles_at_its_factor() -> None:
     assert figures.low <= 0.7 <= figures.high
     assert figures.high < 1 / (1 + MIN_EFFECT)
     assert figures.note == "throttles 70%"
-    assert figures.describe().startswith("throttles to 70% (95% CI")
+    assert figures.describe().startswith("throttles to 70% of its own first 6 intervals (95% CI")
     assert (figures.burst_intervals, figures.sustained_intervals) == (6, 15)
 
 

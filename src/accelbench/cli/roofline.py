@@ -61,7 +61,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
                 if err.is_terminal and not args.quiet else contextlib.nullcontext():
             roofline = device_roofline(device, refresh=args.refresh)
         if held is not None:
-            roofline = _hold(device, *held, quiet=args.quiet or not err.is_terminal)
+            roofline = _hold(device, roofline, *held, quiet=args.quiet or not err.is_terminal)
         rooflines.append(roofline)
     text = json.dumps([r.to_dict() for r in rooflines], indent=1) + "\n"
     if args.output:
@@ -91,10 +91,11 @@ def sustained_plan(args: argparse.Namespace) -> tuple[float, float, tuple[str, .
     return rule.value, rule.interval, precisions
 
 
-def _hold(device: Device, seconds: float, interval: float, precisions: tuple[str, ...],
-          quiet: bool) -> Roofline:
-    """Hold the peaks on ``device``, judge each, and store them beside its burst figures."""
-    from accelbench.measure.roofline import remember_sustained
+def _hold(device: Device, roofline: Roofline, seconds: float, interval: float,
+          precisions: tuple[str, ...], quiet: bool) -> Roofline:
+    """Hold the peaks on ``device``, judge each (against its own first intervals), and store
+    them beside its burst figures, each with its share of the stored burst figure."""
+    from accelbench.measure.roofline import remember_sustained, stored_burst
     from accelbench.measure.sustained import hold_peaks
     from accelbench.results.sustained import SustainedRecord
 
@@ -107,6 +108,7 @@ def _hold(device: Device, seconds: float, interval: float, precisions: tuple[str
     series = hold_peaks(device, seconds, interval, precisions, progress=progress)
     if not quiet:
         err.print()
-    return remember_sustained(device, {figure: SustainedRecord.judge(held, figure).to_dict()
-                                       for figure, held in series.items()})
+    return remember_sustained(device, {
+        figure: SustainedRecord.judge(held, figure).beside(stored_burst(roofline, figure)).to_dict()
+        for figure, held in series.items()})
 

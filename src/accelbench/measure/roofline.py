@@ -201,9 +201,19 @@ def cached_sustained_flops(device: Device, precision: str) -> float | None:
     return cached.sustained_flops_for(precision) if cached is not None else None
 
 
+def stored_burst(roofline: Roofline, figure: str) -> float | None:
+    """The burst figure the roofline stores for a held figure ("matmul_fp32", "bandwidth")."""
+    if figure == "bandwidth":
+        value: float | None = roofline.memory_bandwidth_bytes_per_s
+    else:
+        value = roofline.matmul_flops.get(figure.removeprefix("matmul_"))
+    return value if value is not None and value == value and value > 0 else None
+
+
 def remember_sustained(device: Device, held: dict[str, dict[str, Any]]) -> Roofline:
-    """Store held peaks (figure -> SustainedRecord dict) beside the cached roofline's burst
-    figures; the device's roofline (as ``device_roofline`` returns it) with them."""
+    """Store held peaks (figure -> SustainedRecord dict, with its share of ``stored_burst``)
+    beside the cached roofline's burst figures; the device's roofline (as ``device_roofline``
+    returns it) with them."""
     roofline = device_roofline(device)
     stored = remember(dataclasses.replace(roofline, sustained=held), device)
     return with_current_peaks(stored, device)

@@ -50,17 +50,24 @@ def roofline_rows(roofline: Roofline) -> list[tuple[str, str, str]]:
 
 
 def sustained_rows(roofline: Roofline) -> list[tuple[str, str, str]]:
-    """``roofline --sustained``'s held peaks: the sustained rate, its share of the burst, the
-    verdict and its cause, and how long it was held."""
+    """``roofline --sustained``'s held peaks: the sustained rate, its share of the burst figure
+    the roofline stores (shown beside it), then the run's own verdict, which compares with the
+    run's own first intervals (named, with their rate), and how long it was held."""
     rows = []
     for figure, data in sorted(roofline.sustained.items()):
         record = SustainedRecord.from_dict(data)
         figures, series = record.figures, record.series
-        rate = figures.sustained
-        shown = "n/a" if rate is None else (_flops(rate) if figures.unit == "FLOP"
-                                            else format_bytes_rate(rate))
-        rows.append((f"sustained {figure.replace('_', ' ')}", shown,
-                     f"{figures.describe()}; held {series.duration_s / 60:g} min in "
+
+        def rate(value: float | None, unit: str = figures.unit) -> str:
+            return "n/a" if value is None else (_flops(value) if unit == "FLOP"
+                                                else format_bytes_rate(value))
+
+        stored = ("no stored burst figure to compare with" if record.share_of_stored_burst is None
+                  else f"{record.share_of_stored_burst:.0%} of the stored burst "
+                       f"{rate(record.stored_burst)}")
+        own = figures.describe(rate(figures.burst) if figures.burst is not None else "")
+        rows.append((f"sustained {figure.replace('_', ' ')}", rate(figures.sustained),
+                     f"{stored}; {own}; held {series.duration_s / 60:g} min in "
                      f"{series.interval_s:g} s intervals"))
     return rows
 

@@ -134,19 +134,30 @@ class SustainedFigures:
     #: How many processes' series the figures pool (--repeat N); 1 for one process.
     processes: int = 1
 
-    def describe(self) -> str:
-        """"throttles to 78% (95% CI 74–81%): clock down 12%", "holds (ratio 0.99, ...)"."""
+    @property
+    def against(self) -> str:
+        """What the ratio compares with, in words: "its own first 3 intervals" (the run's own
+        first fifth, never a burst figure stored elsewhere, such as the roofline's)."""
+        count = max(1, self.burst_intervals // max(self.processes, 1))
+        return (f"its own first {count} interval{'s' if count != 1 else ''}"
+                + (" in each process" if self.processes > 1 else ""))
+
+    def describe(self, burst_shown: str = "") -> str:
+        """"throttles to 78% of its own first 3 intervals (95% CI 74–81%): clock down 12%",
+        "holds the rate of its own first 3 intervals (99%, ...)"; with ``burst_shown`` (that
+        rate, formatted) "... of its own first 3 intervals at 6.66 GB/s ..."."""
         if self.ratio is None:
             return f"{self.verdict}: {self.reason}"
+        against = f"{self.against} at {burst_shown}" if burst_shown else self.against
         interval = (f"{self.confidence:.0%} CI {self.low:.0%}–{self.high:.0%}"
                     if self.low is not None and self.high is not None else "no interval")
         if self.processes > 1:
             interval += f", {self.processes} processes pooled"
         if self.verdict == THROTTLES:
-            return f"throttles to {self.ratio:.0%} ({interval}): {self.cause}"
+            return f"throttles to {self.ratio:.0%} of {against} ({interval}): {self.cause}"
         if self.verdict == HOLDS:
-            return f"holds its burst ({self.ratio:.0%} of it, {interval})"
-        return f"can't tell ({self.ratio:.0%}, {interval}): {self.reason}"
+            return f"holds the rate of {against} ({self.ratio:.0%}, {interval})"
+        return f"can't tell ({self.ratio:.0%} of {against}, {interval}): {self.reason}"
 
     @property
     def note(self) -> str:
@@ -326,10 +337,22 @@ class SustainedRecord:
     figures: SustainedFigures
     #: "case", or the peak held: "matmul", "bandwidth".
     kind: str = "case"
+    #: A held peak (``roofline --sustained``): the burst figure the roofline stores for it (the
+    #: best reading seen, not this run's first intervals), and the sustained rate as a share of
+    #: it; None for a case, or where the roofline has no such figure.
+    stored_burst: float | None = None
+    share_of_stored_burst: float | None = None
 
     @classmethod
     def judge(cls, series: SustainedSeries, kind: str = "case") -> SustainedRecord:
         return cls(series, sustained_figures(series), kind)
+
+    def beside(self, stored_burst: float | None) -> SustainedRecord:
+        """This record held against the stored burst figure ``stored_burst`` (its share)."""
+        valid = stored_burst is not None and stored_burst == stored_burst and stored_burst > 0
+        share = (self.figures.sustained / stored_burst
+                 if valid and self.figures.sustained is not None else None)
+        return replace(self, stored_burst=stored_burst if valid else None, share_of_stored_burst=share)
 
     @classmethod
     def pooled(cls, records: Sequence[SustainedRecord]) -> SustainedRecord:
@@ -339,9 +362,11 @@ class SustainedRecord:
         return cls(first.series, sustained_figures([r.series for r in records]), first.kind)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "figures": self.figures.to_dict(), "series": self.series.to_dict()}
+        return {"kind": self.kind, "figures": self.figures.to_dict(), "series": self.series.to_dict(),
+                "stored_burst": self.stored_burst, "share_of_stored_burst": self.share_of_stored_burst}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SustainedRecord:
         return cls(SustainedSeries.from_dict(data["series"]),
-                   SustainedFigures.from_dict(data["figures"]), str(data.get("kind", "case")))
+                   SustainedFigures.from_dict(data["figures"]), str(data.get("kind", "case")),
+                   data.get("stored_burst"), data.get("share_of_stored_burst"))
