@@ -147,3 +147,15 @@ def test_the_catalogue_defines_each_figure_once_and_the_readme_lists_it() -> Non
     missing = [name for name in names if f"`{name}`" not in readme]
     assert not missing, f"README's figure catalogue lacks {missing}"
     assert markdown_table() in readme, "README's figure catalogue is not markdown_table() (regenerate it)"
+
+
+def test_a_streamed_generation_is_other_work() -> None:
+    """Issue 26 item 19: a generation that reads each token to the host (--stream) is not
+    compared with one timed at the device's cadence: ``streamed`` is a key field."""
+    from accelbench.results.key import config_label, incomparable_reasons
+
+    plain, streamed = _generation_case(), _generation_case()
+    streamed.streamed = True
+    assert incomparable_reasons(plain, streamed) == ["streamed False vs True"]
+    assert compare_cases(plain, streamed).verdict == "not comparable"
+    assert "streamed" in config_label(streamed) and "streamed" not in config_label(plain)

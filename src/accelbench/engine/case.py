@@ -118,7 +118,7 @@ def skeleton_result(case: Case, options: RunOptions) -> CaseResult:
         device=case.device.name, batch_size=case.batch_size, precision=case.precision,
         compile_backend=case.compile_backend, channels_last=case.channels_last,
         prompt_len=case.prompt_len, new_tokens=case.new_tokens,
-        data=options.data, size=options.size,
+        streamed=bool(case.new_tokens) and options.stream, data=options.data, size=options.size,
         stop_rule=generation_rounds(options)[2] if case.new_tokens else options.stop.describe(),
         threads=torch.get_num_threads(), memory_source=case.device.memory_source,
     )

@@ -28,11 +28,11 @@ from accelbench.results.records import CaseResult
 KEY_DEFAULTS: dict[str, Any] = {
     "workload": "", "workload_version": 1, "mode": "", "batch_size": 0, "precision": "fp32",
     "compile_backend": "", "channels_last": False, "data": "synthetic", "size": "published",
-    "prompt_len": 0, "new_tokens": 0,
+    "prompt_len": 0, "new_tokens": 0, "streamed": False,
 }
 #: Key fields added later: left out of the stored key string at their default, so that a run
 #: stored before they existed keeps its key (the history matches runs on it).
-_OMITTED_AT_DEFAULT = ("prompt_len", "new_tokens")
+_OMITTED_AT_DEFAULT = ("prompt_len", "new_tokens", "streamed")
 KEY_FIELDS = tuple(KEY_DEFAULTS)
 
 CaseLike = CaseResult | Mapping[str, Any]
@@ -108,5 +108,7 @@ def config_label(case: CaseLike) -> str:
         parts.append(str(_value(case, "size")))
     if _value(case, "new_tokens"):
         parts.append(f"prompt {_value(case, 'prompt_len')} +{_value(case, 'new_tokens')}")
+    if _value(case, "streamed"):
+        parts.append("streamed")
     parts.append(f"batch {_value(case, 'batch_size')}")
     return " ".join(parts)

@@ -76,6 +76,9 @@ class _CaseHead:
     #: Decoders' training and eval: tokens in one sample (its sequence), so tokens/s = samples/s
     #: x this; None where a sample is not tokens.
     tokens_per_sample: int | None = None
+    #: Generation with --stream: each token read to the host as it was made, so its timing is a
+    #: streaming loop's, not the device's cadence: other work (a field of the comparability key).
+    streamed: bool = False
 
 
 def rate_unit(mode: str) -> str:
