@@ -90,6 +90,8 @@ def merge_repeats(results: Sequence[CaseResult]) -> CaseResult:
             merged.generation.update(bandwidth_share=judged.share, bandwidth_verdict=judged.verdict)
     peaks = [r.peak_memory_bytes for r in finished if r.peak_memory_bytes is not None]
     merged.peak_memory_bytes = max(peaks) if peaks else merged.peak_memory_bytes
+    setups = [r.setup_peak_memory_bytes for r in finished if r.setup_peak_memory_bytes is not None]
+    merged.setup_peak_memory_bytes = max(setups) if setups else merged.setup_peak_memory_bytes
     failed = next(((i, r) for i, r in enumerate(results) if not r.ok), None)
     if failed is not None:
         index, result = failed

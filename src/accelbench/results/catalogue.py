@@ -149,6 +149,10 @@ FIGURES: tuple[Figure, ...] = (
     Figure("peak_memory_bytes", "peak mem", "bytes", "maximum",
            "the steady state's peak (see memory_source: allocator, RSS or sampled)", ALL_MODES,
            lambda c: c.peak_memory_bytes),
+    Figure("setup_peak_memory_bytes", "set-up peak", "bytes", "maximum",
+           "the peak over building the model and the warm-up (cuDNN's autotuning workspace, "
+           "compilation), where the device could reset its peak counter after it", ALL_MODES,
+           lambda c: c.setup_peak_memory_bytes),
     Figure("achieved_flops", "GFLOP/s", "FLOP/s", "FLOPs per sample x samples/s",
            "counted FLOPs of one sample (torch.utils.flop_counter) at the median step",
            TRAIN_EVAL, _sub("flops", "achieved_flops")),
