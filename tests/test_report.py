@@ -139,16 +139,47 @@ def test_environments_are_shown_once_per_machine() -> None:
 def test_throughput_is_plotted_on_one_axis_per_workload() -> None:
     runs = [LabelledRun("a", record("a", [case(median=0.1), case(workload="vae", median=0.002),
                                           case(workload="vae", device="cuda:0", median=0.0004)]))]
-    assert list(figures.throughput_panels(runs)) == ["mnist train", "vae train"]
+    assert list(figures.throughput_panels(runs)) == ["mnist train (samples/s)", "vae train (samples/s)"]
     fig = figures.throughput_plot(runs)
     assert fig is not None and len(fig.axes) == 2
     mnist_axis, vae_axis = fig.axes
-    assert mnist_axis.get_title(loc="left") == "mnist train"
+    assert mnist_axis.get_title(loc="left") == "mnist train (samples/s)"
     assert mnist_axis.get_xlim()[0] == 0 and vae_axis.get_xlim()[0] == 0
     # MNIST's 640 samples/s fills its own axis instead of vanishing beside the VAE's 160,000.
     assert mnist_axis.get_xlim()[1] < 2000 < vae_axis.get_xlim()[1]
     tick = vae_axis.xaxis.get_major_formatter()
     assert tick(2.5, 0) == "2.5" and tick(200000, 0) == "200,000"  # never 2.5 shown as "2"
+
+
+def _timeline(series: int, points: int) -> list[TimelinePoint]:
+    return [TimelinePoint(f"2025-01-{day + 1:02d}T00:00:00+00:00", 1000.0 - 40 * day + 15 * line,
+                          f"r{line}-{day}", f"box{line}", "cpu", 64, "ok")
+            for line in range(series) for day in range(points)]
+
+
+@pytest.mark.parametrize(("series", "points"), [(1, 2), (3, 4), (6, 3)])
+def test_history_legend_sits_outside_the_data_and_the_panel_fits(series: int, points: int) -> None:
+    """Issue 30: the history legend hid data points, and panels of 2-4 points took 350 px each."""
+    fig = figures.timeline_plot(_timeline(series, points), "mnist", "train")
+    assert fig is not None
+    fig.draw_without_rendering()  # runs the layout, as saving the PNG does
+    ax = fig.axes[0]
+    legend = fig.legends[0].get_window_extent()
+    drawn = [ax.transData.transform(xy) for line in ax.get_lines() for xy in line.get_xydata()]
+    assert drawn and not any(legend.contains(x, y) for x, y in drawn)
+    assert not legend.overlaps(ax.get_window_extent())
+    height_px = fig.get_size_inches()[1] * figures.DPI
+    assert height_px < 350 if series <= 3 else height_px < 450
+
+
+def test_generation_panels_and_history_say_tokens_per_second() -> None:
+    """Issue 30: generation panels were labelled "samples per second"."""
+    from test_one_figure import _generation_case
+
+    runs = [LabelledRun("g", record("g", [_generation_case()]))]
+    assert list(figures.throughput_panels(runs)) == ["nanogpt-char generate (decode tokens/s)"]
+    fig = figures.timeline_plot(_timeline(1, 2), "nanogpt-char", "generate")
+    assert fig is not None and fig.axes[0].get_ylabel().startswith("decode tokens/s")
 
 
 def test_history_plots_start_at_zero() -> None:
@@ -251,6 +282,10 @@ def test_report_in_a_real_browser(tmp_path: Path, report_html: str) -> None:
             assert headings.index("Environment (once per machine)") > headings.index("Feature matrix")
             panels = page.locator("img[alt='Throughput, one panel per workload and mode']")
             assert panels.count() == 1 and panels.evaluate("e => e.naturalHeight") > 400
+            # History panels of a few points are sized by their content (issue 30: 350 px each)
+            history = page.evaluate("""[...document.querySelectorAll("img[alt^='History of']")]
+                .map(e => e.naturalHeight)""")
+            assert all(0 < height < 350 for height in history)
             screenshot = os.environ.get("ACCELBENCH_REPORT_SCREENSHOT")
             page.screenshot(path=screenshot or str(tmp_path / "report.png"), full_page=True)
         finally:

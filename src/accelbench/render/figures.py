@@ -16,11 +16,15 @@ from matplotlib.ticker import FuncFormatter
 
 from accelbench.compare import LabelledRun, WorkloadComparison
 from accelbench.reference.published import EpochReference
+from accelbench.results import rate_unit
 from accelbench.results.sustained import SustainedRecord
 from accelbench.store.history import TimelinePoint, parse_time
 
 DPI = 100
 _PUBLISHED_COLOUR = "#bbbbbb"
+#: A history panel: its axes' height, and a line of legend per series (inches, at DPI).
+TIMELINE_AXES_IN = 2.2
+LEGEND_LINE_IN = 0.22
 
 
 def label(text: str) -> str:
@@ -38,14 +42,15 @@ Bar = tuple[str, float, tuple[float, float] | None]
 
 
 def throughput_panels(runs: Sequence[LabelledRun]) -> dict[str, list[Bar]]:
-    """Bars (label, samples/s, 95% CI) grouped per workload and mode: one panel each, because one
-    axis across MNIST (thousands/s) and the VAE (tens of thousands/s) would hide the smaller."""
+    """Bars (label, rate, 95% CI) grouped per workload and mode: one panel each, because one axis
+    across MNIST (thousands/s) and the VAE (tens of thousands/s) would hide the smaller. The
+    panel's title names its rate's unit (samples/s, or a generation's decode tokens/s)."""
     panels: dict[str, list[Bar]] = {}
     for run in runs:
         for case in run.record.cases:
             rate = case.throughput() if case.ok else None
             if rate:
-                panels.setdefault(f"{case.workload} {case.mode}", []).append(
+                panels.setdefault(f"{case.workload} {case.mode} ({rate_unit(case.mode)})", []).append(
                     (f"{run.label} {case.device} b{case.batch_size}", rate, case.throughput_ci()))
     return panels
 
@@ -74,7 +79,7 @@ def throughput_plot(runs: Sequence[LabelledRun]) -> Figure | None:
         ax.xaxis.set_major_formatter(FuncFormatter(_tick))
         ax.set_title(label(title), loc="left", fontsize="medium")
         ax.grid(axis="x", alpha=0.3)
-    axes[-1].set_xlabel("samples per second (median step; bars: 95% CI); each panel has its own scale")
+    axes[-1].set_xlabel("rate in each panel's unit (median; bars: 95% CI); each panel has its own scale")
     return fig
 
 
@@ -147,7 +152,9 @@ def timeline_plot(points: Sequence[TimelinePoint], workload: str, mode: str) -> 
     """Throughput over time, one line per machine, device and configuration; needs two points.
 
     The axis starts at zero: a 7% wobble between runs on a shared machine, drawn on an axis that
-    starts near the data, looks like a cliff."""
+    starts near the data, looks like a cliff. The legend sits below the axes, outside the data
+    (inside it hid points), and the figure's height follows its content: the axes a fixed 2.2
+    inches, the legend a line per series."""
     lines: dict[str, list[tuple[datetime, float]]] = {}
     for point in points:
         if point.throughput and point.status == "ok":
@@ -156,16 +163,18 @@ def timeline_plot(points: Sequence[TimelinePoint], workload: str, mode: str) -> 
             lines.setdefault(name, []).append((parse_time(point.created_at), point.throughput))
     if sum(len(values) for values in lines.values()) < 2:
         return None
-    fig = Figure(figsize=(9, 3.6))
+    fig = Figure(figsize=(9, TIMELINE_AXES_IN + LEGEND_LINE_IN * len(lines) + 0.6), layout="constrained")
     ax = fig.add_subplot()
     for name, values in lines.items():
         ax.plot([t for t, _ in values], [v for _, v in values], marker="o", label=label(name))
     ax.set_ylim(bottom=0, top=max(v for values in lines.values() for _, v in values) * 1.15)
-    ax.set_ylabel("samples per second (axis from 0)")
+    ax.set_ylabel(f"{rate_unit(mode)} (axis from 0)")
     ax.set_title(label(f"History: {workload} {mode}"))
-    ax.legend(fontsize="small", loc="lower left")
+    fig.legend(fontsize="small", loc="outside lower center", ncols=1, frameon=False)
     ax.grid(alpha=0.3)
-    fig.autofmt_xdate()
+    for tick in ax.get_xticklabels():
+        tick.set_rotation(20)
+        tick.set_horizontalalignment("right")
     return fig
 
 
