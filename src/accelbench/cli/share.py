@@ -1,4 +1,5 @@
-"""``accelbench share [RUN...] -o FILE``: stored runs as a bundle that is safe to post publicly."""
+"""``accelbench share [RUN...] -o FILE | --push TARGET``: stored runs as a bundle that is safe to post
+publicly, written to a file or submitted to a hub (a Hugging Face dataset, a folder, a git checkout)."""
 
 from __future__ import annotations
 
@@ -22,8 +23,14 @@ def add_parser(subparsers: Any) -> None:
                         "the history)")
     parser.add_argument("--output", "-o", type=Path, metavar="FILE.jsonl",
                         help="the bundle to write (JSON lines)")
+    parser.add_argument("--push", metavar="TARGET",
+                        help="submit the bundle: hf://datasets/ORG/NAME opens a pull request on the "
+                        "dataset; a folder (or a git checkout: added and committed, not pushed) gets "
+                        "the file; shows what will be sent and asks first")
+    parser.add_argument("--yes", "-y", action="store_true",
+                        help="with --push: send without asking (for scripts)")
     parser.add_argument("--dry-run", action="store_true",
-                        help="print exactly what would be shared, and write nothing")
+                        help="print exactly what would be shared, and write or send nothing")
     parser.add_argument("--with-samples", action="store_true",
                         help="also share the raw step times (larger; summaries are shared anyway)")
     parser.add_argument("--new-machine-id", action="store_true",
@@ -44,14 +51,21 @@ def _stored_runs(db: Path | None) -> list[str]:
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
+    from accelbench.hub.push import check_target
     from accelbench.sharing.build import build_bundle
     from accelbench.sharing.machine_id import machine_id, stored_machine_id
     from accelbench.store.selftest_latest import latest_selftest
 
-    if args.output is None and not args.dry_run:
-        raise UsageError("give the bundle file to write with -o FILE.jsonl, or --dry-run to see it")
+    if args.output is None and args.push is None and not args.dry_run:
+        raise UsageError("give the bundle file to write with -o FILE.jsonl, a hub with --push TARGET, "
+                         "or --dry-run to see it")
     if args.output is not None and not args.dry_run:
         check_writable(args.output)
+    if args.push is not None:
+        check_target(args.push)
+        if not args.yes and not args.dry_run and not sys.stdin.isatty():
+            raise UsageError("--push shows what will be sent and asks first, and there is no terminal to "
+                             "ask on: add --yes to send without asking")
     runs = load_runs(list(args.runs) or _stored_runs(args.db), args.db)
     # A dry run writes nothing, not even a new (or first) machine id: it shows the id it would use.
     identity = machine_id(new=args.new_machine_id, store=not args.dry_run)
@@ -62,12 +76,40 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     if not bundle.lines:
         raise UsageError("nothing to share: the runs given hold no timing cases")
     if args.dry_run:
+        if args.push is not None:
+            return _push(args.push, bundle.text(), identity, dry_run=True, yes=True)
         sys.stdout.write(bundle.text())
         stored = ("a new id, not stored: sharing for real draws its own"
                   if args.new_machine_id or stored_machine_id() is None else "this install's id")
         sys.stderr.write(f"dry run: {len(bundle.lines)} result(s) would be shared as machine {identity} "
                          f"({stored}); nothing written\n")
         return 0
-    write_atomic(args.output, bundle.text())
-    sys.stderr.write(f"{len(bundle.lines)} result(s) from {len(runs)} run(s) written to {args.output}\n")
+    if args.output is not None:
+        write_atomic(args.output, bundle.text())
+        sys.stderr.write(f"{len(bundle.lines)} result(s) from {len(runs)} run(s) written to {args.output}\n")
+    if args.push is not None:
+        return _push(args.push, bundle.text(), identity, dry_run=False, yes=args.yes)
+    return 0
+
+
+def _push(target: str, text: str, identity: str, *, dry_run: bool, yes: bool) -> int:
+    """Show what will be sent, ask (unless ``yes``), send."""
+    from rich.console import Console
+
+    from accelbench.hub.push import push, submission
+    from accelbench.render.submission import submission_renderable
+
+    sub = submission(text, identity)
+    Console().print(submission_renderable(target, sub))
+    if dry_run:
+        sys.stderr.write(f"dry run: {sub.lines} result(s) would be sent to {target}; nothing sent\n")
+        return 0
+    if not yes:
+        sys.stdout.write(f"Send {sub.lines} result(s) to {target}? [y/N] ")
+        sys.stdout.flush()
+        answer = sys.stdin.readline().strip().casefold()
+        if answer not in ("y", "yes"):
+            sys.stderr.write("nothing sent\n")
+            return 1
+    sys.stderr.write(push(target, sub) + "\n")
     return 0

@@ -28,11 +28,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from accelbench.devices.kinds import KNOWN_KINDS
 from accelbench.reference.published import TF32_CAVEAT, EpochReference, epoch_references
 from accelbench.results.key import KEY_DEFAULTS, KEY_FIELDS
 
@@ -62,17 +63,44 @@ class PeerResult:
     caveats: str = ""
     #: Samples per epoch of the work (lets a published epoch time become a throughput).
     dataset_size: int = 0
-    #: Why the figure cannot be right (above its device's measured ceiling); "" when valid.
+    #: Why the figure cannot be right (beyond its own device's physical limits, or its tokens
+    #: do not match): implausible, kept apart; "" when plausible.
     invalid: str = ""
+    #: Why the result is quarantined (beyond the 99.5th percentile of its device class for this
+    #: work): kept apart like an implausible one; "" when not.
+    outlier: str = ""
+    #: How many results this peer stands for: 1, or a machine's median over n results where a
+    #: large collection was reduced per machine as it was read (sharing/query.py).
+    results: int = 1
+    #: The day the result was measured (YYYY-MM-DD; "" when not known).
+    date: str = ""
 
     @property
     def model_key(self) -> str:
         return model_key(self.device_model)
 
+    @property
+    def apart(self) -> bool:
+        """Kept out of every band: implausible or quarantined."""
+        return bool(self.invalid or self.outlier)
+
+    @property
+    def device_class(self) -> str:
+        return device_class(self.device_kind)
+
 
 def model_key(model: str) -> str:
     """Device models group case- and space-insensitively ("NVIDIA  A100" is "nvidia a100")."""
     return " ".join(model.split()).casefold()
+
+
+#: The device classes a collection is partitioned and aggregated by: the CPU, each accelerator
+#: kind accelbench knows, and every other torch.accelerator kind as one.
+DEVICE_CLASSES = ("cpu", *KNOWN_KINDS, "other")
+
+
+def device_class(kind: str) -> str:
+    return kind if kind in DEVICE_CLASSES else "other"
 
 
 @dataclass(frozen=True)
@@ -102,9 +130,15 @@ class Placement:
     percentile: float | None = None
     ratio_to_median: float | None = None
     reasons: list[str] = field(default_factory=list)
-    #: Results of the same work flagged invalid (kept apart, in no group), and why (each reason once).
+    #: Results of the same work flagged implausible (kept apart, in no group), and why (each
+    #: reason once).
     invalid: int = 0
     invalid_reasons: list[str] = field(default_factory=list)
+    #: Results of the same work quarantined as outliers of their device class, and why.
+    outliers: int = 0
+    outlier_reasons: list[str] = field(default_factory=list)
+    #: What the peers are, where it is not the shared results themselves (an aggregate table).
+    note: str = ""
 
     @property
     def peer_count(self) -> int:
@@ -130,31 +164,80 @@ def _percentiles(values: Sequence[float]) -> tuple[float, float, float]:
     return float(low), float(median), float(high)
 
 
-def machine_values(peers: Sequence[PeerResult]) -> list[float]:
-    """One value per machine: the median of its results. A result without a machine id (a
-    published figure) is a machine of its own."""
-    by_machine: dict[object, list[float]] = {}
+def _by_machine(peers: Iterable[PeerResult]) -> dict[object, list[PeerResult]]:
+    """A result without a machine id (a published figure) is a machine of its own."""
+    by_machine: dict[object, list[PeerResult]] = {}
     for index, peer in enumerate(peers):
-        by_machine.setdefault(peer.machine_id or index, []).append(peer.throughput)
-    return [values[0] if len(values) == 1 else float(np.median(values)) for values in by_machine.values()]
+        by_machine.setdefault(peer.machine_id or index, []).append(peer)
+    return by_machine
+
+
+def machine_values(peers: Sequence[PeerResult]) -> list[float]:
+    """One value per machine: the median of its results."""
+    return [members[0].throughput if len(members) == 1 else float(np.median([p.throughput for p in members]))
+            for members in _by_machine(peers).values()]
 
 
 def _group(peers: Sequence[PeerResult]) -> ModelGroup:
     values = machine_values(peers)
     low, median, high = _percentiles(values)
-    spellings = Counter(p.device_model for p in peers)
+    spellings: Counter[str] = Counter()
+    for peer in peers:
+        spellings[peer.device_model] += peer.results
     published = "; ".join(dict.fromkeys(p.published for p in peers if p.published))
-    return ModelGroup(spellings.most_common(1)[0][0], len(peers), len(values), median, low, high,
-                      max(values), published)
+    return ModelGroup(spellings.most_common(1)[0][0], sum(p.results for p in peers), len(values), median,
+                      low, high, max(values), published)
 
 
 def _by_model(peers: Iterable[PeerResult]) -> dict[tuple[str, bool], list[PeerResult]]:
-    """Valid peers by device model; a published figure is never pooled with measured ones."""
+    """Peers in a band (neither implausible nor quarantined) by device model; a published figure
+    is never pooled with measured ones."""
     by_model: dict[tuple[str, bool], list[PeerResult]] = {}
     for peer in peers:
-        if not peer.invalid:
+        if not peer.apart:
             by_model.setdefault((peer.model_key, bool(peer.published)), []).append(peer)
     return by_model
+
+
+# --- outliers: quarantined, never deleted ----------------------------------------------------------
+#: A result beyond this percentile of its device class (over machines, for its key) is quarantined.
+OUTLIER_PERCENTILE = 99.5
+#: Below this many machines in a (key, device class) group the 99.5th percentile is the group's
+#: own maximum (interpolated between its top two machines), so the rule would quarantine the
+#: fastest machine of every small group: it applies from this many machines, where at least one
+#: machine lies above the percentile by the data, not by construction.
+OUTLIER_MIN_MACHINES = 200
+
+
+def outlier_reason(value: float, threshold: float, machines: int, kind: str) -> str:
+    """The one wording of a quarantine (the Parquet path writes the same words)."""
+    return (f"beyond the {OUTLIER_PERCENTILE:g}th percentile of the {machines:,} {kind} machines that did "
+            f"this work ({value:.4g} against {threshold:.4g})")
+
+
+def mark_outliers(peers: Sequence[PeerResult]) -> list[PeerResult]:
+    """``peers`` with every result of a machine whose median is beyond the 99.5th percentile of
+    its (key, device class) group quarantined (``outlier`` set, kept). Implausible results and
+    published figures take no part; a result already quarantined keeps its reason."""
+    groups: dict[tuple[tuple[Any, ...], str], list[PeerResult]] = {}
+    for peer in peers:
+        if not peer.invalid and not peer.published:
+            groups.setdefault((peer.key, peer.device_class), []).append(peer)
+    reasons: dict[int, str] = {}
+    for (_, kind), members in groups.items():
+        machines = _by_machine(members)
+        if len(machines) < OUTLIER_MIN_MACHINES:
+            continue
+        values = {machine: float(np.median([p.throughput for p in results]))
+                  for machine, results in machines.items()}
+        threshold = float(np.percentile(list(values.values()), OUTLIER_PERCENTILE))
+        for machine, value in values.items():
+            if value > threshold:
+                for peer in machines[machine]:
+                    reasons[id(peer)] = outlier_reason(value, threshold, len(machines), kind)
+    if not reasons:
+        return list(peers)
+    return [replace(p, outlier=reasons[id(p)]) if id(p) in reasons and not p.outlier else p for p in peers]
 
 
 def group_peers(peers: Iterable[PeerResult]) -> list[ModelGroup]:
@@ -208,26 +291,38 @@ def place(mine: PeerResult, peers: Iterable[PeerResult]) -> Placement:
     same_work = [p for p in peers if p.key == mine.key and p.throughput > 0
                  and not (mine.content_hash and p.content_hash == mine.content_hash)
                  and not (mine.machine_id and p.machine_id == mine.machine_id)]
-    invalid = [p for p in same_work if p.invalid]
     by_model = _by_model(same_work)
     groups = sorted((_group(members) for members in by_model.values()), key=lambda g: -g.median)
     own_peers = by_model.get((mine.model_key, False), [])
     own = next((g for g in groups if model_key(g.device_model) == mine.model_key and not g.published),
                None)
-    why_invalid = list(dict.fromkeys(p.invalid for p in invalid))
+    apart = _apart(same_work)
     if own is None or own.machines < MIN_PEERS:
-        return Placement(mine, groups, own, TOO_FEW, invalid=len(invalid), invalid_reasons=why_invalid)
+        return Placement(mine, groups, own, TOO_FEW, **apart)
     values = machine_values(own_peers)
     percentile = percentile_of(mine.throughput, values)
-    ratio = mine.throughput / own.median
-    if mine.throughput < own.low:
-        verdict = BELOW
-    elif mine.throughput > own.high:
-        verdict = ABOVE
-    else:
-        verdict = NORMAL
+    verdict = band_verdict(mine.throughput, own.low, own.high)
     reasons = likely_reasons(mine, own_peers) if verdict != NORMAL else []
-    return Placement(mine, groups, own, verdict, percentile, ratio, reasons, len(invalid), why_invalid)
+    return Placement(mine, groups, own, verdict, percentile, mine.throughput / own.median, reasons, **apart)
+
+
+def _apart(peers: Sequence[PeerResult]) -> dict[str, Any]:
+    """How many results were kept apart, and why (each reason once)."""
+    invalid = [p for p in peers if p.invalid]
+    outliers = [p for p in peers if p.outlier and not p.invalid]
+    return {"invalid": sum(p.results for p in invalid),
+            "invalid_reasons": list(dict.fromkeys(p.invalid for p in invalid)),
+            "outliers": sum(p.results for p in outliers),
+            "outlier_reasons": list(dict.fromkeys(p.outlier for p in outliers))}
+
+
+def band_verdict(value: float, low: float, high: float) -> str:
+    """The one rule: inside the band [low, high] is normal, else below or above it."""
+    if value < low:
+        return BELOW
+    if value > high:
+        return ABOVE
+    return NORMAL
 
 
 # --- published references as peers ----------------------------------------------------------------

@@ -19,7 +19,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from accelbench.compare.peers import ModelGroup, PeerResult, group_peers, model_key, published_peers
+from accelbench.compare.collection import Collection, collect, model_groups
+from accelbench.compare.peers import ModelGroup, PeerResult, model_key
 from accelbench.reference.published import PUBLISHED_LABEL
 from accelbench.render.format import format_rate
 from accelbench.render.html import Markup, el
@@ -113,73 +114,54 @@ def _heading(key: KeyTuple, page_keys: Sequence[KeyTuple]) -> str:
     return f"{label} ({extra})" if extra else label
 
 
-def _with_published(key: KeyTuple, peers: list[PeerResult]) -> list[PeerResult]:
-    """The published references that did this work, sized by the measured results' dataset."""
-    sizes = Counter(p.dataset_size for p in peers if p.dataset_size)
-    if not sizes:
-        return peers
-    fields = _key(key)
-    size = sizes.most_common(1)[0][0]
-    extra = [p for p in published_peers(str(fields["workload"]), str(fields["mode"]), size) if p.key == key]
-    return peers + extra
-
-
-def _settings_table(peers: Sequence[PeerResult]) -> Markup:
-    labels = sorted({label for p in peers for label in p.settings})
+def _settings_table(counts: Counter[tuple[str, str]]) -> Markup:
+    labels = sorted({label for label, _ in counts})
     rows = []
     for label in labels:
-        counts = Counter(p.settings[label] for p in peers if label in p.settings)
-        shown = ", ".join(f"{value} ({count})" for value, count in counts.most_common(4))
-        if len(counts) > 4:
-            shown += f", {len(counts) - 4} more"
+        values = Counter({value: count for (name, value), count in counts.items() if name == label})
+        shown = ", ".join(f"{value} ({count})" for value, count in values.most_common(4))
+        if len(values) > 4:
+            shown += f", {len(values) - 4} more"
         rows.append(el("tr", el("td", label), el("td", shown)))
     return el("table", el("caption", "Recorded settings (value and number of results)"),
               el("thead", el("tr", el("th", "setting"), el("th", "values"))), el("tbody", *rows))
 
 
-def _invalid_note(invalid: Sequence[PeerResult]) -> Markup | None:
-    if not invalid:
+def _apart_note(apart: Counter[str]) -> Markup | None:
+    if not apart:
         return None
-    reasons = "; ".join(dict.fromkeys(p.invalid for p in invalid))
-    return el("p", f"{len(invalid)} result(s) of this configuration flagged invalid and left out: {reasons}",
-              class_="note")
+    reasons = "; ".join(apart)
+    return el("p", f"{sum(apart.values())} result(s) of this configuration flagged invalid and left out: "
+                   f"{reasons}", class_="note")
 
 
-def render_site(peers: Iterable[PeerResult], generated_at: str = "") -> dict[str, str]:
-    """Every page of the site, by file name. A result flagged invalid is in no table (its
-    configuration's section counts it)."""
-    by_key: dict[KeyTuple, list[PeerResult]] = {}
-    invalid: dict[KeyTuple, list[PeerResult]] = {}
-    for peer in peers:
-        (invalid if peer.invalid else by_key).setdefault(peer.key, []).append(peer)
+def render_site(peers: Iterable[PeerResult] | Collection, generated_at: str = "") -> dict[str, str]:
+    """Every page of the site, by file name, from peers or from a collection's summary (what a
+    large collection is read into: ``sharing/query.py``). A result flagged implausible or
+    quarantined is in no table (its configuration's section counts it)."""
+    collection = peers if isinstance(peers, Collection) else collect(peers)
+    measured = {key: summary for key, summary in collection.keys.items() if summary.measured}
     benches: dict[tuple[str, str, str], list[KeyTuple]] = {}
-    for key in sorted(by_key, key=lambda k: tuple(str(v) for v in k)):
+    for key in sorted(measured, key=lambda k: tuple(str(v) for v in k)):
         benches.setdefault(_bench_name(key), []).append(key)
-    grouped = {key: group_peers(_with_published(key, members)) for key, members in by_key.items()}
     pages: dict[str, str] = {}
     index_rows = []
     for name, keys in sorted(benches.items()):
         sections = []
         for key in keys:
             sections += [el("h2", _heading(key, keys)),
-                         _groups_table(grouped[key], f"Device models, fastest median first "
-                                                     f"({rate_unit(name[1])})"),
-                         _invalid_note(invalid.get(key, []))]
+                         _groups_table(measured[key].groups, f"Device models, fastest median first "
+                                                             f"({rate_unit(name[1])})"),
+                         _apart_note(measured[key].apart)]
         pages[_bench_file(name)] = _page(" · ".join(name), *sections, _published_note())
-        results = sum(len(by_key[key]) for key in keys)
-        models = {model_key(p.device_model) for key in keys for p in by_key[key]}
+        results = sum(g.count for key in keys for g in measured[key].measured)
+        models = {model_key(g.device_model) for key in keys for g in measured[key].measured}
         index_rows.append(el("tr", el("td", el("a", name[0], href=_bench_file(name))), el("td", name[1]),
                              el("td", name[2]), _number(str(len(keys))), _number(str(len(models))),
                              _number(str(results))))
-    by_model: dict[str, list[PeerResult]] = {}
-    for members in by_key.values():
-        for peer in members:
-            by_model.setdefault(model_key(peer.device_model), []).append(peer)
-    for members in by_model.values():
-        pages[_device_file(_spelling(members))] = _device_page(members, grouped)
-    total = sum(len(m) for m in by_key.values())
-    machines = len({p.machine_id for m in by_key.values() for p in m if p.machine_id})
-    flagged = sum(len(m) for m in invalid.values())
+    for model, (spelling, counts) in collection.settings.items():
+        pages[_device_file(spelling)] = _device_page(spelling, model_groups(collection, model), counts)
+    flagged = collection.apart
     index = el("table", el("caption", "Workloads, modes and precisions"),
                el("thead", el("tr", *(el("th", h) for h in ("workload", "mode", "precision", "configurations",
                                                             "device models", "results")))),
@@ -187,29 +169,27 @@ def render_site(peers: Iterable[PeerResult], generated_at: str = "") -> dict[str
     fields = ", ".join(name.replace("_", " ") for name in KEY_FIELDS)
     pages["index.html"] = _page(
         "accelbench results",
-        el("p", f"{total:,} shared results from {machines:,} machines and {len(by_model):,} device models; "
+        el("p", f"{collection.results:,} shared results from {collection.machines:,} machines and "
+                f"{len(collection.settings):,} device models; "
                 f"generated {generated_at}. Figures are each work's headline rate: samples per second at "
                 "the median step time, or a generation case's decode tokens per second over the batch. "
                 "Medians, bands and bests are over machines (each machine's median result). A result is "
                 f"compared only with results of the same work (the same {fields})."
-                + (f" {flagged:,} result(s) flagged invalid (a figure above its device's measured "
-                   "ceiling) are left out." if flagged else ""), class_="note"),
+                + (f" {flagged:,} result(s) flagged invalid (implausible on their own machine, or "
+                   "quarantined beyond the 99.5th percentile of their device class) are left out."
+                   if flagged else ""), class_="note"),
         index, _published_note())
     return pages
 
 
-def _spelling(members: Sequence[PeerResult]) -> str:
-    return Counter(p.device_model for p in members).most_common(1)[0][0]
-
-
-def _device_page(members: Sequence[PeerResult], grouped: dict[KeyTuple, list[ModelGroup]]) -> str:
+def _device_page(model: str, work: Sequence[tuple[KeyTuple, ModelGroup]],
+                 settings: Counter[tuple[str, str]]) -> str:
     """Every work one device model did, and the settings its results recorded."""
-    model = _spelling(members)
-    keys = sorted({p.key for p in members}, key=lambda k: tuple(str(v) for v in k))
+    keys = sorted({key for key, _ in work}, key=lambda k: tuple(str(v) for v in k))
+    groups = dict(work)
     rows = []
     for key in keys:
-        group = next(g for g in grouped[key] if model_key(g.device_model) == model_key(model)
-                     and not g.published)
+        group = groups[key]
         name = _bench_name(key)
         rows.append(el("tr", el("td", el("a", " · ".join(name), href=_bench_file(name))),
                        el("td", _heading(key, [k for k in keys if _bench_name(k) == name])),
@@ -217,12 +197,12 @@ def _device_page(members: Sequence[PeerResult], grouped: dict[KeyTuple, list[Mod
                        _number(format_rate(group.median)),
                        _number(f"{format_rate(group.low)}–{format_rate(group.high)}"),
                        _number(format_rate(group.best)), el("td", rate_unit(name[1]))))
-    work = el("table", el("caption", "Every work measured on this device model"),
-              el("thead", el("tr", *(el("th", h) for h in ("workload · mode · precision", "configuration",
-                                                           "results", "median", "p10–p90", "best",
-                                                           "rate")))),
-              el("tbody", *rows))
-    return _page(model, work, _settings_table(members))
+    table = el("table", el("caption", "Every work measured on this device model"),
+               el("thead", el("tr", *(el("th", h) for h in ("workload · mode · precision", "configuration",
+                                                            "results", "median", "p10–p90", "best",
+                                                            "rate")))),
+               el("tbody", *rows))
+    return _page(model, table, _settings_table(settings))
 
 
 def _published_note() -> Markup:

@@ -12,13 +12,14 @@ checks every string that did go in against what would identify this machine's us
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from accelbench.results import CaseResult, RunRecord, rate_unit
 from accelbench.results.catalogue import BY_NAME, case_figures
-from accelbench.results.key import KEY_FIELDS, comparability_key
+from accelbench.results.key import KEY_FIELDS, comparability_key, key_json
 from accelbench.results.process import process_figure
 from accelbench.sharing import privacy
 from accelbench.sharing.bundle import dump_line
@@ -125,15 +126,31 @@ def _limits(case: CaseResult) -> dict[str, Any]:
     return {name: _scalar(value) for name, value in limits.items() if value is not None}
 
 
+#: What a generation case may record about its tokens (issue 28): shared where present, so readers
+#: can hold the tokens against the reference (sharing/plausible.py).
+TOKEN_FACTS = ("tokens_hash", "tokens_reference_hash", "tokens_match")
+
+
 def _validity(case: CaseResult, selftest: Mapping[str, Any] | None) -> dict[str, Any]:
     summary, trend = case.summary(), case.drift() if case.step_times else None
-    return {"selftest": ("passed" if selftest.get("passed") else "failed") if selftest else "not run",
-            "selftest_date": str(selftest.get("date", ""))[:10] if selftest else None,
-            # A pass of some groups (--only) says less than a pass of all of them.
-            "selftest_groups": [str(g) for g in selftest.get("groups", [])] if selftest else None,
-            "noisy": bool(summary.noisy) if summary else None,
-            "drift": bool(trend["drifting"]) if trend else None,
-            "precision_reached": case.precision_reached(), "stop_reason": case.stop_reason}
+    validity = {"selftest": ("passed" if selftest.get("passed") else "failed") if selftest else "not run",
+                "selftest_date": str(selftest.get("date", ""))[:10] if selftest else None,
+                # A pass of some groups (--only) says less than a pass of all of them.
+                "selftest_groups": [str(g) for g in selftest.get("groups", [])] if selftest else None,
+                "noisy": bool(summary.noisy) if summary else None,
+                "drift": bool(trend["drifting"]) if trend else None,
+                "precision_reached": case.precision_reached(), "stop_reason": case.stop_reason}
+    generation = case.generation or {}
+    validity.update({name: _scalar(generation[name]) for name in TOKEN_FACTS if name in generation})
+    return validity
+
+
+def case_id(record: RunRecord, case: CaseResult) -> str:
+    """Which case of which run the line is, without saying anything about either: the same case
+    shared twice (after a selftest changed its validity, by a newer accelbench) is one result
+    (hub compact drops the second as the same machine, run and case)."""
+    text = "\0".join((record.run_id, case.device, key_json(case)))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def _processes(case: CaseResult) -> list[dict[str, Any]]:
@@ -163,7 +180,8 @@ def case_line(record: RunRecord, case: CaseResult, machine_id: str,
               selftest: Mapping[str, Any] | None = None, with_samples: bool = False) -> dict[str, Any]:
     """The shareable dict of one case (not yet scrubbed or hashed)."""
     line: dict[str, Any] = {
-        "machine_id": machine_id, "accelbench_version": record.accelbench_version,
+        "machine_id": machine_id, "case_id": case_id(record, case),
+        "accelbench_version": record.accelbench_version,
         "date": record.created_at[:10], "status": case.status, "rate_unit": rate_unit(case.mode),
         "key": dict(zip(KEY_FIELDS, comparability_key(case), strict=True)),
         "device": _device(record, case), "limits": _limits(case), "host": _host(record.environment),

@@ -13,6 +13,9 @@ a dataset without a header to keep in step. Its sections (version 2)::
                  content in its canonical form, so a reader can hash the line's own text (a few
                  microseconds) instead of serialising it again (tens)
     machine_id   a random id per install (sharing/machine_id.py): one machine's results group
+    case_id      a digest of the run id, device and key: the same case of the same run shared
+                 again (its validity changed, a newer accelbench) is recognised as one result
+                 (optional: readers take the key, device model and figures where it is missing)
     accelbench_version, date (YYYY-MM-DD of the run), status
     rate_unit    what the headline rate counts (results.rate_unit: "samples/s", "decode tokens/s")
     key          every field of the comparability key (results/key.py KEY_FIELDS, derived)
@@ -29,7 +32,8 @@ a dataset without a header to keep in step. Its sections (version 2)::
                  ...; then rate_ci (the headline's 95% interval), p10/mean step, rel_iqr,
                  epoch_kind, dataset_size, measured_steps, steps_per_sample
     validity     selftest (passed | failed | not run), its date and groups, noisy, drift,
-                 precision_reached, stop_reason
+                 precision_reached, stop_reason; a generation case's tokens_hash,
+                 tokens_reference_hash, tokens_match where it recorded them
     processes    with --repeat: one summary per worker process (status, median/p10/mean step)
     samples      only with --with-samples: the step times, one list per process
 

@@ -8,8 +8,9 @@ The key is read field by field from ``results/key.KEY_FIELDS``; the rate is the 
 ``results/catalogue.headline(mode)`` names (samples_per_s, or a generation case's
 decode_tokens_per_s_total). A line whose workload or device model was redacted is never a peer
 (nothing says what it was: two redacted names are not the same work or the same device). A line
-whose figure is above its device's measured ceiling that the line itself carries is a peer
-flagged invalid: kept apart, never in a band.
+that cannot be right on its own machine (``plausible.implausible``: beyond its device's limits,
+self-contradictory, tokens that do not match) is a peer flagged implausible: kept apart, never
+in a band.
 """
 
 from __future__ import annotations
@@ -21,15 +22,13 @@ from accelbench.compare.peers import PeerResult, model_key
 from accelbench.results.catalogue import headline
 from accelbench.results.key import KEY_DEFAULTS, KEY_FIELDS
 from accelbench.sharing.bundle import MAX_STRING, BadLine, number, section, text
+from accelbench.sharing.plausible import implausible
 from accelbench.sharing.privacy import is_redacted
 
 #: A machine whose load per CPU was at least this high was busy with other work.
 BUSY_LOAD = 0.5
 #: Why a line is no peer at all (a skipped line's reason, counted by the loader).
 REDACTED_NAME = "redacted name"
-#: Achieved FLOP/s above the carried peak by more than this factor is impossible: the peak is
-#: itself a measurement (a few percent of noise), so only a clear excess is called invalid.
-FLOPS_TOLERANCE = 1.10
 
 
 def _on_off(value: Any) -> str | None:
@@ -108,40 +107,6 @@ def key_of(line: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(values)
 
 
-def _figure(figures: dict[str, Any], name: str) -> float | None:
-    value = figures.get(name)
-    return None if value is None else number(value, f"figures.{name}")
-
-
-def beyond_limits(line: dict[str, Any]) -> str:
-    """Why the line's figures exceed its device's measured ceilings that the line carries ("" when
-    they do not, or when no ceiling was carried): a measurement error or a forged figure."""
-    limits, figures = line.get("limits"), line.get("figures")
-    if not isinstance(limits, dict) or not isinstance(figures, dict):
-        return ""
-    bandwidth = limits.get("bandwidth_bytes_per_s")
-    decode = _figure(figures, "decode_bandwidth_bytes_per_s")
-    if decode and isinstance(bandwidth, int | float) and not isinstance(bandwidth, bool) \
-            and 0 < bandwidth < decode:
-        # The one judgement of decode against bandwidth (the cache rule); imported only for a
-        # line above its bandwidth, since its module loads torch (seconds a large read does not need).
-        from accelbench.measure.decode_bytes import judge_bandwidth
-
-        cache = limits.get("last_level_cache_bytes")
-        read = _figure(figures, "bytes_per_token")
-        judged = judge_bandwidth(decode, float(bandwidth), int(read or 0),
-                                 cache if isinstance(cache, int) and not isinstance(cache, bool) else None)
-        if judged.flagged:
-            return (f"decode bandwidth {judged.share:.0%} of the device's measured bandwidth "
-                    "(and more than its cache holds)")
-    peak = limits.get("peak_flops")
-    achieved = _figure(figures, "achieved_flops")
-    if achieved and isinstance(peak, int | float) and not isinstance(peak, bool) and peak > 0 \
-            and achieved > peak * FLOPS_TOLERANCE:
-        return f"{achieved / peak:.0%} of the device's measured peak FLOP/s"
-    return ""
-
-
 def peer_of(line: dict[str, Any], settings_for: set[str] | None = None) -> PeerResult | None:
     """The line as a peer; None for a case that did not finish (shared with its status only).
 
@@ -168,4 +133,8 @@ def peer_of(line: dict[str, Any], settings_for: set[str] | None = None) -> PeerR
                       machine_id=text(line.get("machine_id"), "machine_id", default=""),
                       content_hash=line["hash"],
                       dataset_size=dataset_size if isinstance(dataset_size, int) and dataset_size > 0 else 0,
-                      invalid=beyond_limits(line))
+                      invalid=implausible(line), date=_date(line.get("date")))
+
+
+def _date(value: Any) -> str:
+    return sys.intern(value) if isinstance(value, str) and len(value) == 10 else ""

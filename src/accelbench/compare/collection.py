@@ -1,0 +1,103 @@
+"""A collection of shared results summarised for a site: per comparability key, each device
+model's group (count, machines, median, 10th-90th percentile, best, over machines), the results
+kept apart and why, and per device model the settings its results recorded.
+
+Two builders give the same summary: ``collect`` from peers (the path without DuckDB), and
+``sharing/query.py`` from Parquet shards in SQL (a test holds the two equal). The renderer
+(``render/site.py``) reads only this, so a site of ten million results is built from a few
+thousand groups, never from the results themselves.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelbench.compare.peers import ModelGroup, PeerResult, group_peers, model_key, published_peers
+from accelbench.results.key import KEY_FIELDS
+
+KeyTuple = tuple[Any, ...]
+
+
+@dataclass
+class KeySummary:
+    """One kind of work: its device models' groups (measured and published, fastest median
+    first), the results kept apart by reason, and its results' most common dataset size."""
+
+    groups: list[ModelGroup] = field(default_factory=list)
+    #: Reason -> results kept apart for it (implausible or quarantined).
+    apart: Counter[str] = field(default_factory=Counter)
+    dataset_size: int = 0
+
+    @property
+    def measured(self) -> list[ModelGroup]:
+        return [g for g in self.groups if not g.published]
+
+
+@dataclass
+class Collection:
+    keys: dict[KeyTuple, KeySummary] = field(default_factory=dict)
+    #: Device model (model_key) -> (its most common spelling, Counter of (setting, value) over results).
+    settings: dict[str, tuple[str, Counter[tuple[str, str]]]] = field(default_factory=dict)
+    results: int = 0
+    machines: int = 0
+
+    @property
+    def apart(self) -> int:
+        return sum(sum(summary.apart.values()) for summary in self.keys.values())
+
+
+def with_published(key: KeyTuple, summary: KeySummary) -> None:
+    """Add the published references that did this work, sized by the measured results' most
+    common dataset size (a published epoch time becomes samples per second)."""
+    if not summary.dataset_size:
+        return
+    fields = dict(zip(KEY_FIELDS, key, strict=True))
+    extra = [p for p in published_peers(str(fields["workload"]), str(fields["mode"]), summary.dataset_size)
+             if p.key == key]
+    if extra:
+        summary.groups = sorted([*summary.groups, *group_peers(extra)], key=lambda g: -g.median)
+
+
+def collect(peers: Iterable[PeerResult]) -> Collection:
+    """The summary of ``peers`` (published references of the same work added)."""
+    by_key: dict[KeyTuple, list[PeerResult]] = {}
+    collection = Collection()
+    spellings: dict[str, Counter[str]] = {}
+    machines = set()
+    for peer in peers:
+        summary = collection.keys.setdefault(peer.key, KeySummary())
+        if peer.apart:
+            summary.apart[peer.invalid or peer.outlier] += peer.results
+            continue
+        by_key.setdefault(peer.key, []).append(peer)
+        collection.results += peer.results
+        if peer.machine_id:
+            machines.add(peer.machine_id)
+        name = peer.model_key
+        spellings.setdefault(name, Counter())[peer.device_model] += peer.results
+        counts = collection.settings.setdefault(name, ("", Counter()))[1]
+        for label, value in peer.settings.items():
+            counts[(label, value)] += peer.results
+    for key, members in by_key.items():
+        summary = collection.keys[key]
+        summary.groups = group_peers(members)
+        sizes = Counter(p.dataset_size for p in members if p.dataset_size)
+        summary.dataset_size = sizes.most_common(1)[0][0] if sizes else 0
+        with_published(key, summary)
+    collection.settings = {name: (spellings[name].most_common(1)[0][0], counts)
+                           for name, (_, counts) in collection.settings.items()}
+    collection.machines = len(machines)
+    return collection
+
+
+def model_groups(collection: Collection, name: str) -> list[tuple[KeyTuple, ModelGroup]]:
+    """Every work device model ``name`` (model_key) did, with its group."""
+    found = []
+    for key, summary in collection.keys.items():
+        for group in summary.measured:
+            if model_key(group.device_model) == name:
+                found.append((key, group))
+    return found

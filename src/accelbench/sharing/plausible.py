@@ -1,0 +1,162 @@
+"""Is a shared line physically possible on its own machine? Plausibility per machine, never a
+global cap.
+
+A line is **implausible** (kept, shown apart, left out of every band) when it beats its own
+device's limits or contradicts itself. Each check reads the line's own figures (the catalogue's
+names, ``results/catalogue.py``) against the ceilings the line carries (``limits``) or, where it
+carries none, the device's published peak:
+
+* decode bytes x tokens/s (bytes one decode step reads x one sequence's decode rate, which is
+  the decode bandwidth) above the device's measured bandwidth, unless every byte fits in the
+  last-level cache (``measure/decode_bytes.judge_bandwidth``, the one judgement of that rule);
+* achieved FLOP/s more than 10% above the measured peak (the peak is itself a measurement), or,
+  without one, above the device's published peak for the case's precision (``PUBLISHED_PEAKS``);
+* a generation line whose rates contradict its own TTFT and TPOT: the catalogue defines the
+  decode rates as 1 / TPOT per sequence and B / TPOT over the batch and prefill as B x P / TTFT,
+  so end-to-end time TTFT + (N - 1) x TPOT must be positive and every rate must agree with the
+  times it is made of (within ``CONSISTENCY``: the line's figures are rounded to 6 digits); a
+  90th/99th percentile below its median is impossible too;
+* generated tokens whose hash does not match the reference hash the line names, or that the
+  line itself says do not match (``tokens_hash``, issue 28).
+
+What a large collection does with the whole of it (outliers beyond the 99.5th percentile of a
+device class) is ``compare/peers.mark_outliers``'s job, not a line's.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from accelbench.sharing.bundle import number
+
+#: Achieved FLOP/s above the carried peak by more than this factor is impossible: the peak is
+#: itself a measurement (a few percent of noise), so only a clear excess is called implausible.
+FLOPS_TOLERANCE = 1.10
+#: Rates and the times they are made of agree to this (the line's figures are rounded to 6
+#: significant digits; the catalogue computes them from the same medians).
+CONSISTENCY = 0.01
+
+#: Published dense peak FLOP/s, an upper bound where a line carries no measured peak: (device
+#: model pattern, the precisions it bounds, FLOP/s, source). Most specific pattern first.
+_APPLE = "Apple press releases (GPU FP32 TFLOPS), ../shared/reference/published-results.md"
+_STAS = ("stas00/ml-engineering, maximum achievable matmul FLOPS (794.5 / 271.2 TFLOP/s bf16 = 80% / "
+         "87% of spec)")
+PUBLISHED_PEAKS: tuple[tuple[str, tuple[str, ...], float, str], ...] = (
+    (r"\bH100\b", ("bf16", "amp-bf16"), 794.5e12 / 0.80, _STAS),
+    (r"\bA100\b", ("bf16", "amp-bf16"), 271.2e12 / 0.87, _STAS),
+    (r"\bM1 Ultra\b", ("fp32",), 21e12, _APPLE), (r"\bM1 Max\b", ("fp32",), 10.4e12, _APPLE),
+    (r"\bM1 Pro\b", ("fp32",), 5.2e12, _APPLE), (r"\bM1\b", ("fp32",), 2.6e12, _APPLE),
+    (r"\bM2 Ultra\b", ("fp32",), 27.2e12, _APPLE), (r"\bM2 Max\b", ("fp32",), 13.6e12, _APPLE),
+    (r"\bM2 Pro\b", ("fp32",), 6.8e12, _APPLE), (r"\bM2\b", ("fp32",), 3.6e12, _APPLE),
+)
+_PEAK_PATTERNS = tuple((re.compile(pattern), precisions, flops) for pattern, precisions, flops, _ in
+                       PUBLISHED_PEAKS)
+
+#: Reference hashes of generated tokens by (workload, size, prompt_len, new_tokens), where known
+#: (issue 28 ships them); a line may also name its own expected hash.
+REFERENCE_TOKEN_HASHES: dict[tuple[str, str, int, int], str] = {}
+
+
+def _real(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _figure(figures: dict[str, Any], name: str) -> float | None:
+    value = figures.get(name)
+    return None if value is None else number(value, f"figures.{name}")
+
+
+def published_peak(model: str, precision: str) -> float | None:
+    for pattern, precisions, flops in _PEAK_PATTERNS:
+        if precision in precisions and pattern.search(model):
+            return flops
+    return None
+
+
+def _bandwidth(limits: dict[str, Any], figures: dict[str, Any]) -> str:
+    bandwidth = _real(limits.get("bandwidth_bytes_per_s"))
+    read, per_sequence = _figure(figures, "bytes_per_token"), _figure(figures, "decode_tokens_per_s")
+    # From the figures the rate is made of, so that an understated bandwidth figure cannot hide it.
+    decode = (read * per_sequence if read and per_sequence
+              else _figure(figures, "decode_bandwidth_bytes_per_s"))
+    if not decode or not bandwidth or bandwidth <= 0 or decode <= bandwidth:
+        return ""
+    # Imported only for a line above its bandwidth: its module loads torch (seconds a large read
+    # does not need).
+    from accelbench.measure.decode_bytes import judge_bandwidth
+
+    cache = limits.get("last_level_cache_bytes")
+    judged = judge_bandwidth(decode, bandwidth, int(read or 0),
+                             cache if isinstance(cache, int) and not isinstance(cache, bool) else None)
+    return (f"decode bandwidth {judged.share:.0%} of the device's measured bandwidth (and more than "
+            "its cache holds)") if judged.flagged else ""
+
+
+def _flops(line: dict[str, Any], limits: dict[str, Any], figures: dict[str, Any]) -> str:
+    achieved = _figure(figures, "achieved_flops")
+    if not achieved:
+        return ""
+    peak = _real(limits.get("peak_flops"))
+    if peak and peak > 0:
+        if achieved > peak * FLOPS_TOLERANCE:
+            return f"{achieved / peak:.0%} of the device's measured peak FLOP/s"
+        return ""
+    device, key = line.get("device") or {}, line.get("key") or {}
+    published = published_peak(str(device.get("model", "")), str(key.get("precision", "")))
+    if published and achieved > published * FLOPS_TOLERANCE:
+        return f"{achieved / published:.0%} of the device's published peak FLOP/s"
+    return ""
+
+
+def _disagree(stated: float | None, expected: float) -> bool:
+    return stated is not None and abs(stated - expected) > CONSISTENCY * abs(expected)
+
+
+def _generation(key: dict[str, Any], figures: dict[str, Any]) -> str:
+    """The catalogue's definitions, held against each other."""
+    ttft, tpot = _figure(figures, "ttft_s"), _figure(figures, "tpot_s")
+    batch, prompt = _real(key.get("batch_size")) or 1.0, _real(key.get("prompt_len")) or 0.0
+    if ttft is not None and ttft <= 0:
+        return "a time to first token that is not positive"
+    if tpot is not None and tpot <= 0:
+        return "a time per output token that is not positive"
+    if tpot:
+        if _disagree(_figure(figures, "decode_tokens_per_s"), 1 / tpot):
+            return "decode tokens/s per sequence is not 1 / TPOT"
+        if _disagree(_figure(figures, "decode_tokens_per_s_total"), batch / tpot):
+            return "decode tokens/s over the batch is not batch / TPOT"
+    if ttft and prompt and _disagree(_figure(figures, "prefill_tokens_per_s"), batch * prompt / ttft):
+        return "prefill tokens/s is not batch x prompt / TTFT"
+    for median, tail in (("ttft_s", "ttft_p90_s"), ("ttft_p90_s", "ttft_p99_s"), ("tpot_s", "tpot_p99_s")):
+        low, high = _figure(figures, median), _figure(figures, tail)
+        if low is not None and high is not None and high < low * (1 - CONSISTENCY):
+            return f"{tail} below {median}"
+    return ""
+
+
+def _tokens(line: dict[str, Any], key: dict[str, Any]) -> str:
+    validity = line.get("validity") if isinstance(line.get("validity"), dict) else {}
+    mine = line.get("tokens_hash", validity.get("tokens_hash"))
+    if validity.get("tokens_match") is False:
+        return "generated tokens do not match the reference (the line says so)"
+    if not isinstance(mine, str) or not mine:
+        return ""
+    expected = line.get("tokens_reference_hash", validity.get("tokens_reference_hash"))
+    if not isinstance(expected, str) or not expected:
+        expected = REFERENCE_TOKEN_HASHES.get((str(key.get("workload")), str(key.get("size")),
+                                               int(key.get("prompt_len") or 0),
+                                               int(key.get("new_tokens") or 0)))
+    if expected and mine != expected:
+        return "generated tokens do not match the reference hash"
+    return ""
+
+
+def implausible(line: dict[str, Any]) -> str:
+    """Why the line cannot be right on its own machine ("" when nothing says so)."""
+    limits, figures, key = line.get("limits"), line.get("figures"), line.get("key")
+    if not isinstance(figures, dict) or not isinstance(key, dict):
+        return ""
+    limits = limits if isinstance(limits, dict) else {}
+    return (_bandwidth(limits, figures) or _flops(line, limits, figures)
+            or (_generation(key, figures) if key.get("mode") == "generate" else "") or _tokens(line, key))
