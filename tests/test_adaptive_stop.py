@@ -19,8 +19,9 @@ from accelbench.devices.base import Device
 from accelbench.devices.cpu import CpuAdapter
 from accelbench.errors import UsageError
 from accelbench.measure.loop import MIN_ADAPTIVE_SAMPLES, StepLoop
+from accelbench.measure.stop import DEFAULT_TARGET_CI_PCT, MIN_SAMPLES, StopRule
 from accelbench.measure.trackers import Tracker
-from accelbench.options import DEFAULT_TARGET_CI_PCT, MIN_SAMPLES, RunOptions, StopRule
+from accelbench.options import RunOptions
 from accelbench.results import CaseResult
 
 CPU = Device(CpuAdapter(), "cpu", 0)

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from accelbench.bounds import MOST_COUNT, MOST_SECONDS, check_number
 from accelbench.cli import main
 from accelbench.cli.common import non_negative_float, non_negative_int, positive_float, positive_int
 from accelbench.cli.optiongroups import number, whole_number
 from accelbench.errors import UsageError
-from accelbench.options import MOST_COUNT, MOST_SECONDS, check_number
 
 PARSERS = [(positive_int, int, 1), (non_negative_int, int, 0), (positive_float, float, 1e-300),
            (non_negative_float, float, 0.0)]

@@ -14,8 +14,8 @@ from accelbench.devices.base import Device
 from accelbench.devices.cpu import CpuAdapter
 from accelbench.errors import UsageError
 from accelbench.measure.loop import NonFiniteError, StepLoop
+from accelbench.measure.stop import MIN_SAMPLES, StopRule
 from accelbench.measure.trackers import SensorTracker, Tracker
-from accelbench.options import MIN_SAMPLES, StopRule
 
 
 def epoch(dataset_size: int = 10, batch: int = 4) -> EpochBatches:

@@ -13,9 +13,8 @@ from torch import nn
 import accelbench
 from accelbench import api
 from accelbench.cli import build_parser, main
-from accelbench.engine.repeat import DEFAULT_REPEATS
 from accelbench.errors import UsageError
-from accelbench.options import RunOptions, StopRule
+from accelbench.options import DEFAULT_REPEATS, RunOptions, StopRule
 from accelbench.options.values import DEFAULTS
 
 REPO = Path(__file__).resolve().parent.parent

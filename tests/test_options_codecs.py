@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 import accelbench.options
+from accelbench.codec import from_dict
 from accelbench.devices import DeviceSet
 from accelbench.engine.case import Case, WorkerSpec
 from accelbench.options import RunOptions, StopRule
 from accelbench.options.check import CheckOptions
-from accelbench.options.codec import from_dict
 from accelbench.options.probe import ProbeOptions
 from accelbench.options.scale import Rendezvous, ScaleOptions
 

@@ -12,6 +12,7 @@ import pytest
 
 from accelbench.devices import Device
 from accelbench.devices.cpu import CpuAdapter
+from accelbench.measure.stop import check_durations
 from accelbench.measure.sustained import (
     DeviceSensors,
     Reading,
@@ -21,7 +22,6 @@ from accelbench.measure.sustained import (
     run_sustained_peak,
 )
 from accelbench.measure.timing import Timing
-from accelbench.options import check_durations
 from accelbench.results.first_use import FirstUse, break_even, compile_time, first_use_cost
 from accelbench.results.stats import MIN_EFFECT
 from accelbench.results.sustained import (

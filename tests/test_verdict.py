@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from accelbench.compare.verdict import CANT_TELL, FASTER, SAME, SLOWER, judge, ratio_interval
-from accelbench.engine.repeat import DEFAULT_REPEATS
+from accelbench.options import DEFAULT_REPEATS
 
 SPREAD = 0.04
 TRIALS = 400

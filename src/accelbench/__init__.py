@@ -18,7 +18,7 @@ _LAZY = {
     "DataOptions": "accelbench.data.options",
     "register": "accelbench.workloads.base",
     "RunOptions": "accelbench.options",
-    "StopRule": "accelbench.options",
+    "StopRule": "accelbench.measure.stop",
 }
 
 

@@ -1,7 +1,8 @@
-"""The options' JSON form, derived from their dataclass fields: one codec for every options
+"""The JSON form of the options, derived from their dataclass fields: one codec for every options
 dataclass (RunOptions, StopRule, CheckOptions, ProbeOptions, ScaleOptions, Rendezvous), so a field
 added to one of them is carried to a worker process and into the record without anyone listing
-it (a hand-written list once dropped ``prompt_lens`` and ``new_tokens``).
+it (a hand-written list once dropped ``prompt_lens`` and ``new_tokens``). At the bottom of the
+layers, so the stop rule (``measure/``) and any other layer's dataclass can derive it too.
 
 A field whose ``metadata`` says ``{"stored": False}`` (a display switch such as ``--debug``'s
 echo) is left out of the dict and takes its default when read back.

@@ -15,15 +15,12 @@ from typing import Any
 
 from accelbench.devices import DEVICE_HELP
 from accelbench.devices.precisions import PRECISION_NAMES
-from accelbench.engine.repeat import DEFAULT_REPEATS
-from accelbench.options import (
-    DATA_MODES,
+from accelbench.measure.stop import (
     DEFAULT_SUSTAINED_INTERVAL_S,
     DEFAULT_TARGET_CI_PCT,
     DEFAULT_TIME_BUDGET_S,
-    DEFAULT_WARMUP_STEPS,
-    ISOLATIONS,
 )
+from accelbench.options import DATA_MODES, DEFAULT_REPEATS, DEFAULT_WARMUP_STEPS, ISOLATIONS
 from accelbench.options.values import DEFAULTS, RunKeywords, keyword_names
 from accelbench.workloads.presets import DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_LEN, SIZES
 

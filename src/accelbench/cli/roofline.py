@@ -17,7 +17,7 @@ from accelbench.devices import DEVICE_HELP, DeviceSet
 from accelbench.devices.precisions import MATMUL_PRECISIONS
 from accelbench.errors import UsageError
 from accelbench.files import write_atomic
-from accelbench.options import DEFAULT_SUSTAINED_INTERVAL_S
+from accelbench.measure.stop import DEFAULT_SUSTAINED_INTERVAL_S
 from accelbench.options.values import names, stop_rule
 from accelbench.store.jsonfile import check_writable
 

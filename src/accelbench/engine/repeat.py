@@ -22,13 +22,6 @@ from accelbench.measure.generation import GenerationFigures
 from accelbench.results import CaseResult
 from accelbench.results.sustained import SustainedRecord
 
-#: ``--repeat`` with no number: enough processes a side for a 10% difference to be called on a
-#: noisy shared machine. Chosen from benchmarks/verdicts.py on the 2-vCPU development VM
-#: (docs/performance.md (c)): a planted 10% slowdown was found in 57-84% of 6-vs-6 comparisons,
-#: 83-99% of 8-vs-8 and 95-100% of 10-vs-10, with identical configurations called different in
-#: 0.4-5.1% at 10 a side.
-DEFAULT_REPEATS = 10
-
 
 def interleaved(case_count: int, repeat: int) -> Iterator[tuple[int, int]]:
     """(round, case index) in run order: every case once per round."""

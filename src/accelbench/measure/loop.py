@@ -54,10 +54,10 @@ import torch
 from accelbench.devices import Device
 from accelbench.measure.input_wait import InputWait
 from accelbench.measure.median_ci import relative_median_ci_half_width
+from accelbench.measure.stop import MIN_SAMPLES, MIN_WINDOW_S, StopRule
 from accelbench.measure.sustained import SensorReader, SustainedSeries, run_sustained
 from accelbench.measure.timing import Timing
 from accelbench.measure.trackers import MemoryTracker, Tracker
-from accelbench.options import MIN_SAMPLES, MIN_WINDOW_S, StopRule
 
 Progress = Callable[[str, float, float | None], None]
 #: The precision target is first checked at this many samples (the drift check needs 16; the

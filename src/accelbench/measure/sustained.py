@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from accelbench.measure.interval_sensors import EVENTS, DeviceSensors, Reading, SensorReader
-from accelbench.options import DEFAULT_SUSTAINED_INTERVAL_S
+from accelbench.measure.stop import DEFAULT_SUSTAINED_INTERVAL_S
 
 if TYPE_CHECKING:
     import torch

@@ -4,62 +4,28 @@ options (check.py). Option parsing and validation import no torch."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from accelbench.bounds import MOST_SECONDS, check_number
+from accelbench.codec import Codec
 from accelbench.devices.precisions import precision_spec
 from accelbench.errors import UsageError
-from accelbench.options.codec import Codec
+from accelbench.measure.stop import StopRule
 from accelbench.workloads.presets import DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_LEN, RUN_MODES, SIZES
 
-STOP_KINDS = ("steps", "time", "epochs", "sustained")
-DEFAULT_TIME_BUDGET_S = 10.0
 DEFAULT_WARMUP_STEPS = 3
-#: Under a time budget, at least this many samples are taken whatever the budget.
-MIN_SAMPLES = 5
-#: On asynchronous devices, steps shorter than this are timed in windows of several steps.
-MIN_WINDOW_S = 0.005
-#: Under a time budget, measuring stops early once the median's 95% CI is within +-this percent
-#: of the median (``--target-ci``; 0 measures the whole budget).
-DEFAULT_TARGET_CI_PCT = 2.0
 #: --data: host batches copied to the device every step (as a DataLoader gives them), batches
 #: resident on the device (pure compute, as timm and TorchBench measure), or a real data set.
 DATA_MODES = ("synthetic", "synthetic-device", "real")
 ISOLATIONS = ("process", "none")
 DEFAULT_CASE_TIMEOUT_S = 1800.0
-#: --sustained: throughput and sensors are recorded per interval of this many seconds ...
-DEFAULT_SUSTAINED_INTERVAL_S = 10.0
-#: ... and a run holds at least this many, so the burst (a fifth) has a spread to judge.
-MIN_SUSTAINED_INTERVALS = 10
-#: Beyond these a value is a typo, not a measurement plan (and would overflow timers and ranges).
-MOST_COUNT = 10**9
-MOST_SECONDS = 1e7
-
-
-def check_number(flag: str, value: object, *, whole: bool, zero_ok: bool,
-                 most: float = MOST_COUNT) -> None:
-    """Raise UsageError unless ``value`` is a finite number (an int when ``whole``) above zero (or
-    at least zero) and at most ``most``. The one check behind the CLI flags and the Python
-    keywords, so both report a bad value with the same words."""
-    shown = _shown(value)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise UsageError(f"{flag} must be a {'whole ' if whole else ''}number, got {shown}")
-    if whole and not isinstance(value, int):
-        raise UsageError(f"{flag} must be a whole number, got {value!r}")
-    if not math.isfinite(value):
-        raise UsageError(f"{flag} must be a finite number, got {shown}")
-    if value < 0 or (value == 0 and not zero_ok):
-        raise UsageError(f"{flag} must be {'0 or more' if zero_ok else 'positive'}, got {shown}")
-    if value > most:
-        raise UsageError(f"{flag} must be at most {most:.0f}, got {shown}")
-
-
-def _shown(value: object) -> str:
-    # 3 and 3.0 read the same: the CLI parses a float where Python code may pass an int.
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return repr(value) if isinstance(value, str) else str(value)
+#: ``--repeat`` with no number: enough processes a side for a 10% difference to be called on a
+#: noisy shared machine. Chosen from benchmarks/verdicts.py on the 2-vCPU development VM
+#: (docs/performance.md (c)): a planted 10% slowdown was found in 57-84% of 6-vs-6 comparisons,
+#: 83-99% of 8-vs-8 and 95-100% of 10-vs-10, with identical configurations called different in
+#: 0.4-5.1% at 10 a side.
+DEFAULT_REPEATS = 10
 
 
 def _check_flag(flag: str, value: object) -> None:
@@ -70,86 +36,6 @@ def _check_flag(flag: str, value: object) -> None:
 def _check_choice(flag: str, value: object, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise UsageError(f"{flag} {value!r} is unknown; allowed: {', '.join(allowed)}")
-
-
-def check_durations(duration_s: float, interval_s: float,
-                    min_intervals: int = MIN_SUSTAINED_INTERVALS) -> str:
-    """The problem with a sustained duration and interval, in one line; "" when there is none.
-    Fewer than ``min_intervals`` intervals leave the burst (a fifth) without a spread to judge."""
-    if not (math.isfinite(duration_s) and duration_s > 0):
-        return f"the sustained duration must be a positive number of minutes, not {duration_s / 60:g}"
-    if not (math.isfinite(interval_s) and interval_s > 0):
-        return f"the sustained interval must be a positive number of seconds, not {interval_s:g}"
-    if duration_s < min_intervals * interval_s:
-        return (f"a sustained run of {duration_s:g} s holds fewer than {min_intervals} intervals of "
-                f"{interval_s:g} s; allowed: a duration of at least {min_intervals * interval_s:g} s "
-                "or a shorter --sustained-interval")
-    return ""
-
-
-@dataclass(frozen=True)
-class StopRule(Codec):
-    """When measuring stops: after ``value`` steps or epochs, a time budget of ``value`` seconds,
-    or (kind "sustained", ``--sustained MINUTES``) a sustained run of ``value`` seconds recorded
-    in intervals of ``interval`` seconds."""
-
-    kind: str = "time"
-    value: float = DEFAULT_TIME_BUDGET_S
-    #: Percent half-width of the median's CI at which a time budget stops early; None = the
-    #: default (DEFAULT_TARGET_CI_PCT under a time budget; no target for the other kinds).
-    target_ci: float | None = None
-    #: A sustained run's interval in seconds (the other kinds ignore it).
-    interval: float = DEFAULT_SUSTAINED_INTERVAL_S
-
-    def __post_init__(self) -> None:
-        if self.kind not in STOP_KINDS:
-            raise UsageError(f"stop rule {self.kind!r} is unknown; allowed: {STOP_KINDS}")
-        flag = {"time": "--time-budget"}.get(self.kind, f"--{self.kind}")
-        if self.kind == "sustained":
-            # Given in minutes, kept in seconds.
-            numeric = isinstance(self.value, int | float) and not isinstance(self.value, bool)
-            check_number(flag, self.value / 60 if numeric else self.value,
-                         whole=False, zero_ok=False, most=MOST_SECONDS / 60)
-            check_number("--sustained-interval", self.interval, whole=False, zero_ok=False,
-                         most=MOST_SECONDS)
-        else:
-            check_number(flag, self.value, whole=False, zero_ok=False,
-                         most=MOST_SECONDS if self.kind == "time" else MOST_COUNT)
-        # A stored record may say 5.0 steps: a whole float is a whole number here.
-        if self.kind in ("steps", "epochs") and int(self.value) != self.value:
-            raise UsageError(f"{flag} must be a whole number, got {self.value}")
-        if self.target_ci is not None:
-            check_number("--target-ci", self.target_ci, whole=False, zero_ok=True)
-            if not 0 <= self.target_ci < 100:
-                raise UsageError(f"--target-ci must be a percentage from 0 to below 100, got "
-                                 f"{_shown(self.target_ci)}")
-            if self.target_ci and self.kind != "time":
-                raise UsageError(f"--target-ci stops a time budget early; it cannot be combined "
-                                 f"with --{self.kind}")
-        problem = check_durations(self.value, self.interval) if self.kind == "sustained" else ""
-        if problem:
-            raise UsageError(problem)
-
-    @property
-    def target_ci_pct(self) -> float:
-        """The effective precision target in percent (0 = none)."""
-        if self.target_ci is not None:
-            return self.target_ci
-        return DEFAULT_TARGET_CI_PCT if self.kind == "time" else 0.0
-
-    def describe(self) -> str:
-        if self.kind == "time":
-            target = f", or until the median's CI is within +-{self.target_ci_pct:g}%" \
-                if self.target_ci_pct else ""
-            return f"time budget {self.value:g} s{target}"
-        if self.kind == "sustained":
-            return f"sustained {self.value / 60:g} min in {self.interval:g} s intervals"
-        return f"{int(self.value)} {self.kind}"
-
-    @property
-    def sustained_s(self) -> float:
-        """Seconds of a sustained run (0 for the other kinds)."""
-        return float(self.value) if self.kind == "sustained" else 0.0
 
 
 @dataclass(frozen=True)

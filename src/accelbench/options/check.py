@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from accelbench.codec import Codec
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
-from accelbench.options.codec import Codec
 
 #: What the candidate is held against: the CPU in float64 (default) or in float32.
 REFERENCES = ("cpu-fp64", "cpu")

@@ -5,15 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from accelbench.options import (
-    DEFAULT_CASE_TIMEOUT_S,
-    ISOLATIONS,
-    MOST_SECONDS,
-    _check_choice,
-    _check_flag,
-    check_number,
-)
-from accelbench.options.codec import Codec
+from accelbench.bounds import MOST_SECONDS, check_number
+from accelbench.codec import Codec
+from accelbench.options import DEFAULT_CASE_TIMEOUT_S, ISOLATIONS, _check_choice, _check_flag
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,10 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from accelbench.codec import Codec
 from accelbench.errors import UsageError
-from accelbench.options import DEFAULT_WARMUP_STEPS, RunOptions, StopRule
-from accelbench.options.codec import Codec
+from accelbench.measure.stop import StopRule
+from accelbench.options import DEFAULT_WARMUP_STEPS, RunOptions
 
 if TYPE_CHECKING:
     from accelbench.devices import Device

@@ -125,8 +125,8 @@ def _run(spec: RankSettings, rank: int, local_rank: int) -> dict[str, Any]:
     from accelbench.devices import DeviceSet
     from accelbench.devices.numerics import backend_flags, get_precision, precision_settings
     from accelbench.engine.steps import make_train_step
+    from accelbench.measure.stop import StopRule
     from accelbench.measure.trackers import MemoryTracker
-    from accelbench.options import StopRule
     from accelbench.scale.backends import rank_device
     from accelbench.workloads.catalogue import get_workload_class, load_workload_file
 
@@ -220,7 +220,7 @@ def _steps_for_budget(budget_s: float, warm: Any, device: Any) -> int:
     import torch
     import torch.distributed as dist
 
-    from accelbench.options import MIN_SAMPLES
+    from accelbench.measure.stop import MIN_SAMPLES
 
     # The last warm-up step: the first ones include one-off set-up costs.
     # float32: MPS has no float64 (a step time needs no more than 7 digits).

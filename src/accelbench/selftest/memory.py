@@ -13,7 +13,8 @@ import torch
 
 from accelbench.devices import Device
 from accelbench.measure.memory import format_bytes
-from accelbench.options import RunOptions, StopRule
+from accelbench.measure.stop import StopRule
+from accelbench.options import RunOptions
 from accelbench.selftest.result import SKIP, CheckResult, verdict
 from accelbench.workloads.catalogue import get_workload_class
 
