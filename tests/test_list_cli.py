@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 
 import pytest
@@ -35,6 +37,7 @@ def test_list_json_from_a_real_process(cli) -> None:
     assert resnet["input_shape"] == [3, 224, 224]
     assert resnet["dataset_size"] == {"train": 1_281_167, "eval": 50_000}
     assert resnet["modes"] == ["train", "eval"]
+    assert listed["gpt2"]["modes"] == ["train", "eval", "generate"]
     assert listed["vgg16"]["parameters"] == 138_357_544
     assert listed["vae"]["flops_per_sample"]["train"] > listed["vae"]["flops_per_sample"]["eval"] > 0
 
@@ -62,5 +65,39 @@ def test_list_shows_the_install_command_when_transformers_is_missing(monkeypatch
     finally:
         clear_facts_cache()
     text = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
-    assert "bert-base (n/a)" in text
+    assert "bert-base (missing)" in text
     assert "install it with: pip install 'accelbench[transformers]'" in text
+
+
+def test_a_second_list_reads_the_cache_and_starts_no_torch(cli, accelbench_home) -> None:
+    """Issue 30: list took 19 s (it builds every model to count FLOPs). The facts are kept with the
+    versions that counted them; a warm list answers from them without importing torch."""
+    first = cli("list")
+    assert first.returncode == 0, first.stderr
+    cache = json.loads((accelbench_home / "facts-cache.json").read_text())
+    assert cache["stamp"]["torch"] and "resnet50" in cache["facts"]["published"]
+    probe = ("import sys, runpy; sys.argv = ['accelbench', 'list']\n"
+             "try:\n    runpy.run_module('accelbench', run_name='__main__')\n"
+             "except SystemExit:\n    pass\n"
+             "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)")
+    env = {**os.environ, "ACCELBENCH_HOME": str(accelbench_home), "COLUMNS": "160"}
+    second = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
+                            timeout=120)
+    assert second.returncode == 0, second.stderr
+    assert second.stderr.strip().endswith("NO-TORCH") and second.stdout == first.stdout
+
+
+def test_the_cache_is_counted_again_when_what_it_depends_on_changes(accelbench_home) -> None:
+    from accelbench.workloads import facts_cache
+    from accelbench.workloads.facts import model_facts
+
+    facts = [model_facts("mnist")]
+    facts_cache.store(facts)
+    assert facts_cache.load(["mnist"]) == facts
+    assert facts_cache.load(["mnist", "vae"]) is None  # not all there: count
+    data = json.loads(facts_cache.cache_path().read_text())
+    data["stamp"]["torch"] = "0.0.1"
+    facts_cache.cache_path().write_text(json.dumps(data))
+    assert facts_cache.load(["mnist"]) is None
+    facts_cache.cache_path().write_text("{not json")
+    assert facts_cache.load(["mnist"]) is None

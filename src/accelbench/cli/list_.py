@@ -22,13 +22,31 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(execute=execute)
 
 
+def _builtin_names(patterns: list[str]) -> list[str] | None:
+    """The built-in workloads the patterns name (torch-free), or None when one names a model
+    (``timm:...``) or anything else only the catalogue resolves."""
+    from accelbench.workloads.registry import builtin_names, is_model_name, match_known
+
+    if any(is_model_name(p) for p in patterns):
+        return None
+    names = list(dict.fromkeys(n for p in patterns for n in match_known(p))) if patterns else builtin_names()
+    return names if set(names) <= set(builtin_names()) else None
+
+
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
     from accelbench.render.list_table import facts_table, notes
-    from accelbench.workloads import match_workloads, workload_names
-    from accelbench.workloads.facts import model_facts  # torch: only to run the command
+    from accelbench.workloads import facts_cache
 
-    names = match_workloads(args.patterns) if args.patterns else workload_names()
-    facts = [model_facts(name) for name in names]
+    names = _builtin_names(args.patterns)
+    facts = facts_cache.load(names) if names is not None else None
+    if facts is None:
+        from accelbench.workloads import match_workloads, workload_names
+        from accelbench.workloads.facts import model_facts  # torch: counts the FLOPs
+
+        names = names or (match_workloads(args.patterns) if args.patterns else workload_names())
+        facts = [model_facts(name) for name in names]
+        if _builtin_names(args.patterns) is not None:
+            facts_cache.store(facts)
     if args.json:
         print(json.dumps([item.to_dict() for item in facts], indent=1))
     else:

@@ -6,7 +6,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from accelbench.workloads.facts import TORCHVISION_LABEL, ModelFacts
+from accelbench.workloads.facts_record import ModelFacts
 
 
 def _si(value: float | None) -> str:
@@ -25,25 +25,24 @@ def _per_mode(values: dict[str, int], compact: bool = False) -> str:
 
 
 def facts_table(facts: list[ModelFacts]) -> Table:
-    """Narrow enough for an 80-column terminal; descriptions and caveats follow as notes."""
+    """Narrow enough for an 80-column terminal; descriptions, torchvision's published figures and
+    caveats follow as notes."""
     table = Table(title="accelbench workloads", title_justify="left", box=box.SIMPLE_HEAD,
                   padding=(0, 1), collapse_padding=True, pad_edge=False, show_edge=False,
-                  caption="fwd, train: FLOPs per sample counted with torch's FlopCounterMode "
-                  "(multiply-add = 2; train = forward + backward). tv: "
-                  f"{TORCHVISION_LABEL}, GMACs at 224x224. batch, samples: per epoch, train/eval. "
-                  "(n/a): cannot run here, see below.",
+                  caption="modes: t train, e eval, g generate. fwd, train: FLOPs per sample counted "
+                  "with torch's FlopCounterMode (multiply-add = 2; train = forward + backward). "
+                  "batch, samples: per epoch, train/eval. A name marked (missing) cannot run here: "
+                  "why is below.",
                   caption_justify="left")
-    for column in ("workload", "params", "fwd", "train", "tv", "batch", "input", "samples"):
-        table.add_column(column, no_wrap=True, justify="left" if column == "workload" else "right")
+    for column in ("workload", "modes", "params", "fwd", "train", "batch", "input", "samples"):
+        table.add_column(column, no_wrap=True, justify="left" if column in ("workload", "modes") else "right")
     for item in facts:
-        reference = "n/a"
-        if item.torchvision is not None:
-            reference = f"{item.torchvision.gmacs:.2f}" + ("*" if item.torchvision.note else "")
-        name = item.name if item.available else f"[yellow]{item.name} (n/a)[/yellow]"
+        name = item.name if item.available else f"[yellow]{item.name} (missing)[/yellow]"
         table.add_row(
-            name, _si(item.parameters), _si(item.forward_flops_per_sample),
-            _si(item.flops_per_sample.get("train")), reference, _per_mode(item.default_batch_size),
-            "x".join(map(str, item.input_shape)), _per_mode(item.dataset_size, compact=True),
+            name, "".join(mode[0] for mode in item.modes), _si(item.parameters),
+            _si(item.forward_flops_per_sample), _si(item.flops_per_sample.get("train")),
+            _per_mode(item.default_batch_size), "x".join(map(str, item.input_shape)),
+            _per_mode(item.dataset_size, compact=True),
         )
     return table
 
@@ -55,13 +54,14 @@ def notes(facts: list[ModelFacts]) -> list[str]:
     """
     lines = [f"[bold]{item.name}[/bold]: {escape(item.description)}" for item in facts]
     for item in facts:
-        if item.modes != ("train", "eval"):
-            lines.append(f"{item.name} runs only in: {', '.join(item.modes)}")
         if not item.available:
             lines.append(f"[yellow]{item.name} cannot run here[/yellow]: "
                          f"{escape(item.unavailable_reason or '')}")
         if item.count_error:
             lines.append(f"[yellow]{item.name} FLOPs not counted[/yellow]: {escape(item.count_error)}")
-        if item.torchvision is not None and item.torchvision.note:
-            lines.append(f"* {item.name}: torchvision's figure is for the {escape(item.torchvision.note)}")
+        if item.torchvision is not None:
+            figure = item.torchvision
+            where = f" for the {escape(figure.note)}" if figure.note else ""
+            lines.append(f"{item.name}: {figure.label}{where}: {figure.gmacs:.2f} GMACs at 224x224 "
+                         f"(= {2 * figure.gmacs:.3g} GFLOPs), {figure.parameters:,} parameters")
     return lines

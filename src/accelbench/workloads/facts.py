@@ -11,7 +11,6 @@ of a second; a model that cannot run on ``meta`` is counted on the CPU instead.
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
@@ -19,54 +18,15 @@ import torchvision
 from torch.utils.flop_counter import FlopCounterMode
 
 from accelbench.data.options import DataOptions
-from accelbench.workloads.base import Workload
+from accelbench.workloads.base import Workload, generates
 from accelbench.workloads.catalogue import get_workload_class
+from accelbench.workloads.facts_record import TORCHVISION_LABEL, ModelFacts, TorchvisionFigures
+
+__all__ = ["COUNT_BATCH", "TORCHVISION_LABEL", "ModelFacts", "TorchvisionFigures", "clear_facts_cache",
+           "count_flops", "flops_per_sample", "model_facts", "torchvision_figures"]
 
 #: Training-mode batch norm needs more than one value per channel.
 COUNT_BATCH = 2
-TORCHVISION_LABEL = "torchvision published (multiply-adds)"
-
-
-@dataclass(frozen=True)
-class TorchvisionFigures:
-    """The figures torchvision publishes for a pretrained weight set (224x224, batch 1)."""
-
-    weights: str
-    parameters: int
-    gmacs: float
-    metrics: dict[str, Any]
-    note: str = ""
-    label: str = TORCHVISION_LABEL
-
-
-@dataclass(frozen=True)
-class ModelFacts:
-    name: str
-    description: str
-    source: str
-    modes: tuple[str, ...]
-    input_shape: tuple[int, ...]
-    default_batch_size: dict[str, int]
-    dataset_size: dict[str, int]
-    available: bool
-    unavailable_reason: str | None = None
-    parameters: int | None = None
-    #: Counted FLOPs per sample of one step in each mode (training: forward + backward).
-    flops_per_sample: dict[str, float] = field(default_factory=dict)
-    #: Counted FLOPs per sample of the model's forward alone (the evaluation step's forward).
-    forward_flops_per_sample: float | None = None
-    #: Tokens per sample in each mode, for a language model (FLOPs per token = FLOPs per sample /
-    #: tokens, tokens/s = samples/s x tokens); empty when a sample is not tokens.
-    tokens_per_sample: dict[str, int] = field(default_factory=dict)
-    counted_on: str | None = None
-    count_error: str | None = None
-    torchvision: TorchvisionFigures | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["modes"] = list(self.modes)
-        data["input_shape"] = list(self.input_shape)
-        return data
 
 
 def torchvision_figures(weights: str, note: str = "") -> TorchvisionFigures:
@@ -121,7 +81,8 @@ def _facts(cls: type[Workload], name: str, size: str) -> ModelFacts:
     workload = cls(size)
     weights = getattr(cls, "torchvision_weights", None)
     facts: dict[str, Any] = dict(
-        name=name, description=cls.description, source=cls.source, modes=tuple(cls.modes),
+        name=name, description=cls.description, source=cls.source,
+        modes=(*cls.modes, "generate") if generates(cls) else tuple(cls.modes),
         input_shape=tuple(cls.input_shape),
         default_batch_size={m: workload.batch_size(m) for m in cls.modes},
         dataset_size={m: workload.samples_per_epoch(m) for m in cls.modes},
