@@ -32,6 +32,30 @@ def accelbench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, peak_cache:
     return home
 
 
+@pytest.fixture(autouse=True)
+def quiet_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In this process the machine reads as quiet to the peak's busy check (issue 26, item 11;
+    devices/contention.py), so what a test asserts about cached peaks never depends on what else
+    the machine runs. Tests of that check hand in their own conditions; commands run in a
+    subprocess read the real machine."""
+    from accelbench.devices import contention
+
+    quiet = contention.Conditions(1.0, 0.0, 0.0, None)
+
+    class QuietWatch:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            pass
+
+        def start(self) -> None:
+            pass
+
+        def stop(self) -> contention.Conditions:
+            return quiet
+
+    monkeypatch.setattr(contention, "ContentionWatch", QuietWatch)
+    monkeypatch.setattr(contention, "now", lambda *args, **kwargs: quiet)
+
+
 def torch_numeric_defaults() -> None:
     """Put torch's process-wide numeric switches back as a fresh process has them (matmul
     "highest", cuDNN TF32 on, every fp32_precision inheriting, cudnn.benchmark off)."""

@@ -9,7 +9,7 @@ import math
 import pytest
 from fakes import FakeAsyncAdapter
 
-from accelbench.devices import Device, DeviceSet
+from accelbench.devices import Device, DeviceSet, contention
 from accelbench.devices.numerics import get_precision
 from accelbench.engine.case import Case, skeleton_result
 from accelbench.engine.measure_case import achieved_flops
@@ -187,3 +187,19 @@ def test_a_held_peak_is_shown_beside_the_stored_burst_and_says_what_its_verdict_
     # stored: a later `roofline` shows the same figures from the cache
     again = roofline.device_roofline(cpu).sustained["bandwidth"]
     assert again["share_of_stored_burst"] == record["share_of_stored_burst"]
+
+
+def test_the_roofline_measures_a_busy_peak_again_before_showing_it(cpu, tmp_path, monkeypatch) -> None:
+    """Issue 26, item 11: a matmul peak cached beside other work is not the roofline's figure
+    once the machine is quiet (conftest makes it read quiet here)."""
+    monkeypatch.setenv("ACCELBENCH_PEAK_CACHE", str(tmp_path / "peak.json"))
+    roofline.remember(Roofline("cpu", "AMD", {"fp32": 47e9}, 6.5e9, 7e-6, {}, {},
+                               "2999-01-01T00:00:00+00:00"), cpu)
+    busy = contention.Conditions(1.0, others_cpu_share=0.6, steal_share=0.0)
+    peak.record_measurement(cpu, "fp32", peak.MatmulTiming(47e9, 1024, 4, 5), conditions=busy)
+    assert peak.cached_figure(cpu, "fp32").flops == 47e9
+    monkeypatch.setattr(peak, "time_matmul", lambda device, precision, side=None: peak.MatmulTiming(
+        142e9, 2048, 1, 5))
+    shown = device_roofline(cpu)
+    assert shown.matmul_flops["fp32"] == 142e9
+    assert shown.method["matmul_fp32"] == {"matrix_side": 2048, "products_per_sync": 1}

@@ -24,6 +24,16 @@ ceiling honest:
   ``RECHECK_AFTER_S`` old, and keeps the higher figure. It is measured in full (and kept if
   higher) when a case beats it or the entry is older than ``MAX_AGE_DAYS``; only an explicit
   ``refresh`` replaces it.
+* **A busy reading does not stand as the ceiling.** Each measurement records the conditions it
+  ran under (``devices/contention.py``: other processes' share of the CPUs and stolen time over
+  its own window; the 1-minute load beside them) with the cached peak. A CPU reading taken while
+  others used ``BUSY_OTHERS_SHARE`` of the CPUs (or the hypervisor stole ``BUSY_STEAL_SHARE``),
+  or any reading far below the last good one (``FAR_BELOW``), is marked ``busy``. A busy entry
+  is not trusted for the next run, however recent: its lookup re-measures it in full (a busy
+  reading also calibrates too small a product) as soon as a short probe finds the machine
+  quiet, or clearly less busy than it was (``LESS_BUSY``), and a quiet reading clears the mark.
+  So a run started seconds after a busy one does not inherit its figure, as it did for the
+  minute the re-check waited. A refresh never replaces a good figure with a busy one.
 
 The figures live in ``data_home()/peak_flops.json`` (``ACCELBENCH_PEAK_CACHE`` overrides the
 path, so tests can share one measurement).
@@ -41,7 +51,8 @@ from typing import Any
 
 import torch
 
-from accelbench.devices import Device
+from accelbench.devices import Device, contention
+from accelbench.devices.contention import Conditions
 from accelbench.devices.numerics import PRECISIONS, Precision, get_precision, precision_settings
 from accelbench.files import data_home, write_atomic
 from accelbench.measure.queued import best_window, queue_length
@@ -63,6 +74,11 @@ MAX_AGE_DAYS = 30
 RECHECK_AFTER_S = 60.0
 #: ... with this many timed windows at the cached side (about 0.4 s for fp32 on a 2-core CPU).
 RECHECK_REPEATS = 2
+#: A reading below this share of the last good one was taken on a busy device, whatever the
+#: host's CPU accounting says (another process on the GPU).
+FAR_BELOW = 0.7
+#: A busy CPU peak is measured again when other work takes this much less of the machine now.
+LESS_BUSY = 0.1
 #: Operands larger than this are tiled from one random block of this side: drawing 16384²
 #: normal numbers on the host takes seconds, longer than the measurement itself.
 OPERAND_BLOCK = 2048
@@ -263,52 +279,116 @@ def peak_figure(device: Device, precision: Precision | torch.dtype | str = torch
                 side: int | None = None, recheck: bool = True) -> PeakFigure:
     """The device's peak FLOP/s under ``precision``: the cached best unless it must be measured.
 
-    Measured when absent, older than MAX_AGE_DAYS, or below ``at_least`` (a case achieved more:
-    the ceiling was read at a bad moment); re-checked with a short measurement (``recheck``)
-    when last checked more than RECHECK_AFTER_S ago, so a low reading left by a busy machine is
-    raised by the next run. A new reading replaces the cached one only when higher. ``refresh``
-    measures and replaces whatever was cached."""
+    Measured when absent, older than MAX_AGE_DAYS, below ``at_least`` (a case achieved more:
+    the ceiling was read at a bad moment), or marked busy while the machine is quiet now;
+    re-checked with a short measurement (``recheck``) when last checked more than
+    RECHECK_AFTER_S ago, so a low reading left by a busy machine is raised by the next run. A
+    new reading replaces the cached one only when higher. ``refresh`` measures and replaces
+    whatever was cached (never with a busy reading)."""
     key, settings = cache_key(device, precision), settings_key(precision)
     entries = read_cache(cache_path())
     cached = entries.get(key) if _valid(entries.get(key)) else None
     now = _now()
     if cached is not None and not refresh and not _is_old(cached, now) \
             and (at_least is None or cached["flops"] >= at_least):
+        if cached.get("busy"):
+            # Measured beside other work: never the next run's ceiling. Re-measured in full
+            # once the machine is quieter; while it is as busy, a new reading would be no better.
+            return _measure(device, precision, side) if _quieter_now(device, cached) \
+                else _figure(key, settings, cached)
         if not recheck or _checked_within(cached, now, timedelta(seconds=RECHECK_AFTER_S)):
             return _figure(key, settings, cached)
         return _recheck(device, precision, cached)
-    timing = time_matmul(device, precision, side)
+    return _measure(device, precision, side, replace=refresh)
+
+
+def _quieter_now(device: Device, cached: dict[str, Any]) -> bool:
+    """Whether a measurement now could beat a busy one: the CPU's when a short probe finds no
+    other work on it, or clearly less than when the cached figure was read (under heavy load a
+    CPU peak can read a fiftieth of itself, and a less busy reading is still far closer); an
+    accelerator's always (its busy mark came from a far-low reading)."""
+    if not device.is_cpu:
+        return True
+    try:
+        now = contention.now()
+    except Exception:  # a machine that does not say: measure, the reading is judged anyway
+        return True
+    then = Conditions.from_dict(cached.get("conditions"))
+    return not now.busy() or then is None or now.load_share() < then.load_share() - LESS_BUSY
+
+
+def timed_matmul(device: Device, precision: Precision | torch.dtype | str, side: int | None = None,
+                 repeats: int = REPEATS, products: int | None = None) -> tuple[MatmulTiming, Conditions]:
+    """:func:`time_matmul` with the conditions it ran under (other work on the machine)."""
+    watch = contention.ContentionWatch()
+    watch.start()
+    timing = time_matmul(device, precision, side) if repeats == REPEATS and products is None \
+        else time_matmul(device, precision, side, repeats, products)
     measured = timing if isinstance(timing, MatmulTiming) else MatmulTiming(
-        float(timing), side or 0, 1, REPEATS)  # tests stand in a timer that returns a float
-    return record_measurement(device, precision, measured, replace=refresh)
+        float(timing), side or 0, 1, repeats)  # tests stand in a timer that returns a float
+    return measured, watch.stop()
+
+
+def _measure(device: Device, precision: Precision | torch.dtype | str, side: int | None,
+             replace: bool = False) -> PeakFigure:
+    measured, conditions = timed_matmul(device, precision, side)
+    return record_measurement(device, precision, measured, replace=replace, conditions=conditions)
 
 
 def _recheck(device: Device, precision: Precision | torch.dtype | str,
              cached: dict[str, Any]) -> PeakFigure:
     side, products = cached.get("matrix_side"), cached.get("products_per_sync")
     try:
-        timing = time_matmul(device, precision, side if isinstance(side, int) and side > 0 else None,
-                             RECHECK_REPEATS, products if isinstance(products, int) and products > 0
-                             else None)
+        timing, conditions = timed_matmul(
+            device, precision, side if isinstance(side, int) and side > 0 else None,
+            RECHECK_REPEATS, products if isinstance(products, int) and products > 0 else None)
     except Exception:  # the re-check is a courtesy: the cached peak stands without it
         return _figure(cache_key(device, precision), settings_key(precision), cached)
-    return record_measurement(device, precision, timing)
+    return record_measurement(device, precision, timing, conditions=conditions)
+
+
+def busy_reason(device: Device, flops: float, conditions: Conditions | None,
+                cached: dict[str, Any] | None) -> str:
+    """Why a reading of ``flops`` was taken on a busy machine ("" when it was not): other work
+    on the CPUs or stolen time (a CPU's reading only: the CPUs are what it measures), or a
+    reading far below the last good one (any device)."""
+    reasons = []
+    if device.is_cpu and conditions is not None and conditions.busy():
+        reasons.append(conditions.busy())
+    if cached is not None and not cached.get("busy") and flops < FAR_BELOW * float(cached["flops"]):
+        reasons.append(f"it read {flops / 1e9:,.1f} GFLOP/s, far below the last good "
+                       f"{float(cached['flops']) / 1e9:,.1f}")
+    return "; ".join(reasons)
 
 
 def record_measurement(device: Device, precision: Precision | torch.dtype | str,
-                       measured: MatmulTiming, *, replace: bool = False) -> PeakFigure:
-    """Add a fresh reading to the cache: it becomes the peak when higher (or ``replace``)."""
+                       measured: MatmulTiming, *, replace: bool = False,
+                       conditions: Conditions | None = None) -> PeakFigure:
+    """Add a fresh reading, taken under ``conditions``, to the cache: it becomes the peak when
+    higher (or with ``replace``, unless other work ran beside it and the cached one is not
+    busy), marked busy when it was taken on a busy machine (see :func:`busy_reason`)."""
     path = cache_path()
     key, settings = cache_key(device, precision), settings_key(precision)
     entries = read_cache(path)
     cached = entries.get(key) if _valid(entries.get(key)) else None
     stamp = _now().isoformat(timespec="seconds")
-    if cached is not None and not replace and cached["flops"] >= measured.flops:
-        entry = {**cached, "checked_at": stamp, "last_flops": measured.flops}
+    busy = busy_reason(device, measured.flops, conditions, cached)
+    last = {"checked_at": stamp, "last_flops": measured.flops, "last_busy": busy,
+            "last_conditions": conditions.to_dict() if conditions is not None else None}
+    # A refresh may lower the figure (a driver, a power limit), but never because other work
+    # ran beside it; a far-low refreshed figure is kept, marked busy, and confirmed next run.
+    other_work = device.is_cpu and conditions is not None and bool(conditions.busy())
+    keep = cached is not None and (cached["flops"] >= measured.flops if not replace
+                                   else other_work and not cached.get("busy"))
+    if keep:
+        assert cached is not None
+        entry = {**cached, **last}
+        if cached.get("busy") and not busy:
+            entry["busy"] = ""  # a quiet reading no higher: the cached figure is no busy low
     else:
         entry = {"flops": measured.flops, "matrix_side": measured.side,
                  "products_per_sync": measured.products_per_sync, "repeats": measured.repeats,
-                 "measured_at": stamp, "checked_at": stamp, "last_flops": measured.flops}
+                 "measured_at": stamp, "busy": busy, "conditions": last["last_conditions"], **last}
     entries[key] = entry
     write_cache(path, entries)
     return _figure(key, settings, entry)
