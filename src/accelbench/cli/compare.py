@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from accelbench.cli import optiongroups as groups
 from accelbench.cli.history import add_db_option
 from accelbench.compare import LabelledRun, compare_runs
 from accelbench.errors import UsageError
@@ -30,16 +31,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true",
                         help="print what was compared and judged as JSON (the rows' figures, each "
                         "pair's ratio, verdict and interval)")
-    add_against_argument(parser)
+    groups.add_against_argument(parser)
     add_db_option(parser)
     parser.set_defaults(execute=execute)
-
-
-def add_against_argument(parser: argparse.ArgumentParser) -> None:
-    """``--against SOURCE...``, shared by compare and run."""
-    parser.add_argument("--against", nargs="+", action="extend", default=[], metavar="SOURCE",
-                        help="place each result among shared results of the same work: a bundle "
-                        "file, a folder of bundles, an http(s) address or hf://datasets/ORG/NAME")
 
 
 def print_against(console: Console, runs: list[tuple[str, RunRecord]], sources: list[str]) -> int:

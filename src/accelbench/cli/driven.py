@@ -9,7 +9,6 @@ from pathlib import Path
 
 from rich.console import Console
 
-from accelbench.engine.driver import Interrupted, saver
 from accelbench.results import RunRecord
 from accelbench.store.jsonfile import save_record
 from accelbench.store.keep import store_everywhere
@@ -27,6 +26,10 @@ def all_ok(record: RunRecord) -> int:
 def run_driven(drive: Drive, output: Path | None, db: Path | None, show: Show,
                exit_code: Callable[[RunRecord], int] = all_ok) -> int:
     """Drive the cases; keep the record (results folder, ``-o``, history) and show it."""
+    # Imported here: the engine imports torch, and the commands import this module while their
+    # flags are parsed (a typo is reported before torch loads).
+    from accelbench.engine.driver import Interrupted, saver
+
     try:
         record, stopped = drive(saver(output)), None
     except Interrupted as stop:

@@ -206,3 +206,11 @@ def add_isolation_arguments(parser: argparse.ArgumentParser, *, auto_batch: bool
                         default=DEFAULTS["repeat"], metavar="N",
                         help="run each case in N fresh worker processes, interleaved (alone: "
                         f"{DEFAULT_REPEATS}); compare needs 4+ a side to call a difference")
+
+
+# --- what a result is held against ---------------------------------------------------------------
+def add_against_argument(parser: argparse.ArgumentParser) -> None:
+    """``--against SOURCE...``, shared by compare and run."""
+    parser.add_argument("--against", nargs="+", action="extend", default=[], metavar="SOURCE",
+                        help="place each result among shared results of the same work: a bundle "
+                        "file, a folder of bundles, an http(s) address or hf://datasets/ORG/NAME")

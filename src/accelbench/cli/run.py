@@ -7,24 +7,20 @@ import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import add_saving_arguments
-from accelbench.cli.compare import add_against_argument, print_against
-from accelbench.cli.driven import run_driven
-from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
 from accelbench.options.values import build_run_options, check_data
-from accelbench.render.generation_table import generation_cases, generation_notes, generation_table
-from accelbench.render.steady import break_even_lines, sustained_lines
-from accelbench.render.table import diagnosis_lines, energy_lines, run_table
-from accelbench.results import RunRecord
-from accelbench.store.jsonfile import check_writable
 from accelbench.workloads.suites import DEFAULT_SUITE
+
+if TYPE_CHECKING:
+    from accelbench.results import RunRecord
+
+# Parsing a run's flags imports no numpy, scipy or torch (tests/test_cli_imports.py): the
+# results, the store, the renderers and the engine are imported once the command runs.
 
 
 def add_parser(subparsers: Any) -> None:
@@ -46,7 +42,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--wide", action="store_true",
                         help="the full table (spread, FLOP/s, memory, input wait, repeats, stop rule, "
                         "first-use costs, profile)")
-    add_against_argument(parser)
+    groups.add_against_argument(parser)
     add_saving_arguments(parser)
     parser.set_defaults(execute=execute)
 
@@ -56,6 +52,10 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
+    from accelbench.cli.driven import run_driven
+    from accelbench.devices import DeviceSet
+    from accelbench.store.jsonfile import check_writable
+
     options = options_from_args(args)
     if args.output:
         check_writable(args.output)
@@ -81,6 +81,17 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool, against: list[str]) -> None:
+    from rich.console import Console
+
+    from accelbench.cli.compare import print_against
+    from accelbench.render.generation_table import (
+        generation_cases,
+        generation_notes,
+        generation_table,
+    )
+    from accelbench.render.steady import break_even_lines, sustained_lines
+    from accelbench.render.table import diagnosis_lines, energy_lines, run_table
+
     out = Console(width=None if sys.stdout.isatty() else 160)
     generated = generation_cases(record)
     steps = dataclasses.replace(record, cases=[c for c in record.cases if c.mode != "generate"])

@@ -1,0 +1,59 @@
+"""Issue 27, "The loop owns its stop rule": parsing arguments imports no numpy, scipy or torch.
+
+``DEFAULT_REPEATS`` lived in ``engine/repeat.py`` and the shared flags (``cli/optiongroups.py``)
+imported it from there, so building ``run``'s parser imported the engine, the results and with
+them numpy, scipy and torch (1-5 s before a typo could be reported); ``run`` also imported its
+renderers and the store before parsing. Each check runs in a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEAVY = ("numpy", "scipy", "torch")
+
+_PARSE = """
+import sys
+from accelbench.cli import build_parser, run
+argv = sys.argv[1:]
+options = run.options_from_args(build_parser(argv).parse_args(argv))
+assert options.workloads == ("mnist", "resnet50") and options.repeat == 10, options
+print(sorted(name for name in {HEAVY!r} if name in sys.modules))
+"""
+
+_HELP = """
+import contextlib, io, sys
+from accelbench.cli import main
+with contextlib.redirect_stdout(io.StringIO()) as shown:
+    try:
+        main(sys.argv[1:])
+    except SystemExit:
+        pass
+assert "usage: accelbench" in shown.getvalue()
+print(sorted(name for name in {HEAVY!r} if name in sys.modules))
+"""
+
+
+def _imported(code: str, argv: list[str], home: Path) -> str:
+    done = subprocess.run([sys.executable, "-c", code.format(HEAVY=HEAVY), *argv],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "ACCELBENCH_HOME": str(home)})
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_parsing_a_typical_run_command_line_imports_no_numpy_scipy_or_torch(tmp_path: Path) -> None:
+    argv = ["run", "mnist", "resnet50", "--device", "cpu", "--precision", "fp32,bf16",
+            "--time-budget", "5", "--target-ci", "1", "--repeat", "--against", "peers.jsonl",
+            "--output", "out.json", "--debug"]
+    assert _imported(_PARSE, argv, tmp_path) == "[]"
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"]], ids=" ".join)
+def test_help_imports_no_numpy_scipy_or_torch(argv: list[str], tmp_path: Path) -> None:
+    assert _imported(_HELP, argv, tmp_path) == "[]"
