@@ -88,7 +88,7 @@ def test_failed_cases_and_failed_processes() -> None:
     assert compare_cases(case(), failed).verdict == NOT_RUN
     one_crashed = merge_repeats([case(seed=1), case(status="crashed", error="SIGSEGV", step_times=[])])
     assert one_crashed.status == "crashed" and "process 2 of 2: SIGSEGV" in one_crashed.error
-    assert len(one_crashed.repeats) == 2 and one_crashed.repeats[0]["step_times"]
+    assert len(one_crashed.repeats) == 2 and one_crashed.repeats[0].step_times
 
 
 def test_compare_runs_rows_pairs_and_references() -> None:

@@ -93,3 +93,37 @@ def test_throughput_interval_with_repeats_is_the_spread_between_processes() -> N
     # Per-process throughputs run from 64/0.14 = 457 to 64/0.10 = 640 samples/s; the pooled
     # median's interval (about 530-545) would hide that.
     assert low < 470 and high > 620
+
+
+#: One process's entry in ``repeats`` as result files before the typed run stored it.
+_STORED_PROCESS = {"status": "ok", "error": "", "batch_size": 64, "step_times": [0.1, 0.12],
+                   "steps_per_sample": 1, "epoch_times": [], "measured_steps": 2,
+                   "measured_time_s": 0.22, "input_wait_s": 0.0, "time_to_first_step_s": 0.5,
+                   "warmup_time_s": 0.5, "peak_memory_bytes": 1000, "median_step_s": 0.11,
+                   "mean_step_s": 0.11}
+
+
+def test_each_repeat_process_is_a_typed_run_stored_as_before(tmp_path: Path) -> None:
+    """Issue 27 (one typed spec): each --repeat process's record is a ProcessRun, not a dict;
+    its stored keys are the ones result files have always held (plus tpot_s and sustained,
+    null where the case has none), and a file written before the type loads into it."""
+    from accelbench.results import ProcessRun
+    from accelbench.store.jsonfile import load_record, save_record
+
+    merged = merge_repeats([case(median=m, seed=i) for i, m in enumerate((0.10, 0.12))])
+    assert all(isinstance(run, ProcessRun) for run in merged.repeats)
+    assert merged.repeats[0].median_step_s == pytest.approx(0.10, rel=0.05)
+    stored = merged.to_dict()["repeats"][0]
+    assert set(stored) == set(_STORED_PROCESS) | {"tpot_s", "sustained"}
+    assert stored["tpot_s"] is None and stored["sustained"] is None
+    path = tmp_path / "old.json"
+    old = RunRecord("r", "2025-01-01", "0", cases=[case()])
+    data = old.to_dict()
+    data["cases"][0]["repeats"] = [_STORED_PROCESS, {**_STORED_PROCESS, "status": "crashed"}]
+    path.write_text(json.dumps(data))
+    loaded = load_record(path).cases[0]
+    assert loaded.repeats == [ProcessRun(**_STORED_PROCESS),
+                              ProcessRun(**{**_STORED_PROCESS, "status": "crashed"})]
+    assert process_step_times(loaded) == pytest.approx([0.102])  # the crashed one is left out
+    save_record(load_record(path), tmp_path / "again.json")
+    assert load_record(tmp_path / "again.json").cases[0].repeats == loaded.repeats

@@ -10,6 +10,7 @@ import pytest
 from conftest_report import assert_one_line_error
 from conftest_share import EPYC_MODEL, H100_MODEL, environment, result, run
 
+from accelbench.results import ProcessRun
 from accelbench.sharing.build import build_bundle
 from accelbench.sharing.bundle import BUNDLE_VERSION, dump_line
 from accelbench.sharing.machine_id import machine_id_path, stored_machine_id
@@ -148,10 +149,10 @@ def test_the_same_result_counts_once_with_or_without_samples(tmp_path: Path) -> 
 
 def test_repeats_share_their_per_process_figures(tmp_path: Path) -> None:
     case = result(EPYC_MODEL, 900.0, device="cpu")
-    case.repeats = [{"status": "ok", "step_times": case.step_times[:20], "median_step_s": 0.07,
-                     "mean_step_s": 0.071, "measured_steps": 20},
-                    {"status": "ok", "step_times": case.step_times[20:], "median_step_s": 0.072,
-                     "mean_step_s": 0.073, "measured_steps": 20}]
+    case.repeats = [ProcessRun(step_times=case.step_times[:20], median_step_s=0.07,
+                               mean_step_s=0.071, measured_steps=20),
+                    ProcessRun(step_times=case.step_times[20:], median_step_s=0.072,
+                               mean_step_s=0.073, measured_steps=20)]
     line = json.loads(build_bundle([run("rep01", [case], environment("cpu", EPYC_MODEL))], "c" * 16).lines[0])
     assert [p["median_step_s"] for p in line["processes"]] == [0.07, 0.072]
     assert all(p["p10_step_s"] > 0 for p in line["processes"])

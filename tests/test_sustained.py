@@ -151,7 +151,7 @@ def test_repeats_pool_every_process_not_the_first_alone() -> None:
     assert 0.75 < pooled.figures.ratio < 0.85 and pooled.figures.verdict != HOLDS
     assert "3 processes pooled" in pooled.figures.describe()
     assert pooled.series.to_dict() == processes[0].sustained_record().series.to_dict()
-    verdicts = [r["sustained"]["verdict"] for r in merged.repeats]
+    verdicts = [r.sustained["verdict"] for r in merged.repeats if r.sustained]
     assert verdicts == [HOLDS, THROTTLES, THROTTLES]
     assert merged.sustained["figures"]["ratio"] != processes[0].sustained["figures"]["ratio"]
 

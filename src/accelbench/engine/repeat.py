@@ -13,13 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from copy import deepcopy
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
 from accelbench.measure.decode_bytes import judge_bandwidth
 from accelbench.measure.generation import GenerationFigures
-from accelbench.results import CaseResult
+from accelbench.results import CaseResult, ProcessRun
 from accelbench.results.sustained import SustainedRecord
 
 
@@ -30,23 +29,23 @@ def interleaved(case_count: int, repeat: int) -> Iterator[tuple[int, int]]:
             yield round_index, case_index
 
 
-def process_figures(result: CaseResult) -> dict[str, Any]:
+def process_run(result: CaseResult) -> ProcessRun:
     """One process's raw samples and the figures derived from them."""
     times = result.step_times
-    return {
-        "status": result.status, "error": result.error, "batch_size": result.batch_size,
-        "step_times": list(times), "steps_per_sample": result.steps_per_sample,
-        "epoch_times": list(result.epoch_times), "measured_steps": result.measured_steps,
-        "measured_time_s": result.measured_time_s, "input_wait_s": result.input_wait_s,
-        "time_to_first_step_s": result.time_to_first_step_s, "warmup_time_s": result.warmup_time_s,
-        "peak_memory_bytes": result.peak_memory_bytes,
-        "median_step_s": float(np.median(times)) if times else None,
-        "mean_step_s": float(np.mean(times)) if times else None,
+    return ProcessRun(
+        status=result.status, error=result.error, batch_size=result.batch_size,
+        step_times=list(times), steps_per_sample=result.steps_per_sample,
+        epoch_times=list(result.epoch_times), measured_steps=result.measured_steps,
+        measured_time_s=result.measured_time_s, input_wait_s=result.input_wait_s,
+        time_to_first_step_s=result.time_to_first_step_s, warmup_time_s=result.warmup_time_s,
+        peak_memory_bytes=result.peak_memory_bytes,
+        median_step_s=float(np.median(times)) if times else None,
+        mean_step_s=float(np.mean(times)) if times else None,
         # A generation case's per-process figure (results/process.py): its TPOT.
-        **({"tpot_s": result.generation.get("tpot_s")} if result.generation else {}),
+        tpot_s=result.generation.get("tpot_s") if result.generation else None,
         # --sustained: this process's own burst/sustained figures and verdict.
-        **({"sustained": result.sustained["figures"]} if result.sustained else {}),
-    }
+        sustained=result.sustained["figures"] if result.sustained else None,
+    )
 
 
 def merge_repeats(results: Sequence[CaseResult]) -> CaseResult:
@@ -59,7 +58,7 @@ def merge_repeats(results: Sequence[CaseResult]) -> CaseResult:
         return results[0]
     finished = [r for r in results if r.ok]
     merged = deepcopy(finished[0] if finished else results[0])
-    merged.repeats = [process_figures(r) for r in results]
+    merged.repeats = [process_run(r) for r in results]
     merged.step_times = [t for r in finished for t in r.step_times]
     merged.epoch_times = [t for r in finished for t in r.epoch_times]
     merged.measured_steps = sum(r.measured_steps for r in finished)

@@ -15,6 +15,7 @@ The shape of a record (``RunRecord.to_dict()``, schema version ``SCHEMA_VERSION`
                   flops   Flops         achieved FLOP/s and the peak it is held against
                   sensors Sensors       clocks and temperatures at the start and end
                   scale   ScaleFigures  scale: world size, throughputs, efficiency, ranks
+                repeats: [ProcessRun], one per --repeat process (its samples and figures)
                   profile Profile       --profile: figures and ceilings, or the error
                 plus backend_flags, memory_is_lower_bound, oom_batch_sizes, nonfinite_step,
                 traceback, stderr_tail, isolation and skipped; and ``derived`` statistics in the
@@ -31,6 +32,7 @@ from accelbench.results.figures import (
     Flops,
     Parity,
     ParityTolerance,
+    ProcessRun,
     ScaleFigures,
     ScaleRank,
     SensorReading,
@@ -43,6 +45,6 @@ from accelbench.results.schema import SCHEMA_VERSION
 __all__ = [
     "INPUT_BOUND_FRACTION", "PARITY_VERDICTS", "PROBE_STATUSES", "SCHEMA_VERSION", "STATUSES",
     "CaseResult", "Ceilings", "DeviceProbe", "Energy", "Flops", "Parity", "ParityTolerance",
-    "ProbeCell", "Profile", "ProfileFigures", "RunRecord", "ScaleFigures", "ScaleRank",
+    "ProbeCell", "ProcessRun", "Profile", "ProfileFigures", "RunRecord", "ScaleFigures", "ScaleRank",
     "SensorReading", "Sensors", "rate_unit",
 ]

@@ -10,7 +10,7 @@ record's ``reason`` or ``error``; a record is never a bag of optional keys. NaN 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from accelbench.results.validate import Record, check_choice
 
@@ -152,3 +152,39 @@ class ScaleFigures(Record):
     teardown_warning: str = ""
     #: torchrun's last output lines, kept when the world size failed or warned.
     output_tail: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ProcessRun(Record):
+    """One worker process of a case measured ``--repeat N`` times (as pyperf's ``Run``): its raw
+    samples and the figures derived from them, made by engine/repeat.py. ``CaseResult.repeats``
+    holds one per process; each is an independent measurement, the unit ``compare`` judges."""
+
+    status: str = "ok"
+    error: str = ""
+    batch_size: int = 0
+    step_times: list[float] = field(default_factory=list)
+    steps_per_sample: int = 1
+    epoch_times: list[float] = field(default_factory=list)
+    measured_steps: int = 0
+    measured_time_s: float = 0.0
+    input_wait_s: float = 0.0
+    time_to_first_step_s: float | None = None
+    warmup_time_s: float | None = None
+    peak_memory_bytes: int | None = None
+    median_step_s: float | None = None
+    mean_step_s: float | None = None
+    #: A generation case's per-process figure (results/process.py): its TPOT; None otherwise.
+    tpot_s: float | None = None
+    #: --sustained: this process's own burst/sustained figures and verdict; None otherwise.
+    sustained: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """A field by its key in the file, as readers written against the stored dict read it
+        (sharing/build.py)."""
+        value = getattr(self, name, None)
+        return default if value is None else value

@@ -35,12 +35,10 @@ def process_step_times(case: CaseResult) -> list[float]:
     figure its rows show."""
     if case.mode == "generate":
         if case.repeats:
-            return [float(r["tpot_s"]) for r in case.repeats
-                    if r.get("status", "ok") == "ok" and isinstance(r.get("tpot_s"), int | float)]
+            return [float(r.tpot_s) for r in case.repeats if r.ok and r.tpot_s is not None]
         tpot = _tpot(case.generation)
         return [tpot] if tpot else []
     if case.repeats:
-        return [process_figure(r["step_times"]) if r.get("step_times") else float(r["median_step_s"])
-                for r in case.repeats
-                if r.get("status", "ok") == "ok" and (r.get("step_times") or r.get("median_step_s"))]
+        return [process_figure(r.step_times) if r.step_times else float(r.median_step_s or 0.0)
+                for r in case.repeats if r.ok and (r.step_times or r.median_step_s)]
     return [process_figure(case.step_times)] if case.step_times else []

@@ -16,7 +16,7 @@ from accelbench.errors import UsageError
 from accelbench.measure.median_ci import relative_median_ci_half_width
 from accelbench.measure.profile_figures import Profile
 from accelbench.measure.timing import Timing
-from accelbench.results.figures import Energy, Flops, Parity, ScaleFigures, Sensors
+from accelbench.results.figures import Energy, Flops, Parity, ProcessRun, ScaleFigures, Sensors
 from accelbench.results.first_use import FirstUse
 from accelbench.results.probe import DeviceProbe
 from accelbench.results.schema import SCHEMA_VERSION, upgrade
@@ -97,9 +97,9 @@ class CaseResult(Timing, _CaseHead):
     memory_source: str = ""
     #: True where the device's peak can be below the true one (MPS sampled): shown as "≥".
     memory_is_lower_bound: bool = False
-    #: With --repeat N: one dict per worker process (its samples and figures, see repeat.py);
-    #: the fields above are then the pooled view. Empty for a single process.
-    repeats: list[dict[str, Any]] = field(default_factory=list)
+    #: With --repeat N: one ProcessRun per worker process (its samples and figures, see
+    #: engine/repeat.py); the fields above are then the pooled view. Empty for a single process.
+    repeats: list[ProcessRun] = field(default_factory=list)
     # --- typed figures (results/figures.py); None where the case has none -----------------------
     parity: Parity | None = None
     energy: Energy | None = None
@@ -171,8 +171,7 @@ class CaseResult(Timing, _CaseHead):
         summary = self.summary()
         if summary is None or summary.median_ci_low <= 0:
             return None
-        process_medians = [r["median_step_s"] for r in self.repeats
-                           if r.get("status", "ok") == "ok" and r.get("median_step_s")]
+        process_medians = [r.median_step_s for r in self.repeats if r.ok and r.median_step_s]
         if len(process_medians) >= 2:
             # Repeats: the spread between processes, not the pooled samples', is what a re-run
             # would see (see compare/verdict.py).
@@ -183,8 +182,7 @@ class CaseResult(Timing, _CaseHead):
     def _generation_rate_ci(self) -> tuple[float, float] | None:
         """B / TPOT's interval: across processes (their TPOTs) with --repeat, else the median
         TPOT's order-statistic interval across rounds."""
-        tpots = [r["tpot_s"] for r in self.repeats
-                 if r.get("status", "ok") == "ok" and isinstance(r.get("tpot_s"), int | float)]
+        tpots = [r.tpot_s for r in self.repeats if r.ok and r.tpot_s is not None]
         if len(tpots) >= 2:
             low, high = geometric_ci(tpots)
         else:
@@ -210,8 +208,7 @@ class CaseResult(Timing, _CaseHead):
         scale = self.dataset_size / self.batch_size
         end = self.epoch_end_s or 0.0
         mean, low, high = summary.mean, summary.mean_ci_low, summary.mean_ci_high
-        process_means = [r["mean_step_s"] for r in self.repeats
-                         if r.get("status", "ok") == "ok" and r.get("mean_step_s")]
+        process_means = [r.mean_step_s for r in self.repeats if r.ok and r.mean_step_s]
         if len(process_means) >= 2:
             # Repeats: the interval comes from the spread of the per-process means, so the
             # run-to-run variation a user sees when running again is inside it.
