@@ -25,11 +25,11 @@ def add_parser(subparsers: Any) -> None:
 def _builtin_names(patterns: list[str]) -> list[str] | None:
     """The built-in workloads the patterns name (torch-free), or None when one names a model
     (``timm:...``) or anything else only the catalogue resolves."""
-    from accelbench.workloads.registry import builtin_names, is_model_name, match_known
+    from accelbench.workloads.registry import builtin_names, is_model_name, match
 
     if any(is_model_name(p) for p in patterns):
         return None
-    names = list(dict.fromkeys(n for p in patterns for n in match_known(p))) if patterns else builtin_names()
+    names = match(patterns, models=lambda _: []) if patterns else builtin_names()
     return names if set(names) <= set(builtin_names()) else None
 
 

@@ -187,24 +187,17 @@ def select_workloads(patterns: str | Sequence[str] | None, suite: str | None,
         raise UsageError("give workload names or --suite, not both")
     from_files = _load_files(workload_files)
     if chosen:
-        # A name registered here is taken as it is: bench()'s model objects have names that no
-        # model library resolves.
-        known = set(registry.known_names())
-        matched: list[str] = []
-        for pattern in chosen:
-            if pattern in known:
-                hits = [pattern]
-            elif registry.is_model_name(pattern):
-                from accelbench.workloads.catalogue import match_models
-
-                hits = match_models(pattern)
-            else:
-                hits = registry.match_known(pattern)
-            matched.extend(hit for hit in hits if hit not in matched)
-        return tuple(matched), True
+        return tuple(registry.match(chosen, _match_models)), True
     if from_files:
         return tuple(from_files), True
     return suite_workloads(suite or DEFAULT_SUITE), False
+
+
+def _match_models(pattern: str) -> list[str]:
+    # The catalogue imports torch: only a model name (timm:...) needs it.
+    from accelbench.workloads.catalogue import match_models
+
+    return match_models(pattern)
 
 
 def _load_files(workload_files: Sequence[Path]) -> list[str]:

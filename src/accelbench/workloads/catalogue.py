@@ -9,7 +9,6 @@ isolated alike.
 
 from __future__ import annotations
 
-import fnmatch
 import importlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,11 +43,11 @@ def match_models(pattern: str) -> list[str]:
     """Full names matching ``pattern``: an exact name is resolved (so a bad one fails here, before
     anything runs); a wildcard is expanded by the model library's own listing."""
     prefix, rest = registry.split_model_name(pattern)
-    if not any(ch in rest for ch in "*?["):
+    if not registry.is_wildcard(rest):
         resolve_model(pattern)
         return [pattern]
     names = importlib.import_module(registry.PREFIXES[prefix]).list_names(rest)
-    hits = [f"{prefix}:{n}" for n in names if fnmatch.fnmatchcase(n, rest)]
+    hits = [f"{prefix}:{n}" for n in registry.matching(rest, names)]
     if not hits:
         raise UsageError(f"no {prefix} model matches {rest!r}")
     return hits
@@ -70,11 +69,7 @@ def get_workload_class(name: str) -> type[Workload]:
 
 def match_workloads(patterns: Sequence[str]) -> list[str]:
     """Names matching each pattern (exact names or shell wildcards like ``resnet*``), in order."""
-    chosen: list[str] = []
-    for pattern in patterns:
-        hits = match_models(pattern) if registry.is_model_name(pattern) else registry.match_known(pattern)
-        chosen.extend(hit for hit in hits if hit not in chosen)
-    return chosen
+    return registry.match(patterns, match_models)
 
 
 def load_workload_file(path: Path) -> list[str]:

@@ -10,6 +10,7 @@ class is the catalogue's job (workloads/catalogue.py), the one resolver.
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from accelbench.errors import UsageError
@@ -64,14 +65,44 @@ def known_names() -> list[str]:
     return sorted({*BUILTIN, *_CLASSES})
 
 
+def is_wildcard(pattern: str) -> bool:
+    return any(ch in pattern for ch in "*?[")
+
+
+def matching(pattern: str, names: Iterable[str]) -> list[str]:
+    """The names that ``pattern`` (an exact name or a shell wildcard: ``*``, ``?``, ``[...]``)
+    matches, case-sensitively, in their order: the one wildcard rule for built-in, registered and
+    library model names alike."""
+    return [name for name in names if fnmatch.fnmatchcase(name, pattern)]
+
+
 def match_known(pattern: str) -> list[str]:
     """The known names matching ``pattern`` (an exact name or a shell wildcard like ``resnet*``);
     none is a UsageError that lists them. Model names (``timm:...``) are the catalogue's."""
     names = known_names()
-    hits = [name for name in names if fnmatch.fnmatchcase(name, pattern)]
+    hits = matching(pattern, names)
     if not hits:
         raise UsageError(f"unknown workload {pattern!r}; known: {', '.join(names)}{MODEL_NAME_HINT}")
     return hits
+
+
+def match(patterns: Sequence[str], models: Callable[[str], list[str]]) -> list[str]:
+    """The workload names that ``patterns`` choose, in order, each once: the one matcher behind
+    ``run``'s names, ``list``, the API and the catalogue. A name registered as it stands is
+    taken as it is (``bench()``'s model objects have names that no model library resolves); a
+    model name (``timm:...``) goes to ``models`` (the catalogue's ``match_models``, which imports
+    its library); anything else is matched among the known names without importing torch."""
+    known = set(known_names())
+    chosen: list[str] = []
+    for pattern in patterns:
+        if pattern in known:
+            hits = [pattern]
+        elif is_model_name(pattern):
+            hits = models(pattern)
+        else:
+            hits = match_known(pattern)
+        chosen.extend(hit for hit in hits if hit not in chosen)
+    return chosen
 
 
 def is_model_name(name: str) -> bool:
