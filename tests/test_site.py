@@ -16,7 +16,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 HOSTILE = "<script>window.__pwned=1</script>"
 # The comparability key in KEY_FIELDS order (generation fields last: prompt and new tokens, 0 here,
 # not streamed).
-KEY = ("mnist", 1, "train", 64, "fp32", "", False, "synthetic", "published", 0, 0, False)
+KEY = ("mnist", 1, "train", 64, "fp32", "", False, "synthetic", "published", 0, 0, False, "")
 
 
 @pytest.fixture(scope="module")

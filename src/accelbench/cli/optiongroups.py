@@ -23,6 +23,7 @@ from accelbench.measure.stop import (
 from accelbench.options import DATA_MODES, DEFAULT_REPEATS, DEFAULT_WARMUP_STEPS, ISOLATIONS
 from accelbench.options.values import DEFAULTS, RunKeywords, keyword_names
 from accelbench.workloads.presets import DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_LEN, SIZES
+from accelbench.workloads.protocols import PROTOCOL_NAMES
 
 _KEYWORDS = keyword_names(RunKeywords)
 
@@ -98,6 +99,16 @@ def add_generation_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"--mode generate: tokens generated per sequence, exactly (default "
                         f"{DEFAULT_NEW_TOKENS}, or half the model's context where less; "
                         "end-of-sequence ignored); a list makes a case each")
+    add_protocol_argument(parser)
+
+
+def add_protocol_argument(parser: argparse.ArgumentParser) -> None:
+    """--protocol: a generation case shaped, repeated and reported as a peer defines it."""
+    parser.add_argument("--protocol", metavar=_one_of(PROTOCOL_NAMES), default=DEFAULTS["protocol"],
+                        help="--mode generate: run the field's protocol instead of accelbench's "
+                        "lengths: llama-bench (pp512, tg128), gpt-fast (batch 1, 200 new tokens, "
+                        "bandwidth achieved), mlperf-client (5 categories, TTFT and 2nd+ token "
+                        "rate); a model whose context is shorter runs it scaled down, labelled")
 
 
 def add_stream_argument(parser: argparse.ArgumentParser) -> None:

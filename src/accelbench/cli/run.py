@@ -98,7 +98,7 @@ def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool, again
     if steps.cases or not generated:
         out.print(run_table(steps, wide))
     if generated:
-        out.print(generation_table(record))
+        out.print(generation_table(record, wide))
         for line in generation_notes(record):
             out.print(line, style="dim", highlight=False)
     for line in diagnosis_lines(record):

@@ -59,6 +59,7 @@ def add_parser(subparsers: Any) -> None:
     groups.add_device_argument(parser, "all", "default: all")
     groups.add_mode_argument(parser, ("train",), generate=True)
     groups.add_stream_argument(parser)
+    groups.add_protocol_argument(parser)
     groups.add_stop_arguments(parser)
     groups.add_config_arguments(parser, batch_size=False)
     groups.add_cudnn_benchmark_argument(parser)

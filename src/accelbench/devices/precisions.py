@@ -10,6 +10,14 @@ torch dtypes and switches.
 | fp16      | float16               | full fp32                               | no       | no              |
 | amp-bf16  | float32               | full fp32 (ops autocast leaves in fp32) | bfloat16 | no              |
 | amp-fp16  | float32               | full fp32 (ops autocast leaves in fp32) | float16  | yes             |
+| int8-wo   | bfloat16, weights int8  | full fp32                               | no       | no              |
+| int4-wo   | bfloat16, weights 4-bit | full fp32                               | no       | no              |
+
+``int8-wo`` and ``int4-wo`` are weight-only quantization for generation (``--mode generate``):
+int8 with one bf16 scale per output channel, int4 in groups of 128 input channels with a bf16
+scale and zero point each; activations, norms, embeddings and biases stay bfloat16, and each
+product reads its weight packed (``measure/quantize.py``, through PyTorch's own kernels:
+``_weight_int8pack_mm``, ``_weight_int4pack_mm``); they are inference precisions, never trained.
 """
 
 from __future__ import annotations
@@ -41,6 +49,16 @@ class PrecisionSpec:
     #: The relative size of one rounding in this precision (its unit roundoff: 2^-(mantissa bits
     #: + 1)): the perturbation parity's noise-floor run applies to every parameter after every step.
     unit_roundoff: float = 2.0**-24
+    #: Weight-only quantization: the bits each linear layer's weight is stored in (8 or 4), and
+    #: for 4 bits the group of input channels that shares one scale and zero point; None for the
+    #: precisions that store weights as they compute.
+    weight_bits: int | None = None
+    group_size: int | None = None
+
+    @property
+    def quantized(self) -> bool:
+        """Weight-only quantized: an inference precision (``--mode generate`` only)."""
+        return self.weight_bits is not None
 
 
 PRECISION_SPECS: dict[str, PrecisionSpec] = {
@@ -55,12 +73,20 @@ PRECISION_SPECS: dict[str, PrecisionSpec] = {
                       unit_roundoff=2.0**-8),
         PrecisionSpec("amp-fp16", autocast_dtype="float16", grad_scaler=True,
                       tolerance=Tolerance(2e-2, 1e-1), unit_roundoff=2.0**-11),
+        # Tolerances of check --mode generate's logits (relative to the position's largest):
+        # a rounding of the weights to 8 or 4 bits is far coarser than bf16's.
+        PrecisionSpec("int8-wo", param_dtype="bfloat16", tolerance=Tolerance(1e-1, 3e-1),
+                      unit_roundoff=2.0**-8, weight_bits=8),
+        PrecisionSpec("int4-wo", param_dtype="bfloat16", tolerance=Tolerance(2.5e-1, 6e-1),
+                      unit_roundoff=2.0**-4, weight_bits=4, group_size=128),
     )
 }
 PRECISION_NAMES: tuple[str, ...] = tuple(PRECISION_SPECS)
 #: The precisions whose matrix-product rate a roofline measures (and ``roofline --sustained``
 #: can hold); autocast runs its products in the autocast dtype.
 MATMUL_PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16")
+#: Weight-only quantized precisions: generation only.
+QUANTIZED_PRECISIONS: tuple[str, ...] = tuple(n for n, p in PRECISION_SPECS.items() if p.quantized)
 
 #: Parity's views of the table: the tolerances and unit roundoff of each candidate precision.
 TOLERANCES: dict[str, Tolerance] = {name: p.tolerance for name, p in PRECISION_SPECS.items()}

@@ -25,6 +25,7 @@ from accelbench.results import CaseResult, RunRecord
 from accelbench.workloads.base import Workload, generates
 from accelbench.workloads.catalogue import get_workload_class
 from accelbench.workloads.presets import GENERATE
+from accelbench.workloads.protocols import protocol
 from accelbench.workloads.suites import suite_batch_size, suite_modes
 
 
@@ -119,6 +120,7 @@ def skeleton_result(case: Case, options: RunOptions) -> CaseResult:
         compile_backend=case.compile_backend, channels_last=case.channels_last,
         prompt_len=case.prompt_len, new_tokens=case.new_tokens,
         streamed=bool(case.new_tokens) and options.stream, data=options.data, size=options.size,
+        protocol=options.protocol if case.new_tokens else "",
         stop_rule=generation_rounds(options)[2] if case.new_tokens else options.stop.describe(),
         threads=torch.get_num_threads(), memory_source=case.device.memory_source,
     )
@@ -130,8 +132,10 @@ DEFAULT_GENERATION_ROUNDS = 3
 
 def generation_rounds(options: RunOptions) -> tuple[int, int, str]:
     """(measured rounds, warm-up rounds, the rule in words) of a generation case: ``--steps N``
-    is N rounds, otherwise 3; one warm-up round unless ``--warmup 0``."""
-    rounds = int(options.stop.value) if options.stop.kind == "steps" else DEFAULT_GENERATION_ROUNDS
+    is N rounds, otherwise 3 (a --protocol's own count: llama-bench's 5 repetitions ...); one
+    warm-up round unless ``--warmup 0``."""
+    default = protocol(options.protocol).rounds if options.protocol else DEFAULT_GENERATION_ROUNDS
+    rounds = int(options.stop.value) if options.stop.kind == "steps" else default
     warmup = 1 if options.warmup_steps else 0
     return rounds, warmup, f"{rounds} generation rounds"
 

@@ -22,6 +22,7 @@ from accelbench.devices.numerics import (
     prepare_model,
     unsupported_reason,
 )
+from accelbench.devices.precisions import precision_spec
 from accelbench.engine.case import Case, generation_rounds, record_error, skeleton_result
 from accelbench.engine.steps import make_eval_step, make_train_step
 from accelbench.measure.energy import energy_meter_for
@@ -84,7 +85,7 @@ def _run_case_here(case: Case, options: RunOptions, progress: Progress | None) -
     if case.mode != GENERATE:
         result.tokens_per_sample = workload.tokens_per_sample(case.mode)
     precision = get_precision(case.precision)
-    unsupported = unsupported_reason(case.device, precision)
+    unsupported = unsupported_reason(case.device, precision) or quantized_unsupported(case)
     if unsupported:
         result.status, result.error = "unsupported", unsupported
         return result
@@ -100,6 +101,20 @@ def _run_case_here(case: Case, options: RunOptions, progress: Progress | None) -
     if result.ok and case.mode != GENERATE:
         result.flops = Flops.from_dict(achieved_flops(result, case.device, precision), "flops")
     return result
+
+
+def quantized_unsupported(case: Case) -> str | None:
+    """Why the case's weight-only quantized precision cannot run here (no kernel on the device,
+    or a mode other than generation); None where it can, or the precision is not quantized."""
+    from accelbench.devices.quantized import probe
+
+    spec = precision_spec(case.precision)
+    if spec.weight_bits is None:
+        return None
+    if case.mode != GENERATE:
+        return f"{case.precision} quantizes weights for generation (--mode generate) only"
+    return probe(case.device, spec.weight_bits, get_precision(case.precision).param_dtype,
+                 spec.group_size or 128)
 
 
 def achieved_flops(result: CaseResult, device: Device, precision: Precision) -> dict[str, Any]:
@@ -180,7 +195,9 @@ def _measure_generation(case: Case, workload: Workload, options: RunOptions,
     """Greedy decoding with the KV cache (measure/generation.py): the figures go to
     ``result.generation``; the step samples are the decode steps (per token where they were
     timed one by one, else each round's mean), so throughput reads as tokens/s over the batch."""
+    from accelbench.engine.generation_sections import generation_sections
     from accelbench.measure.generation import measure_generation
+    from accelbench.measure.quantize import quantize_weights
 
     torch.manual_seed(options.seed)
     precision = get_precision(case.precision)
@@ -189,6 +206,10 @@ def _measure_generation(case: Case, workload: Workload, options: RunOptions,
     with memory:
         model = prepare_model(workload.build_model(), precision, case.channels_last)
         model = model.to(case.device.torch_device).eval()
+        # Weight-only quantization packs each linear layer's weight on the device (its kernels'
+        # layout is the device's), before compiling.
+        quantized = (quantize_weights(model, case.precision, case.device)
+                     if precision_spec(case.precision).quantized else None)
         model, confirm_compiled = compile_for_generation(model, case.compile_backend, case.workload)
         with torch.no_grad(), autocast(case.device, precision):
             figures = measure_generation(
@@ -197,7 +218,8 @@ def _measure_generation(case: Case, workload: Workload, options: RunOptions,
                 warmup_rounds=warmup, seed=options.seed, stream=options.stream, memory=memory,
                 casts_each_step=case.compile_backend not in ("", "eager"))
         confirm_compiled()
-    result.generation = {**figures.to_dict(), **_decode_against_bandwidth(case.device, figures)}
+    result.generation = {**figures.to_dict(), **_decode_against_bandwidth(case.device, figures),
+                         **generation_sections(case, options, workload, model, figures, quantized)}
     steps = figures.decode_steps
     per_token = figures.token_times_s
     result.step_times = per_token or ([r.decode_s / steps for r in figures.rounds] if steps

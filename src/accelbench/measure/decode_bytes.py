@@ -28,6 +28,9 @@ dtype the step really reads:
   out of a product in the autocast dtype; a model may keep keys and values in different dtypes).
   A static cache attends over its whole buffer under a mask, so it reads more than this and the
   bandwidth is then a lower bound;
+- a weight-only quantized layer (``int8-wo``, ``int4-wo``, measure/quantize.py): its buffers as
+  stored, at the packed size: the int8 or packed 4-bit weight and the scales and zero points
+  beside it (so the bandwidth share of a quantized decode stays true);
 - not counted: activations, the logits written, the rows of embedding tables.
 """
 
@@ -45,7 +48,8 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 BYTES_COUNTED = ("weights: every parameter a decode step reads in full, once (embedding tables read "
-                 "by row left out), at the dtype read: as stored, except a weight autocast casts "
+                 "by row left out; a quantized layer's packed weight, scales and zero points as "
+                 "stored), at the dtype read: as stored, except a weight autocast casts "
                  "(products), counted at the autocast dtype where autocast's cast cache holds its "
                  "copy for the whole generation (eager: one autocast context around every round), "
                  "and as the stored read plus the copy's write and read where it is cast every step "
@@ -68,7 +72,7 @@ class _ParameterReads(TorchFunctionMode):
     """Notes, by id, every parameter that reaches a call other than a row lookup or metadata, and
     those the model converts itself (``weight.to(x.dtype)``)."""
 
-    def __init__(self, parameters: dict[int, nn.Parameter]) -> None:
+    def __init__(self, parameters: dict[int, torch.Tensor]) -> None:
         super().__init__()
         self.parameters = parameters
         self.read: set[int] = set()
@@ -92,7 +96,7 @@ class _Casts(TorchDispatchMode):
     """Notes, by id, the dtype each parameter is cast to. Below autocast (a dispatch mode runs
     after it), autocast's cast of a parameter is an ``aten._to_copy`` of the parameter itself."""
 
-    def __init__(self, parameters: dict[int, nn.Parameter]) -> None:
+    def __init__(self, parameters: dict[int, torch.Tensor]) -> None:
         super().__init__()
         self.parameters = parameters
         self.cast: dict[int, torch.dtype] = {}
@@ -118,7 +122,7 @@ def _autocast_cache_off() -> Iterator[None]:
         torch.set_autocast_cache_enabled(before)
 
 
-def _autocast_keeps(parameter: nn.Parameter) -> bool:
+def _autocast_keeps(parameter: torch.Tensor) -> bool:
     """Whether autocast's cast cache keeps this parameter's copy (ATen autocast_mode.h,
     ``cached_cast``'s ``can_try_cache``: an fp32 leaf that requires grad and is not a view)."""
     return (parameter.dtype == torch.float32 and parameter.requires_grad and parameter.is_leaf
@@ -142,8 +146,10 @@ class WeightReads:
         return sum(self.by_read.values())
 
 
-def unique_parameters(model: nn.Module) -> dict[int, nn.Parameter]:
-    return {id(p): p for p in model.parameters()}
+def unique_parameters(model: nn.Module) -> dict[int, torch.Tensor]:
+    """The model's parameters and buffers by id: a weight-only quantized layer keeps its packed
+    weight, scales and zero points as buffers (measure/quantize.py), read in full each step."""
+    return {id(t): t for t in (*model.parameters(), *model.buffers())}
 
 
 def parameter_bytes(parameters: list[nn.Parameter] | Any) -> int:

@@ -105,6 +105,10 @@ class GenerationFigures:
     #: Bytes per element of the cached keys and values, as the cache's tensors have them (2 for
     #: bf16, 4 for fp32; between where keys and values differ); None where not recorded.
     kv_element_bytes: float | None = None
+    #: The first timed round's greedy tokens (B x N), read after it: what its hash proves
+    #: (reference/expected_tokens.py). Not written to JSON (the result keeps the hash), nor
+    #: compared (a result read back has none).
+    tokens: tuple[tuple[int, ...], ...] = field(default=(), compare=False)
 
     @property
     def decode_steps(self) -> int:
@@ -325,11 +329,13 @@ def measure_generation(workload: GenerationWorkload, model: nn.Module, device: D
             memory.steady_state()
         else:
             device.reset_peak_memory()
-        measured, methods = [], []
+        measured, methods, first = [], [], None
         for _ in range(rounds):
             clock = new_clock()
-            measured.append(greedy_round(workload, model, prompt, new_tokens, clock, stream)[1])
+            tokens, times = greedy_round(workload, model, prompt, new_tokens, clock, stream)
+            measured.append(times)
             methods.append(clock.method)
+            first = tokens if first is None else first
         # A round whose events failed is timed differently: the record says so.
         method = next((m for m in methods if m.startswith(EVENTS_FAILED)), methods[0])
         peak = device.peak_memory_bytes()
@@ -341,7 +347,8 @@ def measure_generation(workload: GenerationWorkload, model: nn.Module, device: D
         cache_bytes_per_step=cache_bytes_read_per_step(_kv_bytes(workload, batch_size, 1, element),
                                                        prompt_len, new_tokens),
         peak_memory_bytes=peak, streamed=stream, weight_reads=reads.by_read,
-        kv_element_bytes=element)
+        kv_element_bytes=element,
+        tokens=tuple(tuple(row) for row in first.tolist()) if first is not None else ())
     windowed = any(r.windows for r in measured)
     return replace(figures, window_tokens=window_tokens) if windowed else figures
 

@@ -13,6 +13,7 @@ from accelbench.devices.precisions import precision_spec
 from accelbench.errors import UsageError
 from accelbench.measure.stop import StopRule
 from accelbench.workloads.presets import DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_LEN, RUN_MODES, SIZES
+from accelbench.workloads.protocols import fitted_tests, protocol
 
 DEFAULT_WARMUP_STEPS = 3
 #: --data: host batches copied to the device every step (as a DataLoader gives them), batches
@@ -84,6 +85,9 @@ class RunOptions(Codec):
     #: streaming server does; not the same work as tokens left on the device until the round
     #: ends (the figures' ``streamed``).
     stream: bool = False
+    #: Generation cases: the field's protocol whose shapes, rounds and figures they take
+    #: (``--protocol``: workloads/protocols.py); "" for accelbench's own. Part of the key.
+    protocol: str = ""
 
     def __post_init__(self) -> None:
         bad = [m for m in self.modes if m not in RUN_MODES]
@@ -115,6 +119,7 @@ class RunOptions(Codec):
             _check_flag(flag, switch)
         for name in self.precisions:
             precision_spec(name)
+        _check_generation_only(self)
         if not self.precisions or not self.compile_backends:
             raise UsageError("--precision and --compile need at least one value")
         _check_choice("--isolation", self.isolation, ISOLATIONS)
@@ -142,6 +147,9 @@ class RunOptions(Codec):
         more. A suite fits given new tokens to half a small model's context too (its one
         generation case runs on every model of the suite); given values otherwise stand as
         given, and a pair that does not fit is a UsageError naming it and what fits."""
+        if self.protocol:
+            return list(dict.fromkeys((t.prompt_len, t.new_tokens)
+                                      for t in fitted_tests(self.protocol, context)))
         half = context // 2
         if not self.new_tokens:
             news: tuple[int, ...] = (min(DEFAULT_NEW_TOKENS, half),)
@@ -159,3 +167,25 @@ class RunOptions(Codec):
                                  f"allowed: prompt and new tokens each at least 1, together at "
                                  f"most {context}")
         return pairs
+
+
+def _check_generation_only(options: RunOptions) -> None:
+    """--protocol and the weight-only quantized precisions shape generation cases only: refused
+    where the modes make other cases, and a protocol's lengths and batch are its own."""
+    quantized = [name for name in options.precisions if precision_spec(name).quantized]
+    others = [mode for mode in options.modes if mode != "generate"]
+    if options.protocol:
+        protocol(options.protocol)
+        given = [flag for flag, value in (("--prompt-len", options.prompt_lens),
+                                          ("--new-tokens", options.new_tokens),
+                                          ("--batch-size", options.batch_size)) if value]
+        if given:
+            raise UsageError(f"--protocol {options.protocol} sets the prompt, new tokens and batch "
+                             f"(1) of its tests; leave out {', '.join(given)}")
+    for flag, used in (("--protocol " + options.protocol, bool(options.protocol)),
+                       ("--precision " + ",".join(quantized), bool(quantized))):
+        if used and (others or options.suite is not None):
+            what = f"--suite {options.suite}" if options.suite else f"--mode {','.join(options.modes)}"
+            raise UsageError(f"{flag} goes with --mode generate only (weight-only quantization and "
+                             f"the field's protocols are for generation); {what} makes other cases")
+

@@ -60,6 +60,7 @@ class SweepKeywords(MeasureKeywords, DataKeywords, total=False):
     """``accelbench sweep``'s options besides the batch sizes."""
 
     stream: bool  # --stream: --mode generate reads each token to the host as it is made
+    protocol: str | None  # --protocol: llama-bench, gpt-fast or mlperf-client (generation)
 
 
 class RunKeywords(SweepKeywords, total=False):
@@ -89,6 +90,7 @@ DEFAULTS: dict[str, Any] = {
     "case_timeout": DEFAULT_CASE_TIMEOUT_S, "auto_batch": False, "cooldown": 0.0, "repeat": 1,
     "profile": False, "cudnn_benchmark": True, "prompt_len": None, "new_tokens": None,
     "sustained": None, "sustained_interval": None, "stream": False,
+    "protocol": None,
 }
 
 
@@ -237,6 +239,7 @@ def build_run_options(workloads: str | Sequence[str] | None, device: str | None,
         isolation=values["isolation"], case_timeout=values["case_timeout"],
         auto_batch=values["auto_batch"], cooldown=values["cooldown"], repeat=values["repeat"],
         profile=values["profile"], cudnn_benchmark=values["cudnn_benchmark"], stream=values["stream"],
+        protocol=values["protocol"] or "",
         prompt_lens=lengths(values["prompt_len"], "--prompt-len"),
         new_tokens=lengths(values["new_tokens"], "--new-tokens"),
     )

@@ -7,8 +7,10 @@ CUDA and XPU) does not."""
 from __future__ import annotations
 
 from accelbench.measure.memory import format_bytes
+from accelbench.reference.expected_tokens import describe
 from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_bytes_rate, format_rate, format_seconds
+from accelbench.render.generation_detail import generation_detail_lines
 from accelbench.results import CaseResult, RunRecord
 
 
@@ -18,19 +20,42 @@ def generation_cases(record: RunRecord) -> list[CaseResult]:
 
 GENERATION_COLUMNS = ("case", "B/P/N", "TTFT", "prefill tok/s", "decode tok/s", "total",
                       "ITL p50/p99", "KV", "read/token")
+#: ``--wide`` adds the tails MLPerf budgets (TTFT p90/p99 across rounds, TPOT p99), the memory
+#: the weights take, and whether the tokens are the fp64 reference's.
+WIDE_COLUMNS = ("TTFT p90/p99", "TPOT p99", "weights", "tokens")
 
 
-def generation_rows(record: RunRecord) -> list[list[str]]:
+def _label(case: CaseResult) -> str:
+    label = f"{case.workload} {case.device} {case.precision}"
+    figures = case.generation or {}
+    if figures.get("streamed"):
+        label += " streamed"
+    protocol = figures.get("protocol")
+    if isinstance(protocol, dict):
+        label += f" [{protocol.get('name')} {protocol.get('test')}]"
+    elif case.protocol:
+        label += f" [{case.protocol}]"
+    return label
+
+
+def _wide_cells(figures: dict) -> list[str]:
+    tpot = figures.get("tpot_p99_s")
+    return [f"{format_seconds(figures.get('ttft_p90_s'))} / {format_seconds(figures.get('ttft_p99_s'))}",
+            format_seconds(tpot) if tpot is not None else "n/a",
+            format_bytes(figures["weights_memory_bytes"]) if figures.get("weights_memory_bytes") else "",
+            describe(figures.get("tokens"))]
+
+
+def generation_rows(record: RunRecord, wide: bool = False) -> list[list[str]]:
     """Plain-text cells, one row per generation case (a failed one: its status and error)."""
     rows = []
+    extra = len(WIDE_COLUMNS) if wide else 0
     for case in generation_cases(record):
-        label = f"{case.workload} {case.device} {case.precision}"
-        if case.generation and case.generation.get("streamed"):
-            label += " streamed"
+        label = _label(case)
         shape = f"{case.batch_size}/{case.prompt_len}/{case.new_tokens}"
         figures = case.generation
         if not case.ok or figures is None:
-            rows.append([label, shape, f"{case.status}: {case.error}"[:60], *["-"] * 6])
+            rows.append([label, shape, f"{case.status}: {case.error}"[:60], *["-"] * (6 + extra)])
             continue
         windows = figures.get("itl_p99_s") is None
         itl = "windows" if windows else (f"{format_seconds(figures['itl_median_s'])} / "
@@ -40,23 +65,28 @@ def generation_rows(record: RunRecord) -> list[list[str]]:
         if share is not None:
             flag = "!" if "measurement error" in str(figures.get("bandwidth_verdict")) else ""
             bandwidth += f" {share:.0%}{flag}"
-        rows.append([label, shape, format_seconds(figures["ttft_s"]),
-                     format_rate(figures["prefill_tokens_per_s"]),
-                     format_rate(figures.get("decode_tokens_per_s")),
-                     format_rate(figures.get("decode_tokens_per_s_total")), itl,
-                     format_bytes(figures["kv_cache_bytes"]),
-                     f"{format_bytes(figures['bytes_per_step'])} {bandwidth}"])
+        row = [label, shape, format_seconds(figures["ttft_s"]),
+               format_rate(figures["prefill_tokens_per_s"]),
+               format_rate(figures.get("decode_tokens_per_s")),
+               format_rate(figures.get("decode_tokens_per_s_total")), itl,
+               format_bytes(figures["kv_cache_bytes"]),
+               f"{format_bytes(figures['bytes_per_step'])} {bandwidth}"]
+        rows.append(row + (_wide_cells(figures) if wide else []))
     return rows
 
 
-def generation_table(record: RunRecord) -> FittedTable:
-    """Fitted to the terminal: cells wrap between words, nothing is cut (100 columns hold it)."""
+def generation_table(record: RunRecord, wide: bool = False) -> FittedTable:
+    """Fitted to the terminal: cells wrap between words, nothing is cut (100 columns hold it;
+    ``wide`` adds WIDE_COLUMNS)."""
+    columns = GENERATION_COLUMNS + (WIDE_COLUMNS if wide else ())
     return FittedTable("Generation (greedy, KV cache): per sequence unless 'total'",
-                       GENERATION_COLUMNS, generation_rows(record), right=GENERATION_COLUMNS[1:])
+                       columns, generation_rows(record, wide), right=columns[1:])
 
 
 def generation_notes(record: RunRecord) -> list[str]:
-    """How the cases were timed (device events, windows on MPS, host clock), once per method."""
+    """How the cases were timed (device events, windows on MPS, host clock), once per method;
+    then the protocols' figures, the quantized layers, the tokens and MLPerf's budget."""
     methods = sorted({str(case.generation.get("timing_method", "")) for case in
                       generation_cases(record) if case.generation})
-    return [f"generation timed by: {method}" for method in methods if method]
+    lines = [f"generation timed by: {method}" for method in methods if method]
+    return lines + generation_detail_lines(record)

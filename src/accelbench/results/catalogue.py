@@ -48,6 +48,17 @@ def _generation(name: str) -> Callable[[CaseResult], Any]:
     return read
 
 
+def _protocol(figure: str, name: str) -> Callable[[CaseResult], Any]:
+    """A --protocol figure, on a case whose protocol test reports it (workloads/protocols.py)."""
+    def read(case: CaseResult) -> Any:
+        section = (case.generation or {}).get("protocol")
+        if not isinstance(section, Mapping) or section.get("figure") != figure:
+            return None
+        value = section.get(name)
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return read
+
+
 def _sub(record: str, name: str) -> Callable[[CaseResult], Any]:
     def read(case: CaseResult) -> Any:
         section = getattr(case, record)
@@ -146,6 +157,38 @@ FIGURES: tuple[Figure, ...] = (
     Figure("bandwidth_share", "% bandwidth", "fraction", "decode bandwidth / measured bandwidth",
            "against the device's measured copy bandwidth (roofline)", GENERATE,
            _generation("bandwidth_share")),
+    Figure("weights_memory_bytes", "weights", "bytes", "count",
+           "the model's parameters and buffers as held for generation, measured on its tensors (each "
+           "storage once): packed weights, scales and zero points where quantized (int8-wo, int4-wo)",
+           GENERATE, _generation("weights_memory_bytes")),
+    Figure("pp_tokens_per_s", "pp (llama-bench)", "tokens/s", "mean over repetitions",
+           "--protocol llama-bench: pp512, B x P prompt tokens / the time to first token of each "
+           "repetition (a tiny model's test scaled to its context says so)", GENERATE,
+           _protocol("pp", "tokens_per_s")),
+    Figure("pp_tokens_per_s_sd", "pp sd", "tokens/s", "sample standard deviation over repetitions",
+           "as pp (llama-bench prints mean +- sd)", GENERATE, _protocol("pp", "tokens_per_s_sd")),
+    Figure("tg_tokens_per_s", "tg (llama-bench)", "tokens/s", "mean over repetitions",
+           "--protocol llama-bench: tg128, B x N tokens / the whole generation from a one-token "
+           "prompt (N one-token steps from an empty context)", GENERATE,
+           _protocol("tg", "tokens_per_s")),
+    Figure("tg_tokens_per_s_sd", "tg sd", "tokens/s", "sample standard deviation over repetitions",
+           "as tg (llama-bench prints mean +- sd)", GENERATE, _protocol("tg", "tokens_per_s_sd")),
+    Figure("gpt_fast_tokens_per_s", "tokens/s (gpt-fast)", "tokens/s", "mean over samples",
+           "--protocol gpt-fast: batch 1, 6-token prompt, 200 new tokens / the whole generation "
+           "(prefill included) of each sample, after a dropped first", GENERATE,
+           _protocol("decode", "tokens_per_s")),
+    Figure("gpt_fast_bandwidth_bytes_per_s", "bandwidth achieved (gpt-fast)", "bytes/s",
+           "weight bytes x mean tokens/s", "--protocol gpt-fast: the weight bytes one decode step "
+           "reads (packed where quantized) x tokens/s", GENERATE,
+           _protocol("decode", "bandwidth_bytes_per_s")),
+    Figure("mlperf_ttft_s", "TTFT (MLPerf Client)", "s", "mean over iterations",
+           "--protocol mlperf-client: one category's time to first token; the overall figure is "
+           "the geometric mean over the categories", GENERATE, _protocol("category", "ttft_mean_s")),
+    Figure("mlperf_token_rate", "2nd+ token rate (MLPerf Client)", "tokens/s",
+           "1 / mean over iterations of (end - first token) / (N - 1)",
+           "--protocol mlperf-client: one category's rate after the first token; the overall "
+           "figure is the geometric mean over the categories", GENERATE,
+           _protocol("category", "token_rate")),
     Figure("peak_memory_bytes", "peak mem", "bytes", "maximum",
            "the steady state's peak (see memory_source: allocator, RSS or sampled)", ALL_MODES,
            lambda c: c.peak_memory_bytes),

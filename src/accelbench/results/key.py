@@ -28,11 +28,11 @@ from accelbench.results.records import CaseResult
 KEY_DEFAULTS: dict[str, Any] = {
     "workload": "", "workload_version": 1, "mode": "", "batch_size": 0, "precision": "fp32",
     "compile_backend": "", "channels_last": False, "data": "synthetic", "size": "published",
-    "prompt_len": 0, "new_tokens": 0, "streamed": False,
+    "prompt_len": 0, "new_tokens": 0, "streamed": False, "protocol": "",
 }
 #: Key fields added later: left out of the stored key string at their default, so that a run
 #: stored before they existed keeps its key (the history matches runs on it).
-_OMITTED_AT_DEFAULT = ("prompt_len", "new_tokens", "streamed")
+_OMITTED_AT_DEFAULT = ("prompt_len", "new_tokens", "streamed", "protocol")
 KEY_FIELDS = tuple(KEY_DEFAULTS)
 
 CaseLike = CaseResult | Mapping[str, Any]
@@ -110,5 +110,7 @@ def config_label(case: CaseLike) -> str:
         parts.append(f"prompt {_value(case, 'prompt_len')} +{_value(case, 'new_tokens')}")
     if _value(case, "streamed"):
         parts.append("streamed")
+    if _value(case, "protocol"):
+        parts.append(f"protocol:{_value(case, 'protocol')}")
     parts.append(f"batch {_value(case, 'batch_size')}")
     return " ".join(parts)

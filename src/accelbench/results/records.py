@@ -79,6 +79,9 @@ class _CaseHead:
     #: Generation with --stream: each token read to the host as it was made, so its timing is a
     #: streaming loop's, not the device's cadence: other work (a field of the comparability key).
     streamed: bool = False
+    #: Generation cases run under --protocol (llama-bench, gpt-fast, mlperf-client): shaped,
+    #: repeated and reported as that peer defines them; "" otherwise (a key field).
+    protocol: str = ""
 
 
 def rate_unit(mode: str) -> str:

@@ -241,7 +241,9 @@ class Decoder(nn.Module):
         self.norm = _norm(config)
         # The output layer is the token embedding (tied, as GPT-2 and Llama 3.2 1B), read in
         # head(): one parameter, not two names for one, which a move to a device that replaces
-        # parameters (a tensor subclass, XLA) would split in two.
+        # parameters (a tensor subclass, XLA) would split in two. A weight-only quantizer gives
+        # it a module of its own (untie_output), the packed copy the head then reads.
+        self.output: nn.Module | None = None
         if config.layout == "llama":
             angles = torch.outer(torch.arange(config.context, dtype=torch.float64),
                                  rope_frequencies(config))
@@ -263,7 +265,19 @@ class Decoder(nn.Module):
             nn.init.zeros_(module.bias)
 
     def head(self, hidden: torch.Tensor) -> torch.Tensor:
+        if self.output is not None:
+            return self.output(hidden)
         return F.linear(hidden, self.tokens.weight)
+
+    def untie_output(self) -> nn.Linear:
+        """The output layer as an ``nn.Linear`` of its own that reads the token table, for a
+        quantizer to replace with its packed form (the embedding keeps the table for its row
+        lookups): every linear layer is then quantized alike."""
+        output = nn.Linear(self.config.width, self.config.vocab, bias=False,
+                           device=self.tokens.weight.device, dtype=self.tokens.weight.dtype)
+        output.weight = self.tokens.weight
+        self.output = output
+        return output
 
     def _hidden(self, ids: torch.Tensor, positions: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
         x = self.tokens(ids)

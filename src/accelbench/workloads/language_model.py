@@ -117,3 +117,10 @@ class DecoderLM(Workload):
 
     def kv_cache_bytes(self, batch_size: int, max_len: int, dtype: torch.dtype) -> int:
         return kv_cache_bytes(self.preset.model, batch_size, max_len, dtype)
+
+    def decoder_shape(self) -> dict[str, int]:
+        """Layers, width, heads, key/value heads, MLP width and vocabulary: what a published
+        budget is set for (MLPerf Inference's, for Llama-3.1-8B's shape)."""
+        model = self.preset.model
+        return {"layers": model.layers, "width": model.width, "heads": model.heads,
+                "kv_heads": model.kv_heads, "ffn": model.ffn, "vocab": model.vocab}

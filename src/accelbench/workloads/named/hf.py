@@ -189,6 +189,17 @@ class HFCausalLM(HFModel):
         item = torch.empty((), dtype=dtype).element_size()
         return 2 * config.num_hidden_layers * batch_size * max_len * heads * head_dim * item
 
+    def decoder_shape(self) -> dict[str, int]:
+        """As the built-in decoders give it (language_model.DecoderLM.decoder_shape), from the
+        config; a field the config lacks is 0."""
+        config = self.config
+        heads = int(getattr(config, "num_attention_heads", 0) or 0)
+        return {"layers": int(getattr(config, "num_hidden_layers", 0) or 0),
+                "width": int(getattr(config, "hidden_size", 0) or 0), "heads": heads,
+                "kv_heads": int(getattr(config, "num_key_value_heads", None) or heads),
+                "ffn": int(getattr(config, "intermediate_size", None) or 0),
+                "vocab": int(getattr(config, "vocab_size", 0) or 0)}
+
 
 def resolve(spec: str) -> type[HFModel]:
     transformers = _transformers()

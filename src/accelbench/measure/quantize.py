@@ -1,0 +1,229 @@
+"""Weight-only quantization of a model's linear layers for generation (``int8-wo``, ``int4-wo``).
+
+What gpt-fast's ``quantize.py`` and torchao's ``Int8WeightOnlyConfig`` / ``Int4WeightOnlyConfig``
+do, through the kernels PyTorch has in core (``devices/quantized.py`` says which each device runs):
+
+- int8: symmetric per output channel: ``scale = max|w| / 127.5`` over the row, ``q =
+  round(w / scale)`` clamped to -128..127; the product is ``x @ q.T * scale``;
+- int4: asymmetric per group of ``group_size`` input channels (torchao's and tinygemm's
+  convention): ``scale = (max - min) / 15``, ``zero = min + 8 scale``, ``q = round((w - min) /
+  scale)`` in 0..15; the product reads ``(q - 8) * scale + zero``.
+
+Scales and zero points are kept in the activation dtype (bfloat16). Every linear layer is
+quantized, the output layer included (a tied one gets a packed copy of its own; the embedding
+keeps its table for the row lookups), as gpt-fast and torchao quantize every ``nn.Linear``.
+transformers' ``Conv1D`` (GPT-2's layers: ``x @ W + b`` with W stored (in, out)) is a linear layer
+too. A layer whose shape the device's kernel does not take stays in the model's dtype, named in
+the report with the reason; a layer with fewer inputs than the group uses the largest group that
+splits them, named too. Never silently.
+
+The report carries the bytes the quantized model holds, measured on its tensors (each storage
+once, packed weights, scales and zero points included), beside the bytes of the packed layers
+alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from accelbench.devices import Device
+from accelbench.devices.precisions import precision_spec
+from accelbench.devices.quantized import INT4_GROUPS, Int4Kernel, Int8Kernel, kernel_for
+
+#: The smallest scale a group or channel may have (an all-equal group would divide by zero).
+MIN_SCALE = 1e-6
+
+
+# --- the arithmetic ---------------------------------------------------------------------------
+def int8_weights(weight: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """(int8 [n, k], scales [n] in ``dtype``) of a weight [n, k]: symmetric per output channel."""
+    w = weight.float()
+    scales = (w.abs().amax(dim=1) / 127.5).clamp(min=MIN_SCALE)
+    q = torch.round(w / scales[:, None]).clamp(-128, 127).to(torch.int8)
+    return q, scales.to(dtype)
+
+
+def int4_weights(weight: torch.Tensor, group: int,
+                 dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """(4-bit values 0..15 as int32 [n, k], scales and zero points [k / group, n, 2] in ``dtype``)
+    of a weight [n, k]: asymmetric per group of ``group`` input channels."""
+    n, k = weight.shape
+    w = weight.float().reshape(n, k // group, group)
+    low, high = w.amin(dim=2, keepdim=True), w.amax(dim=2, keepdim=True)
+    scales = ((high - low) / 15).clamp(min=MIN_SCALE)
+    values = torch.round((w - low) / scales).clamp(0, 15).to(torch.int32).reshape(n, k)
+    zeros = low + 8 * scales
+    packed = torch.cat([scales, zeros], dim=2).transpose(0, 1).contiguous()  # [k/g, n, 2]
+    return values, packed.to(dtype)
+
+
+def dequantized_int4(values: torch.Tensor, scales_and_zeros: torch.Tensor, group: int) -> torch.Tensor:
+    """The float32 weight [n, k] an int4 product reads: ``(q - 8) * scale + zero``."""
+    n, k = values.shape
+    sz = scales_and_zeros.float().transpose(0, 1)  # [n, k/g, 2]
+    q = values.float().reshape(n, k // group, group)
+    return ((q - 8) * sz[..., :1] + sz[..., 1:]).reshape(n, k)
+
+
+# --- the layers -------------------------------------------------------------------------------
+class _QuantizedLinear(nn.Module):
+    def __init__(self, in_features: int, out_features: int, bias: torch.Tensor | None) -> None:
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.bias = None if bias is None else nn.Parameter(bias.detach(), requires_grad=False)
+
+    def _product(self, x: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = x.shape
+        out = self._product(x.reshape(-1, self.in_features).contiguous())
+        out = out.reshape(*shape[:-1], self.out_features)
+        return out if self.bias is None else out + self.bias
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}"
+
+
+class Int8WeightOnlyLinear(_QuantizedLinear):
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, kernel: Int8Kernel) -> None:
+        super().__init__(weight.shape[1], weight.shape[0], bias)
+        q, scales = int8_weights(weight, weight.dtype)
+        self.register_buffer("weight", q)
+        self.register_buffer("scales", scales)
+        self.kernel = kernel
+
+    def _product(self, x: torch.Tensor) -> torch.Tensor:
+        return self.kernel.matmul(x, self.weight, self.scales)
+
+
+class Int4WeightOnlyLinear(_QuantizedLinear):
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, kernel: Int4Kernel,
+                 group: int) -> None:
+        super().__init__(weight.shape[1], weight.shape[0], bias)
+        values, scales_and_zeros = int4_weights(weight, group, weight.dtype)
+        self.register_buffer("weight", kernel.pack(values))
+        self.register_buffer("scales_and_zeros", scales_and_zeros)
+        self.kernel, self.group = kernel, group
+
+    def _product(self, x: torch.Tensor) -> torch.Tensor:
+        return self.kernel.matmul(x, self.weight, self.group, self.scales_and_zeros)
+
+
+def _is_conv1d(module: nn.Module) -> bool:
+    """transformers' ``Conv1D`` (GPT-2): ``x @ weight + bias``, weight stored (in, out)."""
+    return type(module).__name__ == "Conv1D" and hasattr(module, "nf")
+
+
+Layer = tuple[nn.Module, str, str, torch.Tensor, torch.Tensor | None]
+
+
+def linear_layers(model: nn.Module) -> Iterator[Layer]:
+    """(parent, attribute, dotted name, weight as [out, in], bias) of every linear layer."""
+    for parent_name, parent in list(model.named_modules()):
+        for attribute, child in list(parent.named_children()):
+            name = f"{parent_name}.{attribute}" if parent_name else attribute
+            if isinstance(child, nn.Linear):
+                yield parent, attribute, name, child.weight.detach(), child.bias
+            elif _is_conv1d(child):
+                yield parent, attribute, name, child.weight.detach().t(), child.bias
+
+
+def _group_for(k: int, asked: int) -> int | None:
+    """The group size a layer with ``k`` inputs gets: ``asked``, or the largest of the kernels'
+    groups below it that splits ``k``."""
+    return next((g for g in sorted(INT4_GROUPS, reverse=True) if g <= asked and k % g == 0), None)
+
+
+def tensor_bytes(model: nn.Module) -> int:
+    """Bytes of every parameter and buffer ``model`` holds, each storage once."""
+    seen: dict[int, int] = {}
+    for tensor in (*model.parameters(), *model.buffers()):
+        storage = tensor.untyped_storage()
+        seen[storage.data_ptr() or id(tensor)] = storage.nbytes()
+    return sum(seen.values())
+
+
+@dataclass(frozen=True)
+class QuantizedLayers:
+    """What quantization did to a model: the ``quantization`` section of a generation result."""
+
+    precision: str
+    kernel: str
+    group_size: int | None
+    #: Linear layers quantized, and those kept in the model's dtype with the reason.
+    quantized: int
+    kept: dict[str, str] = field(default_factory=dict)
+    #: Layers whose group is smaller than ``group_size`` (too few inputs), and the group used.
+    smaller_groups: dict[str, int] = field(default_factory=dict)
+    #: The quantized model's parameters and buffers, measured (each storage once) ...
+    weight_bytes: int = 0
+    #: ... and the packed layers' weights, scales and zero points alone.
+    packed_bytes: int = 0
+    #: The model's bytes before quantization (at the activation dtype), for the ratio.
+    unquantized_bytes: int = 0
+    library: str = "torch"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"precision": self.precision, "kernel": self.kernel, "group_size": self.group_size,
+                "quantized_layers": self.quantized, "kept": dict(self.kept),
+                "smaller_groups": dict(self.smaller_groups), "weight_bytes": self.weight_bytes,
+                "packed_bytes": self.packed_bytes, "unquantized_bytes": self.unquantized_bytes,
+                "library": self.library}
+
+
+def _untie_output(model: nn.Module) -> None:
+    """A model whose output layer reads its token table directly (the built-in decoders) gives it
+    a module of its own first, so that it is quantized like every other linear layer."""
+    untie = getattr(model, "untie_output", None)
+    if callable(untie):
+        untie()
+
+
+@torch.no_grad()
+def quantize_weights(model: nn.Module, precision: str, device: Device) -> QuantizedLayers:
+    """Replace every linear layer of ``model`` (on ``device``, in its activation dtype) by its
+    weight-only quantized form, in place. Raises NotImplementedError (the case's status:
+    unsupported) where the device has no kernel for the precision."""
+    spec = precision_spec(precision)
+    if spec.weight_bits is None:
+        raise ValueError(f"{precision} is not a weight-only quantized precision")
+    kernel = kernel_for(device, spec.weight_bits)
+    if isinstance(kernel, str):
+        raise NotImplementedError(kernel)
+    before = tensor_bytes(model)
+    _untie_output(model)
+    kept: dict[str, str] = {}
+    smaller: dict[str, int] = {}
+    packed: list[nn.Module] = []
+    for parent, attribute, name, weight, bias in list(linear_layers(model)):
+        n, k = weight.shape
+        replacement: nn.Module
+        if isinstance(kernel, Int8Kernel):
+            reason = kernel.unfit(n, k)
+            if reason is None:
+                replacement = Int8WeightOnlyLinear(weight, bias, kernel)
+        else:
+            asked = spec.group_size or INT4_GROUPS[-2]
+            group = _group_for(k, asked)
+            reason = (f"{k} inputs split into none of the groups {INT4_GROUPS}" if group is None
+                      else kernel.unfit(n, k, group, weight.dtype))
+            if reason is None:
+                assert group is not None
+                if group != asked:
+                    smaller[name] = group
+                replacement = Int4WeightOnlyLinear(weight, bias, kernel, group)
+        if reason is not None:
+            kept[name] = reason
+            continue
+        setattr(parent, attribute, replacement)
+        packed.append(replacement)
+    return QuantizedLayers(
+        precision=precision, kernel=kernel.name, group_size=spec.group_size, quantized=len(packed),
+        kept=kept, smaller_groups=smaller, weight_bytes=tensor_bytes(model),
+        packed_bytes=sum(tensor_bytes(layer) for layer in packed), unquantized_bytes=before)

@@ -1,0 +1,107 @@
+"""Lines under the generation table: each case's figures as its ``--protocol`` defines them
+(llama-bench's mean +- sd, gpt-fast's tokens/s and bandwidth achieved, MLPerf Client's per
+category and overall), how a quantized case's weights were packed and what they hold, whether the
+tokens are the fp64 reference's, and MLPerf Inference's interactive budget where a
+Llama-3.1-8B-shaped model ran. Pure: every number is a stored figure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accelbench.measure.memory import format_bytes
+from accelbench.reference.expected_tokens import describe
+from accelbench.render.format import format_bytes_rate, format_rate, format_seconds
+from accelbench.results import CaseResult, RunRecord
+from accelbench.results.protocol_summary import mlperf_client_overall
+
+#: Said once under a table that holds a quantized case: how to read its bandwidth share.
+QUANTIZED_READING = ("a quantized row reads its weights packed (int8: 1 byte a weight, int4: half "
+                     "a byte, with their scales and zero points), so its bytes per token are the "
+                     "packed ones; the kernels unpack as they go, so 50-70% of the measured "
+                     "bandwidth is a healthy int4 decode on a GPU, not a fault. Its speed goes with "
+                     "what it cost: check --mode generate --precision int4-wo")
+
+
+def _who(case: CaseResult) -> str:
+    return f"{case.workload} {case.device} {case.precision}"
+
+
+def _plus_minus(section: dict[str, Any]) -> str:
+    sd = section.get("tokens_per_s_sd")
+    spread = f" ± {format_rate(sd)}" if sd is not None else ""
+    return f"{format_rate(section.get('tokens_per_s'))}{spread} tokens/s"
+
+
+def _protocol_line(case: CaseResult, section: dict[str, Any]) -> str:
+    figure, label = section.get("figure"), section.get("label", section.get("test"))
+    who = f"  {_who(case)} {label}"
+    if figure in ("pp", "tg"):
+        return f"{who}: {_plus_minus(section)} (mean ± sd over {section.get('rounds')} repetitions)"
+    if figure == "decode":
+        return (f"{who}: {format_rate(section.get('tokens_per_s'))} tokens/s, bandwidth achieved "
+                f"{format_bytes_rate(section.get('bandwidth_bytes_per_s'))} (mean over "
+                f"{section.get('rounds')} samples)")
+    return (f"{who}: TTFT {format_seconds(section.get('ttft_mean_s'))}, 2nd+ token rate "
+            f"{format_rate(section.get('token_rate'))} tokens/s (mean over {section.get('rounds')} "
+            "iterations)")
+
+
+def protocol_lines(record: RunRecord) -> list[str]:
+    cases = [c for c in record.cases if c.mode == "generate" and c.ok and c.generation]
+    by_protocol: dict[str, list[str]] = {}
+    for case in cases:
+        section = case.generation.get("protocol") if case.generation else None
+        if isinstance(section, dict):
+            by_protocol.setdefault(str(section.get("name")), []).append(_protocol_line(case, section))
+    lines = []
+    for name, rows in by_protocol.items():
+        lines += [f"--protocol {name}, as the peer reports it:", *rows]
+    for overall in mlperf_client_overall(record.cases):
+        if overall.missing:
+            lines.append(f"  {overall.label} {overall.device} overall: none (categories missing: "
+                         f"{', '.join(overall.missing)})")
+        else:
+            lines.append(f"  {overall.label} {overall.device} overall (geometric mean of "
+                         f"{len(overall.categories)} categories): TTFT "
+                         f"{format_seconds(overall.ttft_s)}, 2nd+ token rate "
+                         f"{format_rate(overall.token_rate)} tokens/s")
+    return lines
+
+
+def _quantization_line(case: CaseResult, section: dict[str, Any]) -> str:
+    group = section.get("group_size")
+    smaller = sorted(set((section.get("smaller_groups") or {}).values()))
+    grouping = f", groups of {group}" if group else ""
+    if smaller:
+        grouping += f" ({'/'.join(map(str, smaller))} where a layer has fewer inputs)"
+    kept = section.get("kept") or {}
+    kept_text = f"; kept in bf16: {', '.join(f'{k} ({v})' for k, v in kept.items())}" if kept else ""
+    return (f"  {_who(case)}: {section.get('quantized_layers')} linear layers packed for "
+            f"{section.get('kernel')}{grouping}; the weights hold "
+            f"{format_bytes(section.get('weight_bytes'))} (unquantized "
+            f"{format_bytes(section.get('unquantized_bytes'))}){kept_text}")
+
+
+def generation_detail_lines(record: RunRecord) -> list[str]:
+    cases = [c for c in record.cases if c.mode == "generate" and c.ok and c.generation]
+    lines = protocol_lines(record)
+    quantized = [(c, c.generation["quantization"]) for c in cases if c.generation
+                 and isinstance(c.generation.get("quantization"), dict)]
+    if quantized:
+        lines.append("weight-only quantization:")
+        lines += list(dict.fromkeys(_quantization_line(case, section) for case, section in quantized))
+        lines.append(f"  reading: {QUANTIZED_READING}")
+    tokens = [f"{_who(c)} {c.prompt_len}+{c.new_tokens}: {describe(c.generation.get('tokens'))}"
+              for c in cases if c.generation and c.generation.get("tokens")]
+    if tokens:
+        lines.append("greedy tokens against the fp64 CPU reference's (shipped hashes): "
+                     + "; ".join(tokens))
+    for case in cases:
+        budget = case.generation.get("mlperf_interactive") if case.generation else None
+        if isinstance(budget, dict):
+            verdict = "meets" if budget.get("meets") else "misses"
+            lines.append(f"{_who(case)}: {verdict} MLPerf Inference's interactive budget for "
+                         f"{budget.get('shape')} (TTFT p99 {format_seconds(budget.get('ttft_p99_s'))} "
+                         f"of 500 ms, TPOT p99 {format_seconds(budget.get('tpot_p99_s'))} of 30 ms, "
+                         f"over {budget.get('rounds')} rounds)")
+    return lines

@@ -1,0 +1,68 @@
+"""Protocol figures that span several cases: MLPerf Client's overall TTFT and 2nd+ token rate, the
+geometric means over its categories (each category a case of its own prompt and output lengths).
+
+Cases are grouped by the comparability key without the lengths (the same model, device, precision,
+compile, size ...): one overall figure per group, and only where every category of the protocol
+finished (MLPerf Client reports no overall score without all of them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from accelbench.measure.protocols import geometric_mean
+from accelbench.results.key import KEY_FIELDS, comparability_key
+from accelbench.results.records import CaseResult
+from accelbench.workloads.protocols import protocol
+
+_LENGTHS = ("prompt_len", "new_tokens")
+
+
+@dataclass(frozen=True)
+class Overall:
+    """One group's overall figures (None where a category is missing)."""
+
+    label: str
+    device: str
+    categories: tuple[str, ...]
+    ttft_s: float | None
+    token_rate: float | None
+    missing: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "device": self.device, "categories": list(self.categories),
+                "ttft_s": self.ttft_s, "token_rate": self.token_rate, "missing": list(self.missing)}
+
+
+def _group(case: CaseResult) -> tuple[Any, ...]:
+    key = comparability_key(case)
+    return (case.device, *(v for name, v in zip(KEY_FIELDS, key, strict=True) if name not in _LENGTHS))
+
+
+def mlperf_client_overall(cases: list[CaseResult]) -> list[Overall]:
+    """The overall figures of every group of mlperf-client cases among ``cases``."""
+    wanted = [t.name for t in protocol("mlperf-client").tests]
+    groups: dict[tuple[Any, ...], list[CaseResult]] = {}
+    for case in cases:
+        if case.mode == "generate" and case.protocol == "mlperf-client":
+            groups.setdefault(_group(case), []).append(case)
+    out = []
+    for members in groups.values():
+        found: dict[str, dict[str, Any]] = {}
+        for case in members:
+            section = (case.generation or {}).get("protocol") if case.ok else None
+            if isinstance(section, dict):
+                found[str(section.get("scaled_from") or section.get("test"))] = section
+        missing = tuple(name for name in wanted if name not in found)
+        ttfts = [found[n].get("ttft_mean_s") for n in wanted if n in found]
+        rates = [found[n].get("token_rate") for n in wanted if n in found]
+        first = members[0]
+        label = f"{first.workload} {first.precision}" + (f" compile:{first.compile_backend}"
+                                                           if first.compile_backend else "")
+        complete = not missing
+        out.append(Overall(label, first.device, tuple(n for n in wanted if n in found),
+                           geometric_mean([float(v) for v in ttfts if v]) if complete else None,
+                           geometric_mean([float(v) for v in rates if v]) if complete else None,
+                           missing))
+    return out
