@@ -19,7 +19,7 @@ from accelbench.devices import Device, DeviceSet, contention
 from accelbench.devices.numerics import get_precision
 from accelbench.engine.case import Case, skeleton_result
 from accelbench.engine.measure_case import achieved_flops
-from accelbench.measure import peak
+from accelbench.measure import clock, peak
 from accelbench.options import RunOptions
 
 
@@ -52,6 +52,9 @@ class Readings:
 # --- defect 5: the peak is measured under the case's precision settings ---------------------
 
 def test_the_peak_is_measured_under_the_case_precision_settings(cpu, own_cache, monkeypatch) -> None:
+    # short windows: what is checked is the settings, and beside busy loops 100 ms windows of
+    # 32-side products took two minutes here
+    monkeypatch.setattr(peak, "MIN_REPEAT_S", 0.005)
     seen: dict[str, tuple] = {}
     real = peak._timed_products
 
@@ -175,35 +178,27 @@ def _checked_ago(path, seconds: float) -> None:
     path.write_text(json.dumps(data))
 
 
-#: Other processes on a shared machine can slow one reading 3x (README): a real-hardware check is
-#: tried up to this many times, as selftest's are; the code before the fix fails every attempt.
-ATTEMPTS = 3
-
-
 def test_a_peak_poisoned_by_a_busy_machine_is_raised_by_the_next_run(cpu, peak_cache, tmp_path,
                                                                      monkeypatch) -> None:
-    """Issue 19's scenario on this CPU: a first run beside two busy loops cached a third of the
-    peak; a run minutes later on a quiet machine must use a peak within 15% of a fresh
-    measurement, though its case (like any ordinary case) never beats the cached figure."""
+    """Issue 19's scenario on this CPU's real products: a cached third of the peak, last checked
+    minutes ago, is re-checked by the next run's ordinary case (which never beats it), and the
+    run uses the higher of the two readings. What holds under any load is asserted (issue 26,
+    item 13); how close the re-check comes to a fresh measurement depends on the load, and is
+    tested exactly on a device of known speed below."""
     key = peak.cache_key(cpu, "fp32")
     minutes_ago = (datetime.now(timezone.utc) - timedelta(minutes=5)).isoformat(timespec="seconds")
-    seen = []
-    for attempt in range(ATTEMPTS):
-        monkeypatch.setenv("ACCELBENCH_PEAK_CACHE", str(peak_cache))
-        real = peak.peak_figure(cpu, "fp32")  # the session's measurement, the best seen
-        entry = peak.read_cache(peak_cache)[key]
-        poisoned = tmp_path / f"poisoned-{attempt}" / "peak_flops.json"
-        peak.write_cache(poisoned, {key: {**entry, "flops": real.flops / 3, "last_flops": real.flops / 3,
-                                          "measured_at": minutes_ago, "checked_at": minutes_ago}})
-        monkeypatch.setenv("ACCELBENCH_PEAK_CACHE", str(poisoned))
-        quiet_run = _case_figures(cpu, "fp32", step_s=10.0)  # an ordinary case: far below the peak
-        fresh = peak.time_matmul(cpu, "fp32")
-        assert quiet_run["achieved_flops"] < real.flops / 3  # it does not beat the poisoned peak
-        seen.append(f"the run used {quiet_run['peak_flops'] / 1e9:.1f} GFLOP/s, a fresh measurement "
-                    f"read {fresh.flops / 1e9:.1f} (the busy run had cached {real.flops / 3e9:.1f})")
-        if quiet_run["peak_flops"] >= 0.85 * fresh.flops:
-            return
-    pytest.fail("; ".join(seen))
+    monkeypatch.setenv("ACCELBENCH_PEAK_CACHE", str(peak_cache))
+    real = peak.peak_figure(cpu, "fp32")  # the session's measurement, the best seen
+    entry = peak.read_cache(peak_cache)[key]
+    poisoned = tmp_path / "poisoned" / "peak_flops.json"
+    peak.write_cache(poisoned, {key: {**entry, "flops": real.flops / 3, "last_flops": real.flops / 3,
+                                      "measured_at": minutes_ago, "checked_at": minutes_ago}})
+    monkeypatch.setenv("ACCELBENCH_PEAK_CACHE", str(poisoned))
+    quiet_run = _case_figures(cpu, "fp32", step_s=10.0)  # an ordinary case: far below the peak
+    assert quiet_run["achieved_flops"] < real.flops / 3  # it does not beat the poisoned peak
+    checked = peak.read_cache(poisoned)[key]
+    assert checked["checked_at"] != minutes_ago  # re-checked ...
+    assert quiet_run["peak_flops"] == max(real.flops / 3, checked["last_flops"])  # ... the higher kept
 
 
 class VirtualDevice:
@@ -227,7 +222,7 @@ def test_a_busy_reading_is_corrected_exactly(cpu, own_cache, monkeypatch) -> Non
     rate, then quiet minutes later."""
     device = VirtualDevice(1e12)  # the case below achieves 5.7e10 FLOP/s: it beats no peak
     monkeypatch.setattr(peak.torch, "mm", device.mm)
-    monkeypatch.setattr(peak, "time", SimpleNamespace(perf_counter=device.perf_counter))
+    monkeypatch.setattr(clock, "time", SimpleNamespace(perf_counter=device.perf_counter))
     device.slowdown = 3.0
     busy = peak.peak_figure(cpu, "fp32", side=512)
     _checked_ago(own_cache, 300)
@@ -345,7 +340,7 @@ def test_the_busy_first_run_does_not_give_the_next_run_its_peak(cpu, own_cache, 
     conditions the test sets)."""
     device = VirtualDevice(1e12)
     monkeypatch.setattr(peak.torch, "mm", device.mm)
-    monkeypatch.setattr(peak, "time", SimpleNamespace(perf_counter=device.perf_counter))
+    monkeypatch.setattr(clock, "time", SimpleNamespace(perf_counter=device.perf_counter))
     machine = Machine(monkeypatch, BUSY)
     device.slowdown = 3.0
     busy = _case_figures(cpu, "fp32", step_s=10.0)  # the first run's case measures the peak

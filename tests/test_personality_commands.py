@@ -234,7 +234,10 @@ def test_a_sustained_run_on_mps_records_no_event_and_says_why_sensors_are_na(acc
     assert outcome.journal.event_records(under=TIMED_WINDOW) == []
     record = case["sustained"]
     assert record["figures"]["verdict"] in ("holds", "throttles", "can't tell")
-    assert len(record["series"]["work"]) >= 10
+    # as many intervals as the load allows (issue 26, item 13), together the whole run
+    series = record["series"]
+    assert len(series["work"]) >= 1 and sum(series["seconds"]) >= 0.02 * 60
+    assert all(seconds >= 0.1 for seconds in series["seconds"])
     for name in ("clock_mhz", "temperature_c"):
         assert record["series"]["sensors"][name]["na"].startswith("n/a: mps"), record["series"]["sensors"]
 

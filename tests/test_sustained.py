@@ -214,18 +214,20 @@ def _sleeping_step(started: float, switch_s: float, factor: float, base: float =
     return step
 
 
-@pytest.mark.parametrize("factor", [0.5, 1.0])
-def test_real_sleeping_steps_throttle_or_hold(factor: float) -> None:
-    """Real time (2.5 s each): sleeps of 20 ms, then 40 ms from 0.8 s (or 20 ms throughout)."""
-    step = _sleeping_step(time.perf_counter(), 0.8, factor)
-    figures = sustained_figures(run_sustained(step, 2.5, 0.125))
-    if factor < 1:
-        assert figures.verdict == THROTTLES
-        assert figures.ratio is not None and abs(figures.ratio - factor) < 0.05
-    else:
-        # a busy machine may make the run too noisy to call, never a throttle
-        assert figures.verdict in (HOLDS, CANT_TELL) and figures.ratio is not None
-        assert figures.ratio > 0.9
+def test_real_sleeping_steps_give_a_series_and_a_verdict() -> None:
+    """Real time (1.5 s): sleeps of 20 ms, then 40 ms from 0.5 s. What must hold whatever else
+    the machine runs (issue 26, item 13): every interval recorded, at least an interval long,
+    together the duration, and a verdict from the allowed set over the figures' own ratio. That
+    a halving is called a throttle at its factor, and steady work holds, is tested on the
+    controlled clock above (beside two busy loops a steady run here read 0.84)."""
+    step = _sleeping_step(time.perf_counter(), 0.5, 0.5)
+    series = run_sustained(step, 1.5, 0.1)
+    assert len(series.work) == len(series.seconds) == len(series.ends) >= 1
+    assert all(seconds >= 0.1 for seconds in series.seconds)
+    assert sum(series.seconds) >= 1.5 and series.ends[-1] == pytest.approx(sum(series.seconds))
+    figures = sustained_figures(series)
+    assert figures.verdict in (HOLDS, THROTTLES, CANT_TELL)
+    assert figures.ratio == pytest.approx(figures.sustained / figures.burst)
 
 
 def test_the_default_reader_gives_each_sensor_a_value_or_a_reason() -> None:
@@ -254,8 +256,11 @@ def test_the_default_reader_names_why_an_accelerator_has_no_clock() -> None:
 
 def test_a_held_bandwidth_peak_is_measured_per_interval() -> None:
     series = run_sustained_peak(copy_work(CPU, 2**20), "bytes", 0.8, 0.2)
-    # each window of copies lasts at least 0.1 s (as the burst figure sizes it)
-    assert series.unit == "bytes" and len(series.rates) >= 3
+    # Each window of copies lasts at least 0.1 s (as the burst figure sizes it); how many fit in
+    # the run depends on the load (beside other work one window took 6.9 s here): whatever it
+    # is, the intervals cover the run, each at least an interval long.
+    assert series.unit == "bytes" and len(series.rates) >= 1
+    assert all(seconds >= 0.2 for seconds in series.seconds) and sum(series.seconds) >= 0.8
     assert all(rate > 1e6 for rate in series.rates)  # any machine copies more than 1 MB/s
     record = SustainedRecord.judge(series, kind="bandwidth")
     assert record.figures.unit == "bytes" and record.to_dict()["kind"] == "bandwidth"
