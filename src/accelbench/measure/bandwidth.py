@@ -10,13 +10,13 @@ of a 512 MiB copy on an H100, 15-25% of a 128 MiB one).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
 from accelbench.devices import Device
+from accelbench.measure.clock import synced_seconds
 from accelbench.measure.queued import time_queued
 
 #: Each buffer of the bandwidth copy: far beyond any last-level cache this code will meet
@@ -32,14 +32,7 @@ MIN_WINDOW_S = 0.1
 def best_time(device: Device, work: Callable[[], object], repeats: int = REPEATS) -> float:
     """Seconds of the fastest of ``repeats`` runs of ``work``, each between two syncs."""
     work()  # first-touch allocation, kernel selection
-    best = float("inf")
-    for _ in range(repeats):
-        device.synchronize()
-        start = time.perf_counter()
-        work()
-        device.synchronize()
-        best = min(best, time.perf_counter() - start)
-    return best
+    return min(synced_seconds(device, work) for _ in range(repeats))
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ from typing import Any
 import torch
 
 from accelbench.devices import Device
+from accelbench.measure.clock import nothing, synced_seconds
 from accelbench.measure.input_wait import InputWait
 from accelbench.measure.median_ci import relative_median_ci_half_width
 from accelbench.measure.stop import MIN_SAMPLES, MIN_WINDOW_S, StopRule
@@ -81,13 +82,8 @@ MAX_SIZING_ROUNDS = 8
 
 def synchronize_cost(device: Device, repeats: int = 5) -> float:
     """Seconds one synchronisation of the idle device takes (the median of ``repeats``)."""
-    device.synchronize()
-    costs = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        device.synchronize()
-        costs.append(time.perf_counter() - start)
-    return sorted(costs)[len(costs) // 2]
+    costs = sorted(synced_seconds(device, nothing) for _ in range(repeats))
+    return costs[len(costs) // 2]
 
 
 _TICK: list[float] = []
@@ -407,12 +403,9 @@ class StepLoop:
             self.window_steps += ran
 
     def _timed_epoch_end(self) -> float:
-        assert self.epoch_end is not None
-        self.device.synchronize()
-        start = time.perf_counter()
-        self.result.metrics.update(self.epoch_end())
-        self.device.synchronize()
-        return time.perf_counter() - start
+        epoch_end = self.epoch_end
+        assert epoch_end is not None
+        return synced_seconds(self.device, lambda: self.result.metrics.update(epoch_end()))
 
     def _run_epochs(self, epochs: int, k: int) -> None:
         per_epoch = len(self.epoch) if hasattr(self.epoch, "__len__") else 0

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -55,6 +54,7 @@ from accelbench.devices import Device, contention
 from accelbench.devices.contention import Conditions
 from accelbench.devices.numerics import PRECISIONS, Precision, get_precision, precision_settings
 from accelbench.files import data_home, write_atomic
+from accelbench.measure.clock import synced_seconds
 from accelbench.measure.queued import best_window, queue_length
 
 CACHE_NAME = "peak_flops.json"
@@ -172,12 +172,7 @@ def _timed_products(device: Device, precision: Precision, a: torch.Tensor, b: to
                     count: int) -> float:
     """Seconds for ``count`` products queued back to back, one synchronisation at the end. The
     operands are already in the product's dtype: nothing but the products is timed."""
-    device.synchronize()
-    start = time.perf_counter()
-    for _ in range(count):
-        torch.mm(a, b)
-    device.synchronize()
-    return time.perf_counter() - start
+    return synced_seconds(device, lambda: torch.mm(a, b), count)
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,11 @@ matmul peak (:mod:`accelbench.measure.peak`) and the bandwidth figures
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from accelbench.devices import Device
+from accelbench.measure.clock import synced_seconds
 
 #: Each timed window lasts at least this long between two synchronisations.
 MIN_WINDOW_S = 0.1
@@ -52,12 +52,7 @@ def window_timer(device: Device, work: Callable[[], object]) -> Callable[[int], 
     """Seconds for ``n`` runs of ``work`` queued back to back, one synchronisation at the end."""
 
     def timed(count: int) -> float:
-        device.synchronize()
-        start = time.perf_counter()
-        for _ in range(count):
-            work()
-        device.synchronize()
-        return time.perf_counter() - start
+        return synced_seconds(device, work, count)
 
     return timed
 

@@ -26,6 +26,7 @@ import torch
 
 from accelbench.devices import Device
 from accelbench.devices.numerics import get_precision, precision_settings
+from accelbench.measure.clock import synced_seconds
 from accelbench.probes import (
     Feature,
     Reference,
@@ -105,12 +106,7 @@ def time_op(op: Callable[[], Any], device: Device, repeats: int = REPEATS) -> Ti
     device.synchronize()
 
     def stretch(number: int) -> float:
-        device.synchronize()
-        start = time.perf_counter()
-        for _ in range(number):
-            op()
-        device.synchronize()
-        return time.perf_counter() - start
+        return synced_seconds(device, op, number)
 
     # Like timeit's autorange: enough calls per stretch that it lasts MIN_REPEAT_S.
     number, elapsed = 1, stretch(1)

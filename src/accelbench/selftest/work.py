@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import torch
 
 from accelbench.devices import Device
+from accelbench.measure.clock import synced_seconds
 
 SIDE = 128
 #: On an asynchronous device one product must take this many times the host's time to queue it.
@@ -70,14 +71,9 @@ class Work:
         """How many products make a step of about ``seconds`` on this device now."""
         run = self.step(8)
         run(None)
-        trials = []
-        for _ in range(5):  # the fastest: a descheduled trial would make the steps too short
-            self.device.synchronize()
-            start = time.perf_counter()
-            run(None)
-            self.device.synchronize()
-            trials.append(time.perf_counter() - start)
-        per_unit = max(min(trials) / 8, 1e-7)
+        # The fastest: a descheduled trial would make the steps too short.
+        fastest = min(synced_seconds(self.device, lambda: run(None)) for _ in range(5))
+        per_unit = max(fastest / 8, 1e-7)
         return max(1, round(seconds / per_unit))
 
     def doubled(self, units: int) -> Callable[[Any], Any]:
