@@ -76,3 +76,39 @@ def test_geometric_ci_covers_the_spread_of_process_figures() -> None:
     low, high = geometric_ci([0.09, 0.10, 0.11])
     assert low < 0.09 < 0.11 < high
     assert (low * high) ** 0.5 == pytest.approx((0.09 * 0.10 * 0.11) ** (1 / 3))  # centred on the GM
+
+
+# Issue 27, "The loop owns its stop rule": the three t-interval helpers become one. mean_ci,
+# geometric_ci and the sustained verdict's Welch intervals (results/sustained.py) each computed
+# a t half-width themselves; all go through stats.t_interval now, held to scipy's own tests.
+BEFORE, AFTER = [9.8, 10.1, 10.4, 9.9, 10.2], [8.7, 9.6, 9.1, 8.2]
+
+
+def test_one_t_interval_is_students_for_one_sample_and_welchs_for_two() -> None:
+    from scipy import stats as sps
+
+    from accelbench.results.stats import t_interval
+
+    centre, low, high = t_interval(AFTER)
+    expected = sps.ttest_1samp(AFTER, 0.0).confidence_interval(0.95)
+    assert centre == pytest.approx(np.mean(AFTER))
+    assert (low, high) == pytest.approx((expected.low, expected.high))
+    centre, low, high = t_interval(AFTER, BEFORE, confidence=0.9)
+    expected = sps.ttest_ind(AFTER, BEFORE, equal_var=False).confidence_interval(0.9)
+    assert centre == pytest.approx(np.mean(AFTER) - np.mean(BEFORE))
+    assert (low, high) == pytest.approx((expected.low, expected.high))
+    # No spread to judge: the centre alone.
+    assert t_interval([4.0]) == (4.0, 4.0, 4.0)
+    assert t_interval([2.0, 2.0], [1.0, 1.0, 1.0]) == (1.0, 1.0, 1.0)
+
+
+def test_every_t_interval_is_the_one() -> None:
+    from accelbench.results.stats import geometric_ci, t_interval
+    from accelbench.results.sustained import _difference_interval, log_ratio_interval
+
+    assert mean_ci(AFTER) == t_interval(AFTER)[1:]
+    logs = np.log(AFTER)
+    assert geometric_ci(AFTER) == pytest.approx(tuple(np.exp(t_interval(logs)[1:])))
+    assert log_ratio_interval(BEFORE, AFTER) == pytest.approx(
+        tuple(np.exp(t_interval(logs, np.log(BEFORE)))))
+    assert _difference_interval(BEFORE, AFTER) == t_interval(AFTER, BEFORE)

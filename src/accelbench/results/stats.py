@@ -1,8 +1,9 @@
 """Statistics computed on demand from raw samples (the raw samples are always kept).
 
 The median's confidence interval is the distribution-free order-statistic interval of
-``measure/median_ci.py`` (the timed loop's stop rule reads it too). The mean's interval (used only
-to project totals such as an epoch's time) is Student's t.
+``measure/median_ci.py`` (the timed loop's stop rule reads it too). Every t interval (a mean's,
+used only to project totals such as an epoch's time; the per-process figures' geometric one; the
+sustained verdict's ratios and differences) is :func:`t_interval`.
 """
 
 from __future__ import annotations
@@ -55,26 +56,41 @@ class Summary:
         return cls(**{name: data[name] for name in cls.__dataclass_fields__})
 
 
+def t_interval(values: Sequence[float], minus: Sequence[float] | None = None,
+               confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """(centre, low, high): Student's t interval of the mean of ``values``; with ``minus``,
+    Welch's interval of mean(values) - mean(minus) (unequal variances; Welch-Satterthwaite
+    degrees of freedom, which for one sample are its n - 1). The one t interval: the mean's,
+    the geometric one (on logarithms) and the sustained verdict's use it. Where there is no
+    spread to judge (fewer than 2 values in a sample, or none varies) the interval is the
+    centre alone."""
+    samples = [np.asarray(values, dtype=float)]
+    if minus is not None:
+        samples.append(np.asarray(minus, dtype=float))
+    centre = float(samples[0].mean()) - (float(samples[1].mean()) if len(samples) > 1 else 0.0)
+    if any(len(sample) < 2 for sample in samples):
+        return centre, centre, centre
+    # Each sample's squared standard error of its mean.
+    squared = [float(sample.var(ddof=1)) / len(sample) for sample in samples]
+    se = math.sqrt(sum(squared))
+    if se == 0:
+        return centre, centre, centre
+    df = sum(squared) ** 2 / sum(part ** 2 / (len(sample) - 1)
+                                 for part, sample in zip(squared, samples, strict=True))
+    half = float(sps.t.ppf(0.5 + confidence / 2, df)) * se
+    return centre, centre - half, centre + half
+
+
 def mean_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
-    values = np.asarray(samples, dtype=float)
-    mean = float(values.mean())
-    if len(values) < 2:
-        return mean, mean
-    sem = float(values.std(ddof=1)) / math.sqrt(len(values))
-    half = float(sps.t.ppf(0.5 + confidence / 2, len(values) - 1)) * sem
-    return mean - half, mean + half
+    _, low, high = t_interval(samples, confidence=confidence)
+    return low, high
 
 
 def geometric_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Student's t interval on the logarithms, mapped back: for per-process figures (one value per
     worker process), whose spread is multiplicative. The full value with fewer than 2 values."""
-    logs = np.log(np.asarray(values, dtype=float))
-    center = float(logs.mean())
-    if len(logs) < 2:
-        return math.exp(center), math.exp(center)
-    sem = float(logs.std(ddof=1)) / math.sqrt(len(logs))
-    half = float(sps.t.ppf(0.5 + confidence / 2, len(logs) - 1)) * sem
-    return math.exp(center - half), math.exp(center + half)
+    _, low, high = t_interval(np.log(np.asarray(values, dtype=float)), confidence=confidence)
+    return math.exp(low), math.exp(high)
 
 
 def summarize(

@@ -39,12 +39,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from accelbench.devices.nvml import SLOWDOWN_REASONS
 from accelbench.measure.median_ci import CONFIDENCE
 from accelbench.measure.sustained import SensorSeries, SustainedSeries
-from accelbench.results.stats import MIN_EFFECT
+from accelbench.results.stats import MIN_EFFECT, t_interval
 
 HOLDS, THROTTLES, CANT_TELL = "holds", "throttles", "can't tell"
 #: The burst is the first fifth of the run, and no more than its first minute.
@@ -69,14 +68,8 @@ def log_ratio_interval(before: Sequence[float], after: Sequence[float],
     b = np.log(np.asarray([v for v in after if v and v > 0], dtype=float))
     if len(a) < MIN_PART_INTERVALS or len(b) < MIN_PART_INTERVALS:
         return None
-    centre = float(b.mean() - a.mean())
-    var_a, var_b = float(a.var(ddof=1)) / len(a), float(b.var(ddof=1)) / len(b)
-    se = math.sqrt(var_a + var_b)
-    if se == 0:
-        return math.exp(centre), math.exp(centre), math.exp(centre)
-    df = (var_a + var_b) ** 2 / (var_a ** 2 / (len(a) - 1) + var_b ** 2 / (len(b) - 1))
-    half = float(sps.t.ppf(0.5 + confidence / 2, df)) * se
-    return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
+    centre, low, high = t_interval(b, a, confidence)
+    return math.exp(centre), math.exp(low), math.exp(high)
 
 
 def _difference_interval(before: Sequence[float], after: Sequence[float],
@@ -85,14 +78,7 @@ def _difference_interval(before: Sequence[float], after: Sequence[float],
     a, b = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
     if len(a) < MIN_PART_INTERVALS or len(b) < MIN_PART_INTERVALS:
         return None
-    centre = float(b.mean() - a.mean())
-    var_a, var_b = float(a.var(ddof=1)) / len(a), float(b.var(ddof=1)) / len(b)
-    se = math.sqrt(var_a + var_b)
-    if se == 0:
-        return centre, centre, centre
-    df = (var_a + var_b) ** 2 / (var_a ** 2 / (len(a) - 1) + var_b ** 2 / (len(b) - 1))
-    half = float(sps.t.ppf(0.5 + confidence / 2, df)) * se
-    return centre, centre - half, centre + half
+    return t_interval(b, a, confidence)
 
 
 def parts(series: SustainedSeries) -> tuple[slice, slice]:
