@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from accelbench import __version__
-from accelbench.cli.common import OneLineParser
+from accelbench.cli.common import DEBUG_HELP, OneLineParser, add_debug_argument
 from accelbench.errors import UsageError
 
 #: Subcommand -> (module, one-line help). Only the chosen command's module is imported, so
@@ -41,12 +41,17 @@ def build_parser(argv: Sequence[str] = ()) -> OneLineParser:
                            description="Benchmark PyTorch training and evaluation on every "
                            "device of this machine.")
     parser.add_argument("--version", action="version", version=f"accelbench {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help=f"{DEBUG_HELP} (before or after the command)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND",
                                        parser_class=OneLineParser)
     chosen = _chosen_command(argv)
     for name, (module, help_text) in COMMANDS.items():
         if name == chosen:
-            importlib.import_module(module).add_parser(subparsers)
+            loaded = importlib.import_module(module)
+            loaded.add_parser(subparsers)
+            # Also after the command, as each command once declared it.
+            add_debug_argument(subparsers.choices[name], getattr(loaded, "DEBUG_HELP", DEBUG_HELP))
         else:
             subparsers.add_parser(name, help=help_text)
     return parser
@@ -59,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    debug = bool(getattr(args, "debug", False))
+    debug = bool(args.debug)
     try:
         return int(args.execute(args, argv))
     except UsageError as error:

@@ -11,6 +11,9 @@ from typing import Any, NoReturn
 
 from accelbench.errors import UsageError
 
+#: What ``--debug`` does unless a command says more (its module's ``DEBUG_HELP``).
+DEBUG_HELP = "show tracebacks instead of one line"
+
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (no usage dump) and exit code 2."""
@@ -59,16 +62,22 @@ def fail(message: str) -> NoReturn:
     raise UsageError(message)
 
 
-def add_saving_arguments(parser: argparse.ArgumentParser, debug_help: str = "show tracebacks",
+def add_debug_argument(parser: argparse.ArgumentParser, help: str = DEBUG_HELP) -> None:
+    """``--debug``: one flag for every command, declared by ``cli.build_parser`` before the
+    command (``accelbench --debug run``) and after it (``accelbench run --debug``). After it, the
+    flag is only set when given: a default there would overwrite the one given before."""
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=help)
+
+
+def add_saving_arguments(parser: argparse.ArgumentParser,
                          db_help: str = "history database (default: the per-user one)") -> None:
     """Where a command's record goes besides the per-user folder, and how much it says: the same
-    four options for every command that measures (run, sweep, check, probe, scale, selftest,
-    roofline)."""
+    options for every command that measures (run, sweep, check, probe, scale, selftest,
+    roofline); ``--debug`` is every command's (``cli.build_parser``)."""
     parser.add_argument("--output", "-o", type=Path, metavar="FILE.json",
                         help="also write the result JSON here")
     parser.add_argument("--db", type=Path, help=db_help)
     parser.add_argument("--quiet", action="store_true", help="no live progress display")
-    parser.add_argument("--debug", action="store_true", help=debug_help)
 
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,4 +86,3 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", type=Path, metavar="FILE.json",
                         help="also write the results JSON here")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")

@@ -15,7 +15,6 @@ from accelbench.render.doctor import render_doctor
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("doctor", help="show devices, builds and what is missing")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.set_defaults(execute=execute)
 
 

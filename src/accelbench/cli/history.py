@@ -19,7 +19,6 @@ def add_db_option(parser: argparse.ArgumentParser) -> None:
     """``--db PATH``, shared by every command that reads or writes the history."""
     parser.add_argument("--db", type=Path, default=None, metavar="PATH",
                         help="history database (default: history.sqlite in the accelbench data folder)")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
 def open_db(path: Path | None, create: bool = False) -> HistoryDB:

@@ -18,7 +18,6 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("patterns", nargs="*", metavar="PATTERN",
                         help="workload names or wildcards like 'resnet*' (default: all)")
     parser.add_argument("--json", action="store_true", help="print the facts as JSON")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.set_defaults(execute=execute)
 
 

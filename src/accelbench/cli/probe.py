@@ -21,6 +21,9 @@ from accelbench.options.probe import ProbeOptions
 from accelbench.results import RunRecord
 from accelbench.store.jsonfile import check_writable
 
+#: ``--debug`` (cli.build_parser) also shows the tracebacks of failing probes.
+DEBUG_HELP = "show tracebacks, also of failing probes"
+
 if TYPE_CHECKING:
     from accelbench.probes import Feature
 
@@ -44,7 +47,7 @@ def add_parser(subparsers: Any) -> None:
         "'timeout' and a fresh worker goes on")
     parser.add_argument("--list", action="store_true", help="list the features and exit")
     parser.add_argument("--json", action="store_true", help="print the result record as JSON")
-    add_saving_arguments(parser, debug_help="show tracebacks of failing probes")
+    add_saving_arguments(parser)
     parser.set_defaults(execute=execute)
 
 

@@ -25,6 +25,8 @@ from accelbench.results import RunRecord
 from accelbench.store.jsonfile import check_writable
 
 HELP = "how a workload's training scales over processes and machines"
+#: ``--debug`` (cli.build_parser) also streams torchrun's output.
+DEBUG_HELP = "show tracebacks and torchrun's output as it comes"
 
 
 def process_counts(text: str) -> tuple[int, ...]:
@@ -68,7 +70,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--timeout", type=positive_float, default=DEFAULT_TIMEOUT_S,
                         metavar="SECONDS", help=f"kill a world size's processes after this long "
                         f"(default {DEFAULT_TIMEOUT_S:g})")
-    add_saving_arguments(parser, debug_help="show tracebacks and torchrun's output as it comes")
+    add_saving_arguments(parser)
     parser.set_defaults(execute=execute)
 
 

@@ -17,7 +17,6 @@ def add_parser(subparsers: Any) -> None:
                         help="bundle files, folders of bundles, http(s) addresses or hf://datasets/ORG/NAME")
     parser.add_argument("--output", "-o", type=Path, required=True, metavar="DIR",
                         help="folder to write the site into (made if missing)")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.set_defaults(execute=execute)
 
 
