@@ -17,7 +17,7 @@ import torch
 
 from accelbench.devices.numerics import get_precision
 from accelbench.measure import bandwidth, clock, loop, peak, queued
-from accelbench.probes import engine as probes
+from accelbench.probes import cells as probes
 from accelbench.selftest.work import Work
 
 WORK_S, SYNC_S = 0.25, 0.002

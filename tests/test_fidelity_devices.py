@@ -38,7 +38,7 @@ from accelbench.devices.xpu import XpuAdapter
 from accelbench.options import RunOptions, StopRule
 from accelbench.parity.core import _output_difference, _parameter_difference, run_parity
 from accelbench.probes import Feature, Trial
-from accelbench.probes.engine import probe_feature
+from accelbench.probes.cells import probe_feature
 
 
 # --- 1. parity converts to float64 on the CPU (MPS has no float64) -------------------------------

@@ -61,7 +61,7 @@ def test_cuda_cases_record_cudnn_benchmark_as_asked(benchmark: bool) -> None:
 @NO_CUDA
 def test_cuda_probe_convolutions_are_fp32_not_wrong() -> None:
     """On Ampere and later, cuDNN's default TF32 (~5e-4) would fail the fp32 tolerance (1e-4)."""
-    from accelbench.probes.engine import probe_device
+    from accelbench.probes.cells import probe_device
     from accelbench.probes.features import all_features
 
     devices = DeviceSet.current()

@@ -12,7 +12,7 @@ import pytest
 import accelbench
 from accelbench.errors import UsageError
 from accelbench.workloads.catalogue import match_models, resolve_model
-from accelbench.workloads.named.named import version_number
+from accelbench.workloads.named.shared import version_number
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from accelbench.devices.base import Device
 from accelbench.devices.cpu import CpuAdapter
 from accelbench.probes import Feature, Trial, fallback_ops, result
 from accelbench.probes import features as features_module
-from accelbench.probes.engine import Timing, first_line, probe_device, probe_feature
+from accelbench.probes.cells import Timing, first_line, probe_device, probe_feature
 from accelbench.probes.features import all_features, select_features
 from accelbench.probes.work import probe_record
 from accelbench.render.probe_table import probe_table

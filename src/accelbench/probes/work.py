@@ -25,7 +25,7 @@ from accelbench.engine.launch import DEFAULT_CASE_TIMEOUT_S, CaseWork, Progress,
 from accelbench.engine.progress import ItemProgress
 from accelbench.errors import UsageError
 from accelbench.probes import Feature
-from accelbench.probes.engine import Cell, References, device_probe, probe_device
+from accelbench.probes.cells import Cell, References, device_probe, probe_device
 from accelbench.results import DeviceProbe, ProbeCell, RunRecord
 from accelbench.workloads.userfile import run_user_file
 

@@ -1,4 +1,4 @@
-"""What ``accelbench probe`` found: per device, one cell per feature (see probes/engine.py)."""
+"""What ``accelbench probe`` found: per device, one cell per feature (see probes/cells.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from accelbench.results.validate import Record, check_choice
 
-#: In the order a cell's status is decided (probes/engine.py).
+#: In the order a cell's status is decided (probes/cells.py).
 #: ``crashed`` and ``timeout``: the feature killed or overran the worker probing it (probes/work.py).
 PROBE_STATUSES = ("fails", "wrong", "slower", "works", "crashed", "timeout")
 

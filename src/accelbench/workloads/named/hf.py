@@ -27,7 +27,7 @@ from accelbench.errors import UsageError
 from accelbench.workloads.base import Batch, Workload
 from accelbench.workloads.bert import SST2_SIZES
 from accelbench.workloads.imagenet import IMAGENET_SIZES
-from accelbench.workloads.named.named import (
+from accelbench.workloads.named.shared import (
     PUBLISHED_BATCH,
     TINY_BATCH,
     TINY_SAMPLES,

@@ -19,7 +19,7 @@ from accelbench.data.options import DataOptions
 from accelbench.data.synthetic import synthetic_epoch
 from accelbench.workloads.base import Batch
 from accelbench.workloads.imagenet import IMAGENET_SIZES, ImageNetClassifier, ImagePreset
-from accelbench.workloads.named.named import PUBLISHED_BATCH, TINY_BATCH, TINY_SAMPLES
+from accelbench.workloads.named.shared import PUBLISHED_BATCH, TINY_BATCH, TINY_SAMPLES
 
 TINY_SIDE = 64
 

@@ -7,7 +7,7 @@ from torch import nn
 
 from accelbench.errors import UsageError
 from accelbench.workloads.named.images import NamedImageClassifier, image_class
-from accelbench.workloads.named.named import import_library, version_number
+from accelbench.workloads.named.shared import import_library, version_number
 
 
 def _timm():  # noqa: ANN202  (the module)

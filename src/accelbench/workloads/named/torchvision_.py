@@ -8,7 +8,7 @@ from torch import nn
 
 from accelbench.errors import UsageError
 from accelbench.workloads.named.images import NamedImageClassifier, image_class
-from accelbench.workloads.named.named import version_number
+from accelbench.workloads.named.shared import version_number
 
 
 def list_names(pattern: str = "*") -> list[str]:
