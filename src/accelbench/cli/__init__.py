@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "roofline": ("accelbench.cli.roofline", "measured ceilings: FLOP/s, bandwidth, launch latency"),
     "share": ("accelbench.cli.share", "write stored runs as a bundle others can compare against"),
     "site": ("accelbench.cli.site", "a static results site from shared bundles"),
+    "hub": ("accelbench.cli.hub", "compact a hub's bundles into Parquet shards; aggregate its bands"),
 }
 
 

@@ -23,7 +23,7 @@ def add_parser(subparsers: Any) -> None:
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
     from accelbench.files import write_atomic
     from accelbench.render.site import render_site
-    from accelbench.sharing.sources import load_peers
+    from accelbench.sharing.query import read_collection
 
     folder: Path = args.output
     if folder.exists() and not folder.is_dir():
@@ -32,16 +32,16 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     def warn(message: str) -> None:
         sys.stderr.write(f"accelbench: warning: {message}\n")
 
-    loaded = load_peers(args.sources, warn)
-    if not loaded.peers:
+    collection, loaded = read_collection(args.sources, warn)
+    if not collection.results:
         raise UsageError(f"the sources hold no usable shared result to put on a site ({loaded.summary()})")
-    pages = render_site(loaded.peers, datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    pages = render_site(collection, datetime.now(timezone.utc).isoformat(timespec="seconds"))
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for name, text in pages.items():
             write_atomic(folder / name, text)
     except OSError as error:
         raise UsageError(f"cannot write the site into {folder}: {error.strerror or error}") from None
-    sys.stderr.write(f"site of {len(loaded.peers):,} result(s) ({len(pages)} pages) written to "
+    sys.stderr.write(f"site of {collection.results:,} result(s) ({len(pages)} pages) written to "
                      f"{folder / 'index.html'}; {loaded.summary()}\n")
     return 0

@@ -101,7 +101,7 @@ def place_in_band(mine: PeerResult, band: Band) -> Placement:
     if band.published:
         note += f"; built from published references ({band.published}), below the {MIN_MACHINES}-machine rule"
     if band.machines < MIN_PEERS:
-        return Placement(mine, [group], None, TOO_FEW, note=note)
+        return Placement(mine, [group], group, TOO_FEW, note=note)
     verdict = band_verdict(mine.throughput, group.low, group.high)
     return Placement(mine, [group], group, verdict, band.position(mine.throughput),
                      mine.throughput / group.median, note=note)

@@ -217,11 +217,12 @@ def outlier_reason(value: float, threshold: float, machines: int, kind: str) -> 
 
 def mark_outliers(peers: Sequence[PeerResult]) -> list[PeerResult]:
     """``peers`` with every result of a machine whose median is beyond the 99.5th percentile of
-    its (key, device class) group quarantined (``outlier`` set, kept). Implausible results and
-    published figures take no part; a result already quarantined keeps its reason."""
+    its (key, device class) group quarantined (``outlier`` set, kept). Implausible results,
+    published figures and results without a machine id take no part; a result already
+    quarantined keeps its reason."""
     groups: dict[tuple[tuple[Any, ...], str], list[PeerResult]] = {}
     for peer in peers:
-        if not peer.invalid and not peer.published:
+        if not peer.invalid and not peer.published and peer.machine_id:
             groups.setdefault((peer.key, peer.device_class), []).append(peer)
     reasons: dict[int, str] = {}
     for (_, kind), members in groups.items():

@@ -69,16 +69,22 @@ def _group_cells(group: ModelGroup, notes: Footnotes) -> list[str]:
 
 def _verdict_cell(placement: Placement, notes: Footnotes) -> str:
     word = _WORD[placement.verdict]
+    if placement.note:
+        word += notes.add(placement.note)
     if placement.invalid:
-        word += notes.add(f"{placement.invalid} result(s) of this work flagged invalid and left out: "
-                          + "; ".join(placement.invalid_reasons))
+        word += notes.add(f"{placement.invalid} result(s) of this work flagged invalid (implausible on "
+                          "their own machine) and left out: " + "; ".join(placement.invalid_reasons))
+    if placement.outliers:
+        word += notes.add(f"{placement.outliers} result(s) of this work quarantined and left out: "
+                          + "; ".join(placement.outlier_reasons))
     if placement.verdict == TOO_FEW:
         have = placement.own.machines if placement.own else 0
-        return word + notes.add(f"too few peers: {have} machine(s) of this device model did the same "
+        whose = "in this band" if placement.note else "of this device model"
+        return word + notes.add(f"too few peers: {have} machine(s) {whose} did the same "
                                 f"work; {MIN_PEERS} are needed to judge")
     if placement.reasons:
         return word + notes.add(f"{placement.verdict}; likely reasons: " + " | ".join(placement.reasons))
-    if placement.verdict != NORMAL:
+    if placement.verdict != NORMAL and not placement.note:
         return word + notes.add(f"{placement.verdict}; no recorded setting differs from most peers'")
     return word
 

@@ -130,7 +130,7 @@ def _settings_table(counts: Counter[tuple[str, str]]) -> Markup:
 def _apart_note(apart: Counter[str]) -> Markup | None:
     if not apart:
         return None
-    reasons = "; ".join(apart)
+    reasons = "; ".join(sorted(apart))
     return el("p", f"{sum(apart.values())} result(s) of this configuration flagged invalid and left out: "
                    f"{reasons}", class_="note")
 

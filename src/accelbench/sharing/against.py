@@ -3,20 +3,36 @@
 The user's cases become peers through the very line ``share`` would write (so a result the user
 already shared is recognised by its content hash and not counted as its own peer), carrying this
 install's machine id, so that no result this machine shared is counted as its peer; the sources
-are read for those keys only; the published references join as peers of the same shape.
+are read for those keys only (Parquet shards through DuckDB, ``query.py``); the published
+references join as peers of the same shape. An aggregate table among the sources (``bands.py``,
+or the shipped ``accelbench:published``) places each case in its band, offline.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from accelbench.compare.peers import PeerComparison, PeerResult, place, published_peers
+from accelbench.compare.bands import place_in_band
+from accelbench.compare.peers import (
+    TOO_FEW,
+    PeerComparison,
+    PeerResult,
+    Placement,
+    mark_outliers,
+    place,
+    published_peers,
+)
 from accelbench.results import CaseResult, RunRecord
+from accelbench.results.key import KEY_FIELDS
+from accelbench.sharing.bands import is_band_table, read_table
 from accelbench.sharing.build import SHARED_KINDS, SelftestLookup, case_line
 from accelbench.sharing.bundle import BadLine, dump_line, parse_line
 from accelbench.sharing.machine_id import stored_machine_id
 from accelbench.sharing.peer_view import peer_of
-from accelbench.sharing.sources import Loaded, Warn, load_peers
+from accelbench.sharing.query import collection_relation, shard_peers
+from accelbench.sharing.shards import duckdb_connection
+from accelbench.sharing.sources import Loaded, Warn, load_collection
 
 
 def own_peers(record: RunRecord, selftest: SelftestLookup | None = None,
@@ -39,20 +55,53 @@ def own_peers(record: RunRecord, selftest: SelftestLookup | None = None,
     return out
 
 
+def _peers(sources: list[str], warn: Warn, keys: set[tuple[Any, ...]],
+           models: set[str]) -> tuple[list[PeerResult], Loaded]:
+    """The shared results of ``keys``: bundles read line by line, Parquet shards queried in place
+    (only the partitions and rows of those keys; other device models than ``models`` reduced per
+    machine), a result in both counted once."""
+    loaded, files = load_collection(sources, warn, keys, settings_for=models)
+    peers = mark_outliers(loaded.peers)  # shards carry their own, decided over the whole hub
+    if not files:
+        return peers, loaded
+    connection = duckdb_connection(" ".join(sources))
+    try:
+        modes = {str(key[KEY_FIELDS.index("mode")]) for key in keys}
+        peers = shard_peers(connection, collection_relation(connection, files, peers, modes), keys, models)
+    finally:
+        connection.close()
+    loaded.shard_rows = sum(p.results for p in peers) - len(loaded.peers)
+    return peers, loaded
+
+
 def compare_against(runs: Sequence[tuple[str, RunRecord]], sources: Sequence[str], warn: Warn,
                     selftest: SelftestLookup | None = None) -> tuple[list[PeerComparison], Loaded]:
-    """Every finished timing case of ``runs`` (label, record) placed among the sources' results."""
+    """Every finished timing case of ``runs`` (label, record) placed among the sources' results,
+    and against every aggregate table among the sources (its band of the case's key and device
+    class)."""
     machine = stored_machine_id() or ""
     mine = [(label, case, peer) for label, record in runs
             for case, peer in own_peers(record, selftest, machine)]
-    loaded = load_peers(sources, warn, keys={peer.key for _, _, peer in mine},
-                        settings_for={peer.model_key for _, _, peer in mine})
+    tables = [spec for spec in sources if is_band_table(spec)]
+    collections = [spec for spec in sources if spec not in tables]
+    peers, loaded = (_peers(collections, warn, {peer.key for _, _, peer in mine},
+                            {peer.model_key for _, _, peer in mine}) if collections else ([], Loaded()))
+    loaded.sources = list(sources)
     by_key: dict[tuple[object, ...], list[PeerResult]] = {}
-    for peer in loaded.peers:
+    for peer in peers:
         by_key.setdefault(peer.key, []).append(peer)
+    bands = [{(band.key, band.device_class): band for band in read_table(spec)} for spec in tables]
+    loaded.tables = len(tables)
     comparisons = []
     for label, case, peer in mine:
-        published = published_peers(case.workload, case.mode, case.dataset_size)
-        comparisons.append(PeerComparison(label, case.device,
-                                          place(peer, by_key.get(peer.key, []) + published)))
+        if collections or not tables:
+            published = published_peers(case.workload, case.mode, case.dataset_size)
+            comparisons.append(PeerComparison(label, case.device,
+                                              place(peer, by_key.get(peer.key, []) + published)))
+        for spec, table in zip(tables, bands, strict=True):
+            band = table.get((peer.key, peer.device_class))
+            placement = (place_in_band(peer, band) if band is not None else
+                         Placement(peer, [], None, TOO_FEW, note=f"{spec} holds no band of this work on a "
+                                   f"{peer.device_class} device"))
+            comparisons.append(PeerComparison(label, case.device, placement))
     return comparisons, loaded

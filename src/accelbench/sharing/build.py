@@ -149,7 +149,8 @@ def case_id(record: RunRecord, case: CaseResult) -> str:
     """Which case of which run the line is, without saying anything about either: the same case
     shared twice (after a selftest changed its validity, by a newer accelbench) is one result
     (hub compact drops the second as the same machine, run and case)."""
-    text = "\0".join((record.run_id, case.device, key_json(case)))
+    index = next((i for i, other in enumerate(record.cases) if other is case), -1)
+    text = "\0".join((record.run_id, str(index), case.device, key_json(case)))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 

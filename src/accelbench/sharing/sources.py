@@ -6,7 +6,8 @@ a bundle line that cannot be used (malformed, a newer bundle version, a hostile 
 hash that does not match its content, a redacted name) costs a one-line warning naming the file and
 line, and the rest load. A line that is not a bundle line at all (no "bundle" member: a web page,
 random bytes) is counted, never read as a result; a file without any usable bundle line is said to
-be no bundle. The same result met twice (same content hash, recomputed) counts once.
+be no bundle. The same result met twice (same content hash, recomputed) counts once, and so does
+one case of one run that its machine shared twice (``case_identity``).
 
 For speed over large collections, a caller that only wants some keys passes them: a bundle line
 whose raw text names none of the wanted workloads is passed over without being parsed (it cannot
@@ -15,6 +16,7 @@ match), and counted as read.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import urllib.error
@@ -28,8 +30,10 @@ from typing import Any
 from accelbench import __version__
 from accelbench.compare.peers import PeerResult
 from accelbench.errors import UsageError
+from accelbench.results.catalogue import headline
 from accelbench.sharing.bundle import BUNDLE_MARK, BadLine, read_line, upgrade, verify
 from accelbench.sharing.peer_view import peer_of
+from accelbench.sharing.shards import REFUSED, holds_shards, shard_files
 
 SOURCE_HELP = ("a bundle file, a folder of bundles (*.jsonl), an http(s) address of a bundle, or a "
                "Hugging Face dataset hf://datasets/ORG/NAME")
@@ -55,14 +59,28 @@ class Loaded:
     #: Lines that are not accelbench bundle lines (no "bundle" member: a web page, random bytes).
     not_bundle: int = 0
     sources: list[str] = field(default_factory=list)
+    #: Parquet shards read through DuckDB, and the rows of them that were read (the work asked for).
+    shard_files: int = 0
+    shard_rows: int = 0
+    #: Aggregate tables a result was placed in (nothing of them is a result read).
+    tables: int = 0
 
     @property
     def invalid(self) -> int:
-        return sum(1 for peer in self.peers if peer.invalid)
+        return sum(peer.results for peer in self.peers if peer.invalid)
+
+    @property
+    def outliers(self) -> int:
+        return sum(peer.results for peer in self.peers if peer.outlier and not peer.invalid)
 
     def summary(self) -> str:
         """One line saying what was read and what was left out, and why."""
-        words = [f"read {self.lines:,} shared result(s) from {len(self.sources)} source(s)"]
+        words = [f"read {self.lines:,} shared result(s) from {len(self.sources) - self.tables} source(s)"]
+        if self.shard_files:
+            words[0] += (f" and {self.shard_rows:,} from {self.shard_files:,} Parquet shard(s) (read in "
+                         "place through DuckDB)")
+        if self.tables:
+            words.append(f"placed in the bands of {self.tables} aggregate table(s), offline")
         if self.skipped:
             reasons = ", ".join(f"{count:,} {reason}" for reason, count in self.skipped.most_common())
             words.append(f"skipped {sum(self.skipped.values()):,} bundle line(s) ({reasons})")
@@ -71,8 +89,11 @@ class Loaded:
         if self.duplicates:
             words.append(f"{self.duplicates:,} duplicate(s) counted once")
         if self.invalid:
-            words.append(f"{self.invalid:,} flagged invalid (a figure above its device's measured "
-                         "ceiling; kept out of every band)")
+            words.append(f"{self.invalid:,} flagged invalid (implausible on their own machine; kept out "
+                         "of every band)")
+        if self.outliers:
+            words.append(f"{self.outliers:,} quarantined (beyond the 99.5th percentile of their device "
+                         "class; kept out of every band)")
         return "; ".join(words)
 
 
@@ -102,9 +123,9 @@ def _http_lines(address: str) -> Iterator[tuple[int, bytes]]:
     yield from _lines_of_bytes(body.split(b"\n"))
 
 
-def hf_folder(spec: str) -> Path:
-    """The local folder of a Hugging Face dataset: downloaded (only the *.jsonl files) or, offline
-    (HF_HUB_OFFLINE=1), taken from the local cache."""
+def hf_folder(spec: str, patterns: tuple[str, ...] = ("*.jsonl",)) -> Path:
+    """The local folder of a Hugging Face dataset: downloaded (only the files of ``patterns``) or,
+    offline (HF_HUB_OFFLINE=1), taken from the local cache."""
     match = _HF.fullmatch(spec)
     if match is None:
         raise UsageError(f"source {spec!r} is not hf://datasets/ORG/NAME[@REVISION][/FOLDER]")
@@ -115,7 +136,7 @@ def hf_folder(spec: str) -> Path:
         raise UsageError(f"source {spec} needs huggingface_hub: pip install 'accelbench[hub]'") from None
     try:
         local = snapshot_download(f"{org}/{name}", repo_type="dataset", revision=revision or None,
-                                  allow_patterns=["*.jsonl"])
+                                  allow_patterns=list(patterns))
     except Exception as error:  # the hub's errors are many classes; each says what went wrong
         first = str(error).strip().splitlines()[0] if str(error).strip() else ""
         raise UsageError(f"cannot read source {spec}: {type(error).__name__}: {first}") from None
@@ -149,14 +170,52 @@ def check_sources(specs: Iterable[str]) -> None:
             raise UsageError(f"source {spec!r} is not {SOURCE_HELP}")
 
 
+def bundle_files(folder: Path) -> list[Path]:
+    """The bundles in a folder, recursively: not a compacted hub's list of refused lines, nothing in
+    a hidden folder (work in progress)."""
+    return sorted(p for p in folder.rglob("*.jsonl") if p.is_file() and p.name != REFUSED
+                  and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+
+
 def _folder_documents(folder: Path, spec: str) -> Iterator[tuple[str, Iterator[tuple[int, bytes]]]]:
     if not folder.is_dir():
         raise UsageError(f"source {spec}: {folder} is not a folder")
-    files = sorted(p for p in folder.rglob("*.jsonl") if p.is_file())
+    files = bundle_files(folder)
     if not files:
         raise UsageError(f"source {spec} holds no bundles (*.jsonl files)")
     for file in files:
         yield str(file), _file_lines(file)
+
+
+def split_sources(specs: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(bundle sources, Parquet shard files): a folder may hold both (shards, and the bundles
+    submitted since they were compacted); a Hugging Face dataset is fetched with both kinds."""
+    bundles: list[str] = []
+    shards: list[str] = []
+    for spec in specs:
+        if spec.startswith("hf://"):
+            folder = hf_folder(spec, ("*.jsonl", "*.parquet"))
+            found = shard_files(folder) if folder.is_dir() else []
+            shards += [str(p) for p in found]
+            if not found or bundle_files(folder):
+                bundles.append(str(folder))
+        elif holds_shards(spec):
+            path = Path(spec)
+            shards += [str(p) for p in shard_files(path)] if path.is_dir() else [spec]
+            if path.is_dir() and bundle_files(path):
+                bundles.append(spec)
+        else:
+            bundles.append(spec)
+    return bundles, shards
+
+
+def load_collection(specs: list[str], warn: Warn, keys: set[tuple[Any, ...]] | None = None,
+                    settings_for: set[str] | None = None) -> tuple[Loaded, list[str]]:
+    """The bundle results of ``specs`` (``load_peers``) and the Parquet shard files to query."""
+    bundles, shards = split_sources(specs)
+    loaded = load_peers(bundles, warn, keys, settings_for) if bundles else Loaded()
+    loaded.sources, loaded.shard_files = list(specs), len(shards)
+    return loaded, shards
 
 
 def _needles(workloads: set[str] | None) -> list[bytes] | None:
@@ -173,18 +232,39 @@ def _is_bundle_line(raw: bytes) -> bool:
     return BUNDLE_MARK in raw
 
 
-def _usable(raw: bytes, keys: set[tuple[Any, ...]] | None,
-            settings_for: set[str] | None) -> tuple[PeerResult | None, str]:
-    """The line's peer (None: a result that did not finish, or of another key) and its content
-    hash; BadLine (or a decoding error) when it cannot be used. The hash is recomputed only for
-    a line that will be used: a forged line never reaches the duplicate check."""
-    text = raw.decode("utf-8")
-    as_written = read_line(text)
-    peer = peer_of(upgrade(as_written), settings_for)
-    if peer is None or (keys is not None and peer.key not in keys):
-        return None, ""
-    verify(as_written, text)
-    return peer, peer.content_hash
+def case_identity(line: dict[str, Any]) -> str:
+    """The case a line is (the same machine sharing it again is a duplicate): its case_id, or for
+    a line without one its key, device model and figures."""
+    case = line.get("case_id")
+    if isinstance(case, str) and case:
+        return case
+    figures = line.get("figures") or {}
+    mode = str((line.get("key") or {}).get("mode", ""))
+    fallback = [line.get("key"), (line.get("device") or {}).get("model"), figures.get(headline(mode).name),
+                figures.get("rate_ci")]
+    return "f" + hashlib.sha256(json.dumps(fallback, sort_keys=True).encode()).hexdigest()[:15]
+
+
+def parse_result(raw: bytes, keys: set[tuple[Any, ...]] | None = None,
+                 settings_for: set[str] | None = None) -> tuple[PeerResult | None, dict[str, Any]]:
+    """The line's peer (None: a result that did not finish, or of another key) and the line as
+    the current version; BadLine (with its reason) when it cannot be used. The hash is recomputed
+    only for a line that will be used: a forged line never reaches the duplicate check."""
+    try:
+        text = raw.decode("utf-8")
+        as_written = read_line(text)
+        line = upgrade(as_written)
+        peer = peer_of(line, settings_for)
+        if peer is None or (keys is not None and peer.key not in keys):
+            return None, line
+        verify(as_written, text)
+        return peer, line
+    except UnicodeDecodeError:
+        raise BadLine("not UTF-8 text") from None
+    except BadLine:
+        raise
+    except (AttributeError, TypeError, KeyError, ValueError) as other:
+        raise BadLine(f"malformed ({type(other).__name__})") from None
 
 
 def load_peers(specs: Iterable[str], warn: Warn, keys: set[tuple[Any, ...]] | None = None,
@@ -212,21 +292,19 @@ def load_peers(specs: Iterable[str], warn: Warn, keys: set[tuple[Any, ...]] | No
                     usable += 1  # a bundle line of other work: passed over unparsed (it cannot match)
                     continue
                 try:
-                    peer, digest = _usable(raw, keys, settings_for)
-                except UnicodeDecodeError:
-                    error = BadLine("not UTF-8 text")
+                    peer, line = parse_result(raw, keys, settings_for)
                 except BadLine as bad:
                     error = bad
-                except (AttributeError, TypeError, KeyError, ValueError) as other:
-                    error = BadLine(f"malformed ({type(other).__name__})")
                 else:
                     usable += 1
                     if peer is None:
                         continue
-                    if digest in seen:
+                    # The same result, or the same case of the same run shared again by its machine.
+                    case = f"{peer.machine_id}\0{case_identity(line)}" if peer.machine_id else ""
+                    if peer.content_hash in seen or case in seen:
                         loaded.duplicates += 1
                         continue
-                    seen.add(digest)
+                    seen.update((peer.content_hash, case))
                     loaded.peers.append(peer)
                     continue
                 loaded.skipped[error.reason] += 1

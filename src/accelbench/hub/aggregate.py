@@ -1,0 +1,41 @@
+"""``accelbench hub aggregate SOURCE... -o FILE``: a collection's bands (``compare/bands.py``) as a
+small table that places a result offline (``compare --against FILE``, ``sharing/bands.py``).
+
+Bundles are read as ``compare --against`` reads them (every line verified, duplicates counted
+once, implausible lines and the outliers of each device class left out); Parquet shards are
+aggregated in place through DuckDB. A band is written only for a key and device class that at
+least ``compare.bands.MIN_MACHINES`` machines measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from accelbench.compare.bands import MIN_MACHINES, Band, bands_of
+from accelbench.compare.peers import mark_outliers
+from accelbench.sharing.bands import table_dict, write_table
+from accelbench.sharing.query import collection_relation, shard_bands
+from accelbench.sharing.shards import duckdb_connection
+from accelbench.sharing.sources import Loaded, load_collection
+
+Warn = Callable[[str], None]
+
+
+def aggregate(specs: list[str], out: Path, warn: Warn,
+              min_machines: int = MIN_MACHINES) -> tuple[list[Band], Loaded]:
+    """Write the bands of ``specs`` to ``out``; the bands and what was read."""
+    loaded, files = load_collection(specs, warn)
+    if files:
+        connection = duckdb_connection(" ".join(specs))
+        rel = collection_relation(connection, files, mark_outliers(loaded.peers))
+        bands = shard_bands(connection, rel, min_machines)
+        (rows,) = connection.execute(f"SELECT count(*) FROM {rel}").fetchone()
+        loaded.shard_rows = rows - len(loaded.peers)
+        connection.close()
+    else:
+        bands = bands_of(mark_outliers(loaded.peers), min_machines)
+    table: dict[str, Any] = table_dict(bands, list(specs), min_machines)
+    write_table(out, table)
+    return bands, loaded

@@ -1,0 +1,348 @@
+"""``accelbench hub compact SOURCE... -o DIR``: bundles to Parquet shards (``sharing/shards.py``).
+
+Every line is read as ``compare --against`` reads it (``sharing/sources.parse_result``: the hash
+recomputed, the version upgraded, the key, device and headline checked) and refused with its
+reason when it cannot be used. Then, over everything read:
+
+* duplicates are dropped: the same content hash, or the same machine, run and case (``case_id``:
+  one case shared again after its validity changed, or by a newer accelbench; for a line without
+  one, the same key, device model and figures). The first met is kept (sources in the order
+  given, files in name order, lines in order); every other is refused as a duplicate of it;
+* a machine beyond the 99.5th percentile of its device class for a key is quarantined (the
+  ``outlier`` column says why; ``compare/peers.mark_outliers``'s rule and words);
+* implausible lines are kept, marked (``implausible``), never in a band.
+
+Lines of results that did not finish are counted and left out (they hold no figure). The shards
+replace an earlier compaction in DIR only once the new ones are complete. Reading is spread over
+the CPUs (one bundle file per task); dropping duplicates and writing the partitions is DuckDB's.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shutil
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from accelbench import __version__
+from accelbench.compare.peers import OUTLIER_MIN_MACHINES, OUTLIER_PERCENTILE, outlier_reason
+from accelbench.errors import UsageError
+from accelbench.results.key import KEY_FIELDS
+from accelbench.sharing.bundle import BUNDLE_MARK, BadLine
+from accelbench.sharing.shards import (
+    COLUMNS,
+    MANIFEST,
+    PARTITIONS,
+    REFUSED,
+    SHARD_VERSION,
+    duckdb_connection,
+    key_columns,
+    row_of,
+    shard_files,
+    sql_list,
+)
+from accelbench.sharing.sources import bundle_files, case_identity, check_sources, documents, parse_result
+
+Warn = Callable[[str], None]
+#: Rows per staging file a worker writes (bounds its memory: about 2 KB a row).
+BATCH_ROWS = 50_000
+#: Rows per row group of the shards: a reader skips a group whose key range cannot match.
+ROW_GROUP_ROWS = 122_880
+#: A line number field wide enough for any file: a row's order is (document, line).
+_LINE_BITS = 32
+#: DuckDB's memory while it drops duplicates and writes partitions (it spills beyond it).
+COMPACT_MEMORY = "2GB"
+NOT_A_RESULT = "not a result (the case did not finish)"
+
+
+@dataclass
+class Compacted:
+    rows: int = 0
+    lines: int = 0
+    refused: Counter[str] = field(default_factory=Counter)
+    duplicates: int = 0
+    not_results: int = 0
+    implausible: int = 0
+    outliers: int = 0
+    files: int = 0
+
+    def summary(self) -> str:
+        words = [f"{self.rows:,} result(s) in {self.files} shard(s) from {self.lines:,} line(s)"]
+        if self.duplicates:
+            words.append(f"{self.duplicates:,} duplicate(s) dropped")
+        if self.refused:
+            reasons = ", ".join(f"{count:,} {reason}" for reason, count in self.refused.most_common())
+            words.append(f"{sum(self.refused.values()):,} line(s) refused ({reasons})")
+        if self.not_results:
+            words.append(f"{self.not_results:,} line(s) of cases that did not finish left out")
+        if self.implausible:
+            words.append(f"{self.implausible:,} implausible (kept, marked)")
+        if self.outliers:
+            words.append(f"{self.outliers:,} quarantined beyond the {OUTLIER_PERCENTILE:g}th percentile "
+                         "(kept, marked)")
+        return "; ".join(words)
+
+
+# --- reading (in worker processes) -----------------------------------------------------------------
+@dataclass
+class _Document:
+    index: int
+    name: str
+    kind: str  # "jsonl" or "parquet" (a shard's line column)
+
+
+@dataclass
+class _Read:
+    index: int
+    name: str
+    lines: int = 0
+    staged: list[str] = field(default_factory=list)
+    refused: list[dict[str, Any]] = field(default_factory=list)
+    not_results: int = 0
+
+
+def _shard_lines(path: str) -> Iterator[tuple[int, bytes]]:
+    import pyarrow.parquet as pq
+
+    number = 0
+    for batch in pq.ParquetFile(path).iter_batches(columns=["line"], batch_size=10_000):
+        for text in batch.column(0).to_pylist():
+            number += 1
+            yield number, (text or "").encode("utf-8")
+
+
+def _stage(rows: dict[str, list[Any]], path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table(rows), path, compression="zstd")
+
+
+def _read_lines(document: _Document, lines: Iterator[tuple[int, bytes]], staging: Path) -> _Read:
+    read = _Read(document.index, document.name)
+    names = [*COLUMNS, "source", "line_no", "seq"]
+    rows: dict[str, list[Any]] = {name: [] for name in names}
+    for number, raw in lines:
+        if not raw.strip():
+            continue
+        read.lines += 1
+        if BUNDLE_MARK not in raw:
+            read.refused.append({"source": document.name, "line": number, "reason": "not a bundle line",
+                                 "message": "no \"bundle\" member: not an accelbench bundle line"})
+            continue
+        try:
+            peer, line = parse_result(raw)
+        except BadLine as bad:
+            read.refused.append({"source": document.name, "line": number, "reason": bad.reason,
+                                 "message": str(bad)})
+            continue
+        if peer is None:
+            read.not_results += 1
+            continue
+        row = row_of(peer, line, raw.decode("utf-8"), case_identity(line))
+        for name in COLUMNS:
+            rows[name].append(row[name])
+        rows["source"].append(document.name)
+        rows["line_no"].append(number)
+        rows["seq"].append((document.index << _LINE_BITS) + number)
+        if len(rows["seq"]) >= BATCH_ROWS:
+            read.staged.append(str(_flush(rows, staging, document.index, len(read.staged))))
+    if rows["seq"]:
+        read.staged.append(str(_flush(rows, staging, document.index, len(read.staged))))
+    return read
+
+
+def _flush(rows: dict[str, list[Any]], staging: Path, index: int, part: int) -> Path:
+    path = staging / f"doc{index:06d}-{part:04d}.parquet"
+    _stage(rows, path)
+    for values in rows.values():
+        values.clear()
+    return path
+
+
+def _read_document(task: tuple[_Document, str]) -> _Read:
+    document, staging = task
+    lines = _shard_lines(document.name) if document.kind == "parquet" else _local_lines(document.name)
+    return _read_lines(document, lines, Path(staging))
+
+
+def _local_lines(path: str) -> Iterator[tuple[int, bytes]]:
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            yield number, raw.rstrip(b"\r\n")
+
+
+def _documents(specs: list[str]) -> Iterator[tuple[_Document, Iterator[tuple[int, bytes]] | None]]:
+    """Each bundle (or shard) of the sources in order; local files by name (read in a worker),
+    an address with its lines (read here)."""
+    index = 0
+    for spec in specs:
+        path = Path(spec)
+        if path.is_dir() and shard_files(path):
+            for shard in shard_files(path):
+                yield _Document(index, str(shard), "parquet"), None
+                index += 1
+            if not bundle_files(path):
+                continue
+        elif path.is_file() and path.suffix == ".parquet":
+            yield _Document(index, str(path), "parquet"), None
+            index += 1
+            continue
+        for name, lines in documents(spec):
+            local = Path(name).is_file()
+            yield _Document(index, name, "jsonl"), None if local else lines
+            index += 1
+
+
+# --- over everything: duplicates, outliers, partitions ---------------------------------------------
+def _prepare(out: Path) -> Path:
+    """The folder to build in; an earlier compaction in ``out`` is replaced only when done."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"output {out} is a file; give a folder for the shards")
+    if out.exists() and any(out.iterdir()) and not (out / MANIFEST).exists():
+        raise UsageError(f"output {out} is not empty and holds no compacted hub ({MANIFEST}); give a new "
+                         "folder or an earlier compaction's")
+    work = out / ".compacting"
+    shutil.rmtree(work, ignore_errors=True)
+    (work / "staging").mkdir(parents=True)
+    return work
+
+
+def _outlier_table(connection: Any, keys: str) -> None:
+    """The quarantined machines, with the reason in ``compare/peers.outlier_reason``'s words."""
+    flagged = connection.execute(f"""
+        WITH machines AS (
+            SELECT {keys}, device_class, machine_id, median(rate) AS rate FROM kept
+            WHERE implausible = '' AND machine_id <> '' GROUP BY ALL),
+        thresholds AS (
+            SELECT {keys}, device_class, count(*) AS machines,
+                   quantile_cont(rate, {OUTLIER_PERCENTILE / 100}) AS threshold
+            FROM machines GROUP BY ALL HAVING count(*) >= {OUTLIER_MIN_MACHINES})
+        SELECT m.*, t.machines, t.threshold FROM machines m JOIN thresholds t USING ({keys}, device_class)
+        WHERE m.rate > t.threshold""").fetchall()
+    columns = [d[0] for d in connection.description]
+    import pyarrow as pa
+
+    records = []
+    for row in flagged:
+        data = dict(zip(columns, row, strict=True))
+        records.append({"machine_id": data["machine_id"], "device_class": data["device_class"],
+                        **{name: data[name] for name in KEY_FIELDS},
+                        "reason": outlier_reason(data["rate"], data["threshold"], data["machines"],
+                                                 data["device_class"])})
+    table = pa.Table.from_pylist(records) if records else None
+    if table is None:
+        connection.execute(f"CREATE TEMP TABLE quarantined AS SELECT {keys}, device_class, machine_id, "
+                           "'' AS reason FROM kept WHERE FALSE")
+    else:
+        connection.register("quarantined_rows", table)
+        connection.execute("CREATE TEMP TABLE quarantined AS SELECT * FROM quarantined_rows")
+
+
+def _finish(connection: Any, work: Path, out: Path, report: Compacted) -> list[dict[str, Any]]:
+    keys = key_columns()
+    staged = sql_list([str(p) for p in sorted((work / "staging").glob("*.parquet"))])
+    connection.execute(f"CREATE TEMP VIEW staged AS SELECT * FROM read_parquet({staged}, "
+                       "union_by_name = true)")
+    connection.execute("""
+        CREATE TEMP TABLE ranked AS SELECT seq, source, line_no, hash, machine_id, case_id,
+            first_value(source) OVER h AS hash_source, first_value(line_no) OVER h AS hash_line,
+            row_number() OVER h AS hash_rank FROM staged
+        WINDOW h AS (PARTITION BY hash ORDER BY seq)""")
+    connection.execute("""
+        CREATE TEMP TABLE case_ranked AS SELECT seq, source, line_no,
+            first_value(source) OVER c AS case_source, first_value(line_no) OVER c AS case_line,
+            row_number() OVER c AS case_rank FROM ranked WHERE hash_rank = 1
+        WINDOW c AS (PARTITION BY machine_id, case_id ORDER BY seq)""")
+    duplicates = connection.execute("""
+        SELECT source, line_no, 'duplicate' AS reason,
+               'same content hash as ' || hash_source || ' line ' || hash_line AS message
+        FROM ranked WHERE hash_rank > 1
+        UNION ALL
+        SELECT source, line_no, 'duplicate', 'same machine, run and case as ' || case_source || ' line '
+               || case_line FROM case_ranked WHERE case_rank > 1
+        ORDER BY source, line_no""").fetchall()
+    report.duplicates = len(duplicates)
+    connection.execute("CREATE TEMP VIEW kept AS SELECT s.* FROM staged s JOIN case_ranked c USING (seq) "
+                       "WHERE c.case_rank = 1")
+    _outlier_table(connection, keys)
+    columns = ", ".join(f'k."{name}"' if name != "outlier" else "COALESCE(q.reason, '') AS outlier"
+                        for name in COLUMNS)
+    new = work / "shards"
+    connection.execute(f"""
+        COPY (SELECT {columns} FROM kept k LEFT JOIN quarantined q USING ({keys}, device_class, machine_id)
+              ORDER BY {keys}, k.model_key)
+        TO '{new}' (FORMAT parquet, PARTITION_BY ({', '.join(PARTITIONS)}), COMPRESSION zstd,
+                    ROW_GROUP_SIZE {ROW_GROUP_ROWS}, WRITE_PARTITION_COLUMNS true)""")
+    report.rows, report.implausible, report.outliers = connection.execute(
+        f"SELECT count(*), count(*) FILTER (implausible <> ''), count(*) FILTER (outlier <> '') "
+        f"FROM read_parquet('{new}/**/*.parquet')").fetchone()
+    report.files = len(shard_files(new))
+    return [{"source": s, "line": n, "reason": r, "message": m} for s, n, r, m in duplicates]
+
+
+def _swap(work: Path, out: Path) -> None:
+    """The new shards in place of the old (the old partitions removed first)."""
+    for old in out.glob("mode=*"):
+        shutil.rmtree(old)
+    new = work / "shards"
+    if new.exists():
+        for partition in new.iterdir():
+            partition.rename(out / partition.name)
+
+
+def compact(specs: list[str], out: Path, warn: Warn, workers: int | None = None) -> Compacted:
+    """Compact ``specs`` into ``out``; the report of what was kept, refused and marked."""
+    check_sources(specs)
+    work = _prepare(out)
+    report, refused = Compacted(), []
+    try:
+        tasks, inline = [], []
+        for document, lines in _documents(specs):
+            (inline if lines is not None else tasks).append((document, lines))
+        count = max(1, min(workers or os.cpu_count() or 1, len(tasks)))
+        staging = str(work / "staging")
+        results: list[_Read] = [_read_lines(doc, lines, Path(staging)) for doc, lines in inline if lines]
+        if count > 1:
+            with multiprocessing.get_context("spawn").Pool(count) as pool:
+                results += pool.map(_read_document, [(doc, staging) for doc, _ in tasks], chunksize=1)
+        else:
+            results += [_read_document((doc, staging)) for doc, _ in tasks]
+        results.sort(key=lambda r: r.index)
+        for read in results:
+            report.lines += read.lines
+            report.not_results += read.not_results
+            refused += read.refused
+            for item in read.refused:
+                report.refused[item["reason"]] += 1
+        if not any(read.staged for read in results):
+            raise UsageError(f"the sources hold no usable shared result to compact ({report.summary()})")
+        connection = duckdb_connection("hub compact")
+        connection.execute(f"SET memory_limit = '{COMPACT_MEMORY}'")
+        connection.execute(f"SET temp_directory = '{work / 'spill'}'")
+        refused += _finish(connection, work, out, report)
+        connection.close()
+        _swap(work, out)
+        _write_refused(out / REFUSED, refused)
+        manifest = {"shard_version": SHARD_VERSION, "accelbench_version": __version__,
+                    "compacted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    "sources": specs, "rows": report.rows, "lines": report.lines,
+                    "duplicates": report.duplicates, "refused": dict(report.refused),
+                    "not_results": report.not_results, "implausible": report.implausible,
+                    "outliers": report.outliers}
+        (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return report
+
+
+def _write_refused(path: Path, refused: list[dict[str, Any]]) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        for item in refused:
+            handle.write(json.dumps(item, ensure_ascii=True) + "\n")

@@ -1,0 +1,138 @@
+"""Parquet shards: a compacted hub's results, one row per result, partitioned so that a reader
+opens only the files of its work.
+
+Layout (hive style, which DuckDB, pyarrow and the Hugging Face dataset viewer read)::
+
+    DIR/mode=<train|eval|generate>/device_class=<cpu|cuda|mps|xpu|other>/part-*.parquet
+    DIR/refused.jsonl       every line ``hub compact`` refused, with its source, line and reason
+    DIR/compacted.json      what was compacted, when, by which version (SHARD_VERSION)
+
+Columns: ``shard_version``; ``hash`` (the line's content hash, recomputed when compacted),
+``machine_id``, ``case_id`` (the identity two shares of one case have in common), ``date``,
+``accelbench_version``; every field of the comparability key by its name (``results/key.py``
+KEY_FIELDS, typed from KEY_DEFAULTS: a field added there is a column here with no edit, and an
+older shard without it reads as the default); ``device_kind``, ``device_class``, ``device_model``,
+``model_key`` (the grouping form of the model), ``rate`` (the headline rate of the key's mode,
+``results/catalogue.headline``), ``dataset_size``; ``implausible`` and ``outlier`` (why the row is
+kept apart, "" when it is not); ``settings`` (the recorded settings as JSON, label -> value) and
+``line`` (the bundle line as it was shared: the shards can be compacted again, and any row
+re-verified against its hash). JSON lines stay the interchange format; shards are derived.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from accelbench.compare.peers import DEVICE_CLASSES, PeerResult
+from accelbench.errors import UsageError
+from accelbench.results.key import KEY_DEFAULTS, KEY_FIELDS
+
+SHARD_VERSION = 1
+PARTITIONS = ("mode", "device_class")
+REFUSED = "refused.jsonl"
+MANIFEST = "compacted.json"
+HUB_HELP = "pip install 'accelbench[hub]' (duckdb and pyarrow)"
+
+#: Key field -> SQL type, derived from its default's type.
+_SQL_TYPES = {bool: "BOOLEAN", int: "BIGINT", str: "VARCHAR"}
+KEY_TYPES: dict[str, str] = {name: _SQL_TYPES[type(default)] for name, default in KEY_DEFAULTS.items()}
+#: Every column but the key's, in order, with its SQL type.
+COLUMNS: dict[str, str] = {
+    "shard_version": "INTEGER", "hash": "VARCHAR", "machine_id": "VARCHAR", "case_id": "VARCHAR",
+    "date": "VARCHAR", "accelbench_version": "VARCHAR",
+    **KEY_TYPES,
+    "device_kind": "VARCHAR", "device_class": "VARCHAR", "device_model": "VARCHAR", "model_key": "VARCHAR",
+    "rate": "DOUBLE", "dataset_size": "BIGINT", "implausible": "VARCHAR", "outlier": "VARCHAR",
+    "settings": "VARCHAR", "line": "VARCHAR",
+}
+assert set(DEVICE_CLASSES) >= {"cpu", "other"}
+
+
+def row_of(peer: PeerResult, line: dict[str, Any], text: str, case: str) -> dict[str, Any]:
+    """The shard row of a bundle line read as ``peer`` (all its settings)."""
+    return {"shard_version": SHARD_VERSION, "hash": peer.content_hash, "machine_id": peer.machine_id,
+            "case_id": case, "date": peer.date, "accelbench_version": str(line.get("accelbench_version", "")),
+            **dict(zip(KEY_FIELDS, peer.key, strict=True)),
+            "device_kind": peer.device_kind, "device_class": peer.device_class,
+            "device_model": peer.device_model, "model_key": peer.model_key, "rate": peer.throughput,
+            "dataset_size": peer.dataset_size, "implausible": peer.invalid, "outlier": peer.outlier,
+            "settings": json.dumps(dict(peer.settings), sort_keys=True, separators=(",", ":")),
+            "line": text}
+
+
+def shard_files(folder: Path) -> list[Path]:
+    """The shards under ``folder`` (not in hidden folders: a compaction in progress)."""
+    return sorted(p for p in folder.rglob("*.parquet")
+                  if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+
+
+def holds_shards(spec: str) -> bool:
+    """A local folder (or file) holding Parquet shards."""
+    if spec.startswith(("http://", "https://", "hf://")):
+        return False
+    path = Path(spec)
+    if path.is_file():
+        return path.suffix == ".parquet"
+    return path.is_dir() and bool(shard_files(path))
+
+
+def duckdb_connection(what: str) -> Any:
+    """A DuckDB connection, or the one line that says how to get DuckDB."""
+    try:
+        import duckdb
+    except ImportError:
+        raise UsageError(f"{what} holds Parquet shards, which are read through DuckDB: {HUB_HELP}; "
+                         "or give the bundles (*.jsonl) instead") from None
+    connection = duckdb.connect()
+    # A reader's memory stays small whatever the collection's size (DuckDB spills beyond it).
+    connection.execute("SET memory_limit = '600MB'")
+    connection.execute("SET preserve_insertion_order = false")
+    return connection
+
+
+def sql_list(values: list[str]) -> str:
+    """A list of string literals for SQL (quotes doubled)."""
+    return "[" + ", ".join("'" + value.replace("'", "''") + "'" for value in values) + "]"
+
+
+def relation(connection: Any, files: list[str], modes: set[str] | None = None) -> str:
+    """The shards as one SQL relation: every column, a key field an older shard lacks as its
+    default; only the partitions of ``modes`` when given (the other files are never opened)."""
+    if modes:
+        # The partitions of other modes are never opened, not even for their schema.
+        files = [f for f in files if not any(part.startswith("mode=") and part[5:] not in modes
+                                             for part in f.replace("\\", "/").split("/"))]
+    if not files:
+        typed = ", ".join(f'CAST(NULL AS {kind}) AS "{name}"' for name, kind in COLUMNS.items())
+        return f"(SELECT {typed} WHERE FALSE)"
+    scan = f"read_parquet({sql_list(files)}, hive_partitioning = true, union_by_name = true)"
+    present = {row[0] for row in connection.execute(f"DESCRIBE SELECT * FROM {scan}").fetchall()}
+    keyed = [f'COALESCE("{name}", {_literal(KEY_DEFAULTS[name])}) AS "{name}"' if name in present
+             else f'{_literal(KEY_DEFAULTS[name])} AS "{name}"' for name in KEY_FIELDS]
+    excluded = [f'"{name}"' for name in KEY_FIELDS if name in present]
+    star = f"* EXCLUDE ({', '.join(excluded)})" if excluded else "*"
+    where = f" WHERE mode IN ({sql_list(sorted(modes))[1:-1]})" if modes else ""
+    return f"(SELECT {star}, {', '.join(keyed)} FROM {scan}{where})"
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def key_condition(keys: set[tuple[Any, ...]]) -> tuple[str, list[Any]]:
+    """A WHERE clause matching any of ``keys`` (every key field equal), with its parameters."""
+    clauses, params = [], []
+    for key in sorted(keys, key=lambda k: tuple(str(v) for v in k)):
+        clauses.append("(" + " AND ".join(f'"{name}" = ?' for name in KEY_FIELDS) + ")")
+        params.extend(key)
+    return ("(" + " OR ".join(clauses) + ")" if clauses else "FALSE"), params
+
+
+def key_columns() -> str:
+    return ", ".join(f'"{name}"' for name in KEY_FIELDS)
