@@ -1,4 +1,4 @@
-"""``accelbench export RUN_ID``: a stored run as JSON, CSV or Markdown."""
+"""``accelbench export RUN_ID``: a stored run as JSON, CSV, Markdown or the PyTorch HUD format."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from accelbench.store.jsonfile import check_writable
 
 
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser("export", help="write a stored run as JSON, CSV or Markdown")
+    parser = subparsers.add_parser("export", help="write a stored run as JSON, CSV, Markdown or the PyTorch "
+                                   "HUD benchmark format (--format hud: one record per metric)")
     parser.add_argument("run_id", metavar="RUN_ID", help="a run id or a unique prefix of one")
     parser.add_argument("--format", choices=FORMATS, default="json")
     parser.add_argument("--output", "-o", type=Path, help="write here instead of standard output")

@@ -1,4 +1,5 @@
-"""A stored run as JSON (re-loadable by ``load_record``), CSV (one row per case) or Markdown."""
+"""A stored run as JSON (re-loadable by ``load_record``), CSV (one row per case), Markdown, or the
+PyTorch HUD benchmark format (one record per metric, ``hud.py``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from accelbench.results.catalogue import FIGURES
 from accelbench.results.catalogue import case_figures as catalogue_figures
 from accelbench.store.jsonfile import clean_for_json
 
-FORMATS = ("json", "csv", "markdown")
+FORMATS = ("json", "csv", "markdown", "hud")
 
 CSV_COLUMNS = (
     "run_id", "created_at", "machine", "workload", "workload_version", "mode", "device", "device_name",
@@ -109,4 +110,6 @@ def to_markdown(record: RunRecord) -> str:
 
 
 def export(record: RunRecord, fmt: str) -> str:
-    return {"json": to_json, "csv": to_csv, "markdown": to_markdown}[fmt](record)
+    from accelbench.render.hud import to_hud
+
+    return {"json": to_json, "csv": to_csv, "markdown": to_markdown, "hud": to_hud}[fmt](record)
