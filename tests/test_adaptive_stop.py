@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+import accelbench.measure.clock as clock_module
 import accelbench.measure.input_wait as input_wait_module
 import accelbench.measure.loop as loop_module
 from accelbench.data.synthetic import EpochBatches
@@ -38,7 +39,7 @@ class FakeClock:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     fake = FakeClock()
-    for module in (loop_module, input_wait_module):
+    for module in (loop_module, input_wait_module, clock_module):
         monkeypatch.setattr(module, "time", SimpleNamespace(perf_counter=fake.perf_counter))
     return fake
 

@@ -18,6 +18,7 @@ from fakes import FakeGpuProducts, FakeQueueAdapter
 from accelbench.cli import main
 from accelbench.devices import Device, DeviceSet
 from accelbench.devices.cpu import CpuAdapter
+from accelbench.measure import clock as clock_module
 from accelbench.measure import loop as loop_module
 from accelbench.measure.roofline import Roofline
 from accelbench.selftest import ceilings, memory, parity, precision, timing
@@ -141,7 +142,7 @@ def virtual() -> Iterator[VirtualQueueAdapter]:
     clock = VirtualClock()
     clocked = SimpleNamespace(perf_counter=clock.perf_counter, sleep=clock.sleep)
     with pytest.MonkeyPatch.context() as patch:
-        for module in (loop_module, timing_work, input_wait):
+        for module in (loop_module, timing_work, input_wait, clock_module):
             patch.setattr(module, "time", clocked)
         yield VirtualQueueAdapter(clock)
 
