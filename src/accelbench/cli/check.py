@@ -71,6 +71,10 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
             return
         out = Console(width=None if sys.stdout.isatty() else 160)
         out.print(check_table(record))
+        from accelbench.render.generation_detail import quality_lines
+
+        for line in quality_lines(record):  # a quantized precision's cost, in full
+            out.print(line, highlight=False, markup=False)
         out.print(f"Saved to {saved}")
 
     return run_driven(drive, args.output, args.db, show)

@@ -28,6 +28,10 @@ def add_parser(subparsers: Any) -> None:
                         help="run ids (or unique prefixes) from the history, or result JSON files")
     parser.add_argument("--reference", action="store_true",
                         help="add the built-in published results (alone: list them all)")
+    parser.add_argument("--published", action="store_true",
+                        help="the runs' generation cases beside the published batch-1 decode figures "
+                        "of the same precision (llama.cpp, gpt-fast, torchao, PyTorch CI), read by "
+                        "bandwidth share (alone: list them all)")
     parser.add_argument("--json", action="store_true",
                         help="print what was compared and judged as JSON (the rows' figures, each "
                         "pair's ratio, verdict and interval)")
@@ -93,6 +97,8 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     console = Console()
     if args.against and not args.runs:
         raise UsageError("--against needs runs to place: give run ids or result files")
+    if args.published:
+        return _print_published(args)
     if not args.runs:
         if not args.reference:
             raise UsageError("give runs to compare (history ids or result files), or --reference")
@@ -112,3 +118,17 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     if args.against:
         return print_against(console, [(run.label, run.record) for run in runs], args.against)
     return 0
+
+
+def _print_published(args: argparse.Namespace) -> int:
+    """``compare --published``: generation beside the field's published decode rows."""
+    from accelbench.render.published_generation import published_generation
+
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    runs = load_runs(args.runs, args.db) if args.runs else []
+    if args.runs and not any(c.mode == "generate" for run in runs for c in run.record.cases):
+        raise UsageError("--published places generation cases (--mode generate); the runs given "
+                         "hold none")
+    console.print(published_generation([(run.label, run.record) for run in runs]))
+    return 0
+

@@ -35,6 +35,9 @@ def add_parser(subparsers: Any) -> None:
                         help="also share the raw step times (larger; summaries are shared anyway)")
     parser.add_argument("--new-machine-id", action="store_true",
                         help="make a new random machine id for this install before sharing")
+    parser.add_argument("--protocol", metavar="NAME",
+                        help="share only the generation cases run under this --protocol "
+                        "(llama-bench, gpt-fast, mlperf-client)")
     add_db_option(parser)
     parser.set_defaults(execute=execute)
 
@@ -69,7 +72,10 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     runs = load_runs(list(args.runs) or _stored_runs(args.db), args.db)
     # A dry run writes nothing, not even a new (or first) machine id: it shows the id it would use.
     identity = machine_id(new=args.new_machine_id, store=not args.dry_run)
-    bundle = build_bundle([run.record for run in runs], identity,
+    records = [run.record for run in runs]
+    if args.protocol:
+        records = protocol_cases(records, args.protocol)
+    bundle = build_bundle(records, identity,
                           selftest=latest_selftest, with_samples=args.with_samples)
     for note in bundle.skipped:
         sys.stderr.write(f"accelbench: note: {note}\n")
@@ -90,6 +96,17 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     if args.push is not None:
         return _push(args.push, bundle.text(), identity, dry_run=False, yes=args.yes)
     return 0
+
+
+def protocol_cases(records: list[Any], name: str) -> list[Any]:
+    """The records with only their cases run under ``--protocol name`` (a bad name: usage)."""
+    import dataclasses
+
+    from accelbench.workloads.protocols import protocol
+
+    protocol(name)
+    return [dataclasses.replace(record, cases=[c for c in record.cases if c.protocol == name])
+            for record in records]
 
 
 def _push(target: str, text: str, identity: str, *, dry_run: bool, yes: bool) -> int:

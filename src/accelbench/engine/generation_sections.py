@@ -34,7 +34,13 @@ def generation_sections(case: Case, options: RunOptions, workload: Workload, mod
     if figures.tokens:
         key = TokenKey(case.workload, type(workload).version, options.size, options.seed,
                        case.batch_size, case.prompt_len, case.new_tokens)
-        sections["tokens"] = token_check(key, figures.tokens)
+        check = sections["tokens"] = token_check(key, figures.tokens)
+        # Flat, as a shared line carries them (sharing/build.py TOKEN_FACTS): a reader marks a
+        # line whose tokens are not the reference's.
+        sections["tokens_hash"] = check["hash"]
+        if check["expected_hash"] is not None:
+            sections["tokens_reference_hash"] = check["expected_hash"]
+            sections["tokens_match"] = check["match"] == "exact"
     shape = getattr(workload, "decoder_shape", None)
     budget = interactive_budget(shape() if callable(shape) else None, figures)
     if budget is not None:

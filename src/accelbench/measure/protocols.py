@@ -21,7 +21,6 @@ each; every surface reads the stored value.
 
 from __future__ import annotations
 
-import math
 import statistics
 from typing import Any
 
@@ -86,9 +85,3 @@ def interactive_budget(shape: dict[str, int] | None, figures: GenerationFigures)
             "meets": meets_ttft and meets_tpot, "meets_ttft": meets_ttft, "meets_tpot": meets_tpot,
             "rounds": len(figures.rounds), "source": INTERACTIVE_SOURCE}
 
-
-def geometric_mean(values: list[float]) -> float | None:
-    positive = [v for v in values if v and v > 0 and math.isfinite(v)]
-    if not positive or len(positive) != len(values):
-        return None
-    return math.exp(statistics.fmean(math.log(v) for v in positive))

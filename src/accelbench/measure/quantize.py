@@ -44,7 +44,7 @@ def int8_weights(weight: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor
     """(int8 [n, k], scales [n] in ``dtype``) of a weight [n, k]: symmetric per output channel."""
     w = weight.float()
     scales = (w.abs().amax(dim=1) / 127.5).clamp(min=MIN_SCALE)
-    q = torch.round(w / scales[:, None]).clamp(-128, 127).to(torch.int8)
+    q = torch.round(w / scales[:, None]).clamp(-128, 127).to(torch.int8).contiguous()
     return q, scales.to(dtype)
 
 

@@ -21,6 +21,7 @@ from accelbench.engine.case import (
 )
 from accelbench.engine.driver import drive
 from accelbench.engine.launch import CaseWork, Progress, Report
+from accelbench.engine.measure_case import quantized_unsupported
 from accelbench.engine.progress import ItemProgress
 from accelbench.options.check import CheckOptions
 from accelbench.parity.core import run_parity
@@ -67,7 +68,7 @@ def _check_case_here(case: Case, options: CheckOptions, devices: DeviceSet) -> C
     result = check_skeleton(case, options)
     workload_cls = get_workload_class(case.workload)
     unavailable = workload_cls(run.size).unavailable_reason() or unsupported_reason(
-        case.device, get_precision(case.precision))
+        case.device, get_precision(case.precision)) or quantized_unsupported(case)
     if unavailable:
         result.status, result.error = "unsupported", unavailable
         result.parity = Parity("failed", error=unavailable)

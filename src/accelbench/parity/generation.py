@@ -31,16 +31,18 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import torch
 from torch import nn
 
 from accelbench.devices import Device
+from accelbench.devices.precisions import precision_spec
 from accelbench.engine.measure_case import compile_for_generation
 from accelbench.errors import UsageError
 from accelbench.measure.generation import GenerationWorkload, check_lengths
+from accelbench.measure.quantize import quantize_weights
 from accelbench.options.check import REFERENCES
 from accelbench.parity.core import TOLERANCES, Tolerance, reference_precision
 
@@ -81,9 +83,20 @@ class GenerationParity:
     error: str = ""
     #: What the candidate was held against (``--reference``: cpu-fp64 or cpu, float32).
     reference: str = "cpu-fp64"
+    #: A weight-only quantized candidate (int8-wo, int4-wo): its tokens against the bf16 path's
+    #: and the reference's (parity/quantized.py); None for the other precisions.
+    quality: dict[str, Any] | None = None
 
     @property
     def message(self) -> str:
+        text = self._verdict_message()
+        if self.quality:
+            from accelbench.parity.quantized import describe_quality
+
+            text += f"; {describe_quality(self.quality)}"
+        return text
+
+    def _verdict_message(self) -> str:
         if self.verdict == "failed":
             return f"failed: {self.error}"
         worst = f"largest logit difference {self.max_logit_diff:.2e}"
@@ -106,7 +119,7 @@ class GenerationParity:
                 "reference_gap": self.reference_gap, "tie_tolerance": self.tie_tolerance,
                 "max_logit_diff": self.max_logit_diff,
                 "max_logit_diff_position": self.max_logit_diff_position, "error": self.error,
-                "reference": self.reference, "message": self.message}
+                "reference": self.reference, "quality": self.quality, "message": self.message}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GenerationParity:
@@ -116,7 +129,8 @@ class GenerationParity:
         return cls(verdict=str(data["verdict"]), precision=str(data["precision"]), tolerance=tolerance,
                    new_tokens=int(data["new_tokens"]), max_logit_diff=float(data["max_logit_diff"]),
                    error=str(data.get("error", "")),
-                   reference=str(data.get("reference", "cpu-fp64")), **fields)
+                   reference=str(data.get("reference", "cpu-fp64")), quality=data.get("quality"),
+                   **fields)
 
 
 def tolerance_for(precision: str) -> Tolerance:
@@ -205,6 +219,20 @@ def greedy_with_logits(workload: GenerationWorkload, model: nn.Module, prompt: t
     return torch.stack(tokens, dim=1).cpu(), torch.stack(steps, dim=1).cpu().double()
 
 
+def reference_tokens(workload: GenerationWorkload, build_model: Callable[[], nn.Module], *,
+                     batch_size: int, prompt_len: int, new_tokens: int, seed: int = 0,
+                     dtype: torch.dtype = torch.float64) -> list[list[int]]:
+    """The greedy tokens (B x N) of the CPU reference in ``dtype``, from the model built as a run
+    builds it (``torch.manual_seed(seed)`` then ``build_model()``) and the run's prompt: what
+    reference/expected_tokens.json ships (scripts/expected_tokens.py)."""
+    check_lengths(workload, batch_size, prompt_len, new_tokens)
+    torch.manual_seed(seed)
+    model = build_model().to(dtype=dtype).eval()
+    prompt = workload.make_prompt(batch_size, prompt_len, seed)
+    tokens, _ = greedy_with_logits(workload, model, prompt, new_tokens)
+    return tokens.tolist()
+
+
 def both_sides(model: nn.Module, device: Device, precision: PrecisionLike,
                reference_dtype: torch.dtype = torch.float64) -> tuple[nn.Module, nn.Module]:
     """(the CPU reference in ``reference_dtype``, the candidate on ``device`` at ``precision``),
@@ -231,23 +259,34 @@ def run_generation_check(workload: GenerationWorkload, build_model: Callable[[],
     torch.manual_seed(seed)
     ref_model, candidate = both_sides(build_model(), device, precision,
                                       reference_precision(reference).param_dtype)
-    if plant is not None:
-        plant(candidate)
     prompt = workload.make_prompt(batch_size, prompt_len, seed)
     ref_tokens, ref_logits = greedy_with_logits(workload, ref_model, prompt, new_tokens)
+    unquantized, quality = None, None
     try:
         with device.current(), _autocast(device, precision):
+            if precision_spec(precision.name).quantized:
+                # The bf16 path is the same weights before packing, on the same device.
+                unquantized, candidate = candidate, copy.deepcopy(candidate)
+                quantize_weights(candidate, precision.name, device)
+            if plant is not None:
+                plant(candidate)
             runnable, confirm_compiled = compile_for_generation(
                 candidate, compile_backend, str(getattr(workload, "name", type(workload).__name__)))
-            cand_tokens, cand_logits = greedy_with_logits(workload, runnable,
-                                                          prompt.to(device.torch_device), new_tokens)
+            on_device = prompt.to(device.torch_device)
+            cand_tokens, cand_logits = greedy_with_logits(workload, runnable, on_device, new_tokens)
             confirm_compiled()
+            if unquantized is not None:
+                from accelbench.parity.quantized import quantization_quality
+
+                quality = quantization_quality(workload, candidate, unquantized, on_device,
+                                               cand_tokens, ref_tokens, ref_logits, reference)
     except Exception as error:  # a failure is a verdict with its text, not a crash
         text = f"{type(error).__name__}: {error}".strip().splitlines()[0][:500]
         return GenerationParity("failed", precision.name, tolerance, new_tokens, error=text,
                                 reference=reference)
-    return judge_generation(ref_tokens, ref_logits, cand_tokens, cand_logits, precision.name,
-                            tolerance, reference)
+    verdict = judge_generation(ref_tokens, ref_logits, cand_tokens, cand_logits, precision.name,
+                               tolerance, reference)
+    return replace(verdict, quality=quality)
 
 
 def _autocast(device: Device, precision: PrecisionLike) -> Any:

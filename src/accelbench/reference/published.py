@@ -199,3 +199,138 @@ APPLE_CHIPS: tuple[ChipFigures, ...] = (
 
 def epoch_references(workload: str, mode: str) -> list[EpochReference]:
     return [ref for ref in EPOCH_REFERENCES if ref.matches(workload, mode)]
+
+
+# --- language models: batch-1 decode as the field publishes it ---------------------------------
+LLM_DOC = "published-results.md, \"Language models, turn of 2026\""
+GPT_FAST = Source(LLM_DOC, "gpt-fast README: Llama-2-7B batch-1 decode, bf16/int8/int4, A100-80GB",
+                  title="pytorch-labs/gpt-fast README", address="https://github.com/pytorch-labs/gpt-fast")
+TORCHAO = Source(LLM_DOC, "torchao README: Llama-3/3.1-8B batch-1 decode, bf16/int8/int4",
+                 title="pytorch/ao (torchao) README, quantization benchmarks",
+                 address="https://github.com/pytorch/ao")
+PYTORCH_CI = Source(LLM_DOC, "PyTorch CI benchmarks/gpt_fast targets (random weights, A100-40GB)",
+                    title="pytorch/pytorch benchmarks/gpt_fast/generate.py (CI targets)",
+                    address="https://github.com/pytorch/pytorch/blob/main/benchmarks/gpt_fast/generate.py")
+LLAMA_CPP_APPLE = Source(LLM_DOC, "llama.cpp discussion 4167: llama-bench on Apple silicon, LLaMA-2 7B",
+                         title="ggml-org/llama.cpp discussion 4167, \"Performance of llama.cpp on Apple "
+                         "Silicon M-series\"",
+                         address="https://github.com/ggml-org/llama.cpp/discussions/4167")
+LLAMA_CPP_CUDA = Source(LLM_DOC, "llama.cpp discussion 15013: llama-bench on CUDA, Q4_0",
+                        title="ggml-org/llama.cpp discussion 15013, \"Performance of llama.cpp with CUDA\"",
+                        address="https://github.com/ggml-org/llama.cpp/discussions/15013")
+
+#: LLaMA-2 7B's file sizes as llama.cpp's table states them (Q4_0 3.83 GB, F16 13.5 GB); Q8_0's is
+#: derived: 8.5 bits a weight (32 int8 values and an fp16 scale a block) x 6.74e9 weights.
+LLAMA2_7B_BYTES = {"F16": 13.5e9, "Q4_0": 3.83e9, "Q8_0": 6.74e9 * 8.5 / 8}
+#: llama.cpp's quantization types and gpt-fast's schemes as accelbench's precisions.
+QUANTIZATION_PRECISION = {"F16": "bf16", "Q8_0": "int8-wo", "Q4_0": "int4-wo", "bf16": "bf16",
+                          "int8 weight-only": "int8-wo", "int4 weight-only": "int4-wo"}
+
+
+@dataclass(frozen=True)
+class DecodeReference:
+    """One published batch-1 generation figure. The comparable figure across runtimes is the
+    bandwidth share: the bytes read per token x tokens/s over the device's bandwidth (a decode
+    step reads every weight, whatever the runtime)."""
+
+    device: str
+    kind: str  # "mps", "cuda" or "cpu"
+    runtime: str
+    model: str
+    quantization: str  # as the source names it: "Q4_0", "int4 weight-only" ...
+    test: str  # "tg128", "pp512", "decode"
+    tokens_per_s: float
+    source: Source
+    #: Bytes read per token (the model's size) where the source gives it or it can be derived.
+    model_bytes: float | None = None
+    #: GB/s achieved as the source publishes it (gpt-fast's "bandwidth achieved").
+    achieved_bytes_per_s: float | None = None
+    #: The device's stated bandwidth, where published.
+    device_bandwidth_bytes_per_s: float | None = None
+    caveats: str = ""
+    derived: bool = False
+
+    @property
+    def precision(self) -> str:
+        return QUANTIZATION_PRECISION.get(self.quantization.split(" (")[0], "")
+
+    @property
+    def achieved(self) -> float | None:
+        if self.achieved_bytes_per_s is not None:
+            return self.achieved_bytes_per_s
+        if self.model_bytes is not None and self.test != "pp512":
+            return self.model_bytes * self.tokens_per_s
+        return None
+
+    @property
+    def bandwidth_share(self) -> float | None:
+        achieved, bandwidth = self.achieved, self.device_bandwidth_bytes_per_s
+        return achieved / bandwidth if achieved is not None and bandwidth else None
+
+
+def _apple(chip: str, f16: float | None, q8: float | None, q4_pp: float,
+           q4_tg: float) -> list[DecodeReference]:
+    bandwidth = next(c.bandwidth_bytes_per_s[1] for c in APPLE_CHIPS if c.chip == chip)
+    rows = []
+    for quantization, test, rate in (("F16", "tg128", f16), ("Q8_0", "tg128", q8),
+                                     ("Q4_0", "pp512", q4_pp), ("Q4_0", "tg128", q4_tg)):
+        if rate is not None:
+            rows.append(DecodeReference(
+                f"Apple {chip} (GPU, Metal)", "mps", "llama.cpp", "LLaMA-2 7B", quantization, test,
+                rate, LLAMA_CPP_APPLE, model_bytes=LLAMA2_7B_BYTES[quantization],
+                device_bandwidth_bytes_per_s=bandwidth, derived=quantization == "Q8_0",
+                caveats="chip bandwidth as Apple states it" + (
+                    "; Q8_0's size derived (8.5 bits a weight)" if quantization == "Q8_0" else "")))
+    return rows
+
+
+def _gpt_fast(source: Source, device: str, model: str, runtime: str,
+              rows: tuple[tuple[str, float, float], ...], caveats: str,
+              bandwidth: float | None = None) -> list[DecodeReference]:
+    return [DecodeReference(device, "cuda", runtime, model, quantization, "decode", rate, source,
+                            achieved_bytes_per_s=gb_s * 1e9, device_bandwidth_bytes_per_s=bandwidth,
+                            caveats=caveats, derived=bandwidth is not None)
+            for quantization, rate, gb_s in rows]
+
+
+#: The A100's stated bandwidth as chsasank/device-benchmarks gives it ("~2000 GB/s" spec; the
+#: 80 GB SXM part): approximate, so the shares against it are marked derived.
+A100_SPEC_BYTES_PER_S = 2000e9
+
+DECODE_REFERENCES: tuple[DecodeReference, ...] = (
+    *_gpt_fast(GPT_FAST, "NVIDIA A100-80GB at 330 W", "Llama-2-7B", "gpt-fast (PyTorch, compiled)",
+               (("bf16", 104.9, 1397), ("int8 weight-only", 155.6, 1069),
+                ("int4 weight-only (group 32)", 196.8, 863)),
+               "batch 1, 5-token prompt, torch.compile; bandwidth = model bytes x tokens/s; share "
+               "against the ~2000 GB/s spec (chsasank/device-benchmarks)", A100_SPEC_BYTES_PER_S),
+    *_gpt_fast(TORCHAO, "NVIDIA H100", "Llama-3.1-8B", "torchao (PyTorch, compiled)",
+               (("bf16", 126.9, 1905), ("int8 weight-only", 198.9, 1495),
+                ("int4 weight-only (group 64)", 241.4, 1019)),
+               "batch 1; the H100's bandwidth is not in the reference document: no share"),
+    *_gpt_fast(TORCHAO, "NVIDIA A100-80GB", "Llama-3-8B", "torchao (PyTorch, compiled)",
+               (("bf16", 95.6, 1436), ("int8 weight-only", 153.0, 1151),
+                ("int4 weight-only", 180.8, 763)),
+               "batch 1; share against the ~2000 GB/s spec", A100_SPEC_BYTES_PER_S),
+    *_gpt_fast(PYTORCH_CI, "NVIDIA A100-40GB", "Llama-2-7B", "PyTorch CI gpt_fast (random weights)",
+               (("bf16", 94, 1253), ("int8 weight-only", 144, 957)),
+               "CI targets, random weights; the 40 GB part's bandwidth is not in the document: no share"),
+    DecodeReference("Apple M1 (CPU)", "cpu", "torchao (PyTorch, compiled)", "Llama-3.1-8B", "bf16",
+                    "decode", 1.24, TORCHAO, caveats="M1 Mac CPU, torch.compile"),
+    *_apple("M1", None, 7.91, 117.96, 14.15), *_apple("M1 Pro", 12.75, 22.34, 266.25, 36.41),
+    *_apple("M1 Max", 23.03, 40.20, 530.06, 61.19), *_apple("M2", 6.72, 12.21, 179.57, 21.91),
+    *_apple("M2 Ultra", 41.02, 66.64, 1238.48, 94.27), *_apple("M3 Max", 25.09, 42.75, 759.70, 66.31),
+    *_apple("M4", 7.43, 13.54, 221.29, 24.11), *_apple("M4 Max", 31.64, 54.05, 885.68, 83.06),
+    *[DecodeReference(device, "cuda", "llama.cpp", "LLaMA-2 7B", "Q4_0", test, rate, LLAMA_CPP_CUDA,
+                      model_bytes=LLAMA2_7B_BYTES["Q4_0"] if test == "tg128" else None)
+      for device, pp, tg in (("NVIDIA H100", 9918, 268), ("NVIDIA RTX 4090", 11993, 186),
+                             ("NVIDIA A100", 4850, 191))
+      for test, rate in (("pp512", pp), ("tg128", tg))],
+)
+
+
+def decode_references(precision: str | None = None, kind: str | None = None) -> list[DecodeReference]:
+    """The published generation rows, of accelbench's ``precision`` (bf16/fp16 for F16 and bf16,
+    int8-wo, int4-wo) and device ``kind`` where given."""
+    wanted = {"fp16": "bf16"}.get(precision or "", precision)
+    return [row for row in DECODE_REFERENCES
+            if (wanted is None or row.precision == wanted) and (kind is None or row.kind == kind)]

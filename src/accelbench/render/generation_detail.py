@@ -105,3 +105,18 @@ def generation_detail_lines(record: RunRecord) -> list[str]:
                          f"of 500 ms, TPOT p99 {format_seconds(budget.get('tpot_p99_s'))} of 30 ms, "
                          f"over {budget.get('rounds')} rounds)")
     return lines
+
+
+def quality_lines(record: RunRecord) -> list[str]:
+    """``check --mode generate`` of a quantized precision: what the quantization cost, in full
+    (the verdict's table cell has room for its start only)."""
+    from accelbench.parity.quantized import describe_quality
+
+    lines = []
+    for case in record.cases:
+        parity = (case.generation or {}).get("parity")
+        quality = parity.get("quality") if isinstance(parity, dict) else None
+        if isinstance(quality, dict):
+            lines.append(f"{_who(case)} prompt {case.prompt_len} +{case.new_tokens}: "
+                         f"{describe_quality(quality)}")
+    return lines

@@ -8,15 +8,23 @@ finished (MLPerf Client reports no overall score without all of them).
 
 from __future__ import annotations
 
+import math
+import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from accelbench.measure.protocols import geometric_mean
 from accelbench.results.key import KEY_FIELDS, comparability_key
 from accelbench.results.records import CaseResult
 from accelbench.workloads.protocols import protocol
 
 _LENGTHS = ("prompt_len", "new_tokens")
+
+
+def geometric_mean(values: list[float]) -> float | None:
+    """None unless every value is a positive finite number."""
+    if not values or not all(v > 0 and math.isfinite(v) for v in values):
+        return None
+    return math.exp(statistics.fmean(math.log(v) for v in values))
 
 
 @dataclass(frozen=True)

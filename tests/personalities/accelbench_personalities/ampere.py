@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from accelbench_personalities import cuda_api, device_api, emulated, journal, placement, tf32
+from accelbench_personalities import cuda_api, device_api, emulated, int4pack, journal, placement, tf32
 
 #: Not a real product name, so selftest judges it by physical bounds, not by an A100's figures.
 NAME = "Emulated Ampere GPU (accelbench test personality, sm_80)"
@@ -56,6 +56,10 @@ class AmpereRules(emulated.Rules):
         journal.write("rounded", op=str(func), kind=kind, flags=tf32.flags_now(),
                       where=journal.accelbench_frames())
         return rounded, kwargs
+
+    def implementation(self, func: Any) -> Any:
+        # tinygemm, the CUDA int4 product, takes bfloat16 activations only.
+        return int4pack.kernels(torch.bfloat16).get(func, func)
 
     def host_sync(self, device: torch.device) -> None:
         if self.sync_s:

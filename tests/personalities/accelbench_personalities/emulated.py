@@ -60,6 +60,11 @@ class Rules:
     def host_sync(self, device: torch.device) -> None:
         """The host waits for the device (``synchronize``, ``.item()``, a copy to the host)."""
 
+    def implementation(self, func: Any) -> Any:
+        """What runs for ``func`` on the device's CPU tensors: ``func`` itself, except the
+        device's own kernels a CPU lacks (int4pack.py)."""
+        return func
+
 
 #: The host clock, taken before a personality may coarsen ``time.perf_counter``.
 now_ns: Callable[[], int] = time.perf_counter_ns
@@ -297,7 +302,7 @@ def run_on_device(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> A
         host_waited(device)
     args, kwargs = rules.before_op(func, args, kwargs, device)
     with _DisableTorchDispatch():
-        out = func(*args, **kwargs)
+        out = rules.implementation(func)(*args, **kwargs)
     inputs = {id(t) for t in flat if isinstance(t, torch.Tensor)}
     created: list[torch.Tensor] = []
 

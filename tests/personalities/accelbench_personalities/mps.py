@@ -37,7 +37,7 @@ from typing import Any
 
 import torch
 
-from accelbench_personalities import device_api, emulated, journal, placement
+from accelbench_personalities import device_api, emulated, int4pack, journal, placement
 from accelbench_personalities.patches import replace
 
 MPS_FLOAT64_ERROR = ("Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't "
@@ -117,6 +117,8 @@ class MpsRules(emulated.Rules):
         if kwargs.get("dtype") == torch.float64:
             raise TypeError(MPS_FLOAT64_ERROR)
         name = func.overloadpacket.__name__
+        if name == "_weight_int8pack_mm" and not self._int8_fits(args):
+            raise RuntimeError("Expected N % 32 == 0 && K % 32 == 0 to be true, but got false.")
         if name in self.missing or name in ALWAYS_CPU:
             schema = func._schema
             operator = schema.name + (f".{schema.overload_name}" if schema.overload_name else "")
@@ -131,6 +133,15 @@ class MpsRules(emulated.Rules):
                     "natively on MPS.")
             self._warn_once(operator)
         return args, kwargs
+
+    @staticmethod
+    def _int8_fits(args: tuple[Any, ...]) -> bool:
+        """``_weight_int8pack_mm_mps`` (Quantized.mm): ``TORCH_CHECK(N % 32 == 0 && K % 32 == 0)``."""
+        weight = args[1]
+        return weight.shape[0] % 32 == 0 and weight.shape[1] % 32 == 0
+
+    def implementation(self, func: Any) -> Any:
+        return int4pack.kernels(None).get(func, func)
 
     def _warn_once(self, operator: str) -> None:
         if self.warned and not torch.is_warn_always_enabled():

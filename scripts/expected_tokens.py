@@ -1,0 +1,91 @@
+"""Write src/accelbench/reference/expected_tokens.json: the fp64 CPU reference's greedy tokens (and
+their hash) for the built-in decoders, for accelbench's default generation lengths and every
+test of every ``--protocol``, at batch 1 and seed 0.
+
+    .venv/bin/python scripts/expected_tokens.py            # every entry (minutes: fp64 on the CPU)
+    .venv/bin/python scripts/expected_tokens.py --check    # recompute and compare, write nothing
+
+Only the built-in decoders are shipped: their weights are accelbench's own seeded init, so a
+version of the workload fixes them. (``hf:`` models are initialised by transformers, whose init
+may change with its version; their results say "no reference shipped".) The published sizes are
+shipped where the fp64 reference is affordable here: nanogpt-char and gpt2 (llama-1b's published
+fp64 reference holds 10 GB of weights; its tiny size is shipped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from accelbench.options import RunOptions
+from accelbench.parity.generation import reference_tokens
+from accelbench.reference.expected_tokens import EXPECTED_FILE, tokens_hash
+from accelbench.workloads.catalogue import get_workload_class
+from accelbench.workloads.protocols import PROTOCOL_NAMES
+
+#: (workload, size) pairs shipped.
+SHIPPED = (("nanogpt-char", "tiny"), ("gpt2", "tiny"), ("llama-1b", "tiny"),
+           ("nanogpt-char", "published"), ("gpt2", "published"))
+SEED, BATCH = 0, 1
+FORMAT = 1
+
+
+def lengths(workload: str, context: int) -> list[tuple[int, int]]:
+    """accelbench's default lengths and every protocol test's, for a model of ``context``."""
+    pairs = RunOptions(workloads=(workload,), modes=("generate",)).generation_lengths(workload, context)
+    for name in PROTOCOL_NAMES:
+        options = RunOptions(workloads=(workload,), modes=("generate",), protocol=name)
+        pairs += options.generation_lengths(workload, context)
+    return list(dict.fromkeys(pairs))
+
+
+def entry(workload: str, size: str, prompt_len: int, new_tokens: int) -> dict[str, Any]:
+    cls = get_workload_class(workload)
+    instance = cls(size)
+    tokens = reference_tokens(instance, instance.build_model, batch_size=BATCH,  # type: ignore[arg-type]
+                              prompt_len=prompt_len, new_tokens=new_tokens, seed=SEED)
+    return {"workload": workload, "workload_version": cls.version, "size": size, "seed": SEED,
+            "batch_size": BATCH, "prompt_len": prompt_len, "new_tokens": new_tokens,
+            "hash": tokens_hash(tokens), "tokens": tokens}
+
+
+def entries(shipped: tuple[tuple[str, str], ...] = SHIPPED) -> Iterator[dict[str, Any]]:
+    for workload, size in shipped:
+        context = get_workload_class(workload)(size).context_length()
+        for prompt_len, new_tokens in lengths(workload, context):
+            yield entry(workload, size, prompt_len, new_tokens)
+
+
+def _dumps(made: dict[str, Any]) -> str:
+    """One entry a line: a diff shows which entry changed."""
+    head = json.dumps({k: v for k, v in made.items() if k != "entries"})[:-1]
+    lines = ",\n".join(json.dumps(e, separators=(",", ":")) for e in made["entries"])
+    return f'{head}, "entries": [\n{lines}\n]}}\n'
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="recompute and compare; write nothing")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    made = {"format": FORMAT, "torch": torch.__version__.split("+")[0],
+            "made_by": "scripts/expected_tokens.py", "entries": list(entries())}
+    text = _dumps(made)
+    if args.check:
+        shipped = json.loads(EXPECTED_FILE.read_text())["entries"]
+        ok = [e["hash"] for e in shipped] == [e["hash"] for e in made["entries"]]
+        print("the shipped tokens match" if ok else "the shipped tokens differ from a fresh run")
+        return 0 if ok else 1
+    EXPECTED_FILE.write_text(text)
+    print(f"{len(made['entries'])} entries written to {EXPECTED_FILE}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
