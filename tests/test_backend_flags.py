@@ -187,24 +187,25 @@ def test_scale_no_cudnn_benchmark_reaches_the_ranks_spec(monkeypatch, tmp_path: 
     from accelbench.cli import build_parser
     from accelbench.cli.scale import options_from_args
     from accelbench.devices import DeviceSet
+    from accelbench.engine.launchers import torchrun
     from accelbench.engine.supervise import ChildOutcome
-    from accelbench.scale import launcher
+    from accelbench.scale.work import ScaleWork
 
     args = build_parser(["scale"]).parse_args(["scale", "mnist", "--device", "cpu", "--size",
                                                "tiny", "--nproc", "1", "--no-cudnn-benchmark"])
     options = options_from_args(args)
     cpu = DeviceSet.current().select("cpu")[0]
-    assert options.cudnn_benchmark is False and options.run_options(cpu).cudnn_benchmark is False
+    assert options.run.cudnn_benchmark is False and options.run_options(cpu).cudnn_benchmark is False
     specs = []
 
     def launch(command: list[str], *rest: object) -> ChildOutcome:
         specs.append(json.loads(Path(command[-1]).read_text()))
         return ChildOutcome(1, [])
 
-    monkeypatch.setattr(launcher, "launch", launch)
-    launcher.run_world_size(options, options.run_options(cpu), cpu, "gloo", 1)
-    assert specs[0]["work"] == "accelbench.scale.ddp_worker:run_rank"
-    assert specs[0]["settings"]["cudnn_benchmark"] is False
+    monkeypatch.setattr(torchrun, "in_torchrun", launch)
+    ScaleWork(options, options.run_options(cpu), cpu, "gloo").run(1, None)
+    assert specs[0]["work"] == "accelbench.engine.runner:run_from_spec"  # a rank runs run's work
+    assert specs[0]["options"]["cudnn_benchmark"] is False
 
 
 # --- torch >= 2.9: the per-op switches are what the kernels read ---------------------------------

@@ -45,6 +45,31 @@ def test_bench_a_sequential_in_worker_processes_like_a_notebook(accelbench_home:
     assert stored == [("bench:Sequential",), ("bench:Sequential",)]
 
 
+def test_the_bench_model_rides_in_the_spec_not_the_environment() -> None:
+    """Issue 27 (one typed spec): a worker finds a bench() model through the path of its pickle
+    file in the case's spec, not through an environment variable beside it; the path is there
+    only while the bench call shares it, and a worker that loads it resolves the name."""
+    import os
+
+    from accelbench.devices import DeviceSet
+    from accelbench.engine.case import Case
+    from accelbench.engine.runner import RunWork
+    from accelbench.engine.spec import CaseSpec, load_model_files
+    from accelbench.options import RunOptions
+
+    spec = objects.BenchSpec(_model(), _batch(), None, objects.optimizer_factory(None), 40)
+    name = accelbench.register(objects.object_class("rides", spec)).name
+    case = Case(name, "train", DeviceSet.current().select("cpu")[0], 4)
+    work = RunWork(RunOptions(workloads=(name,), size="tiny"))
+    before = dict(os.environ)
+    with objects.shared_with_workers("rides", spec) as path:
+        sent = CaseSpec.from_json(work.spec(case).to_json())
+        assert sent.model_files == (str(path),) and dict(os.environ) == before
+        load_model_files(sent.model_files)  # what the worker does before the case
+        assert objects.resolve("rides").spec.batch[0].shape == (4, 3, 4)
+    assert work.spec(case).model_files == ()  # shared no longer: nothing to name
+
+
 def test_a_lambda_loss_runs_inline_and_says_why() -> None:
     calls: list[int] = []
 
@@ -64,7 +89,7 @@ def test_a_lambda_loss_runs_inline_and_says_why() -> None:
 
 def test_main_module_objects_are_not_sent_to_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     """A function defined in a notebook lives in __main__: it pickles, but a worker process (whose
-    __main__ is accelbench.engine.worker) could not load it, so bench must run inline."""
+    __main__ is accelbench.engine.launchers.worker) could not load it, so bench must run inline."""
     import __main__
 
     def notebook_loss(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

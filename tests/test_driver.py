@@ -17,11 +17,12 @@ from rich.console import Console
 from test_faults import FAULTY, cases_by_workload, signal_after_the_first_case, start_command
 
 from accelbench.engine.driver import Interrupted, drive
-from accelbench.engine.launch import CaseWork, Progress
+from accelbench.engine.launchers.base import Progress
+from accelbench.engine.launchers.torchrun import in_torchrun
 from accelbench.engine.progress import progress_display
 from accelbench.engine.supervise import supervise
+from accelbench.engine.work import CaseWork
 from accelbench.results import CaseResult, RunRecord
-from accelbench.scale.launcher import launch
 
 FEATURES = Path(__file__).resolve().parent / "data" / "faulty_features.py"
 CHECK = ["check", "--workload-file", str(FAULTY), "--device", "cpu", "--size", "tiny"]
@@ -81,10 +82,10 @@ time.sleep(600)
 """
 
 
-def test_scale_launch_kills_a_timed_out_group_and_says_so(tmp_path: Path) -> None:
+def test_the_torchrun_launch_kills_a_timed_out_group_and_says_so(tmp_path: Path) -> None:
     start = time.monotonic()
-    outcome = launch([sys.executable, "-c", _HANGS_WITH_A_GRANDCHILD], dict(os.environ), timeout=3,
-                     echo=False)
+    outcome = in_torchrun([sys.executable, "-c", _HANGS_WITH_A_GRANDCHILD], dict(os.environ),
+                          timeout=3, echo=False)
     assert time.monotonic() - start < 30
     assert outcome.timed_out and outcome.returncode is None
     assert outcome.death() == "was killed at the timeout"

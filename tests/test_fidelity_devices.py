@@ -353,10 +353,11 @@ def test_a_case_makes_its_device_current_before_anything_touches_it(monkeypatch)
 
 
 def test_a_scale_rank_makes_its_device_current() -> None:
-    from accelbench.scale.backends import rank_device
+    from accelbench.engine.launchers.backends import rank_device
 
     adapter = RecordingAdapter()
-    device = rank_device(DeviceSet([CpuAdapter(), adapter]), "fake", local_rank=1)
+    devices = DeviceSet([CpuAdapter(), adapter])
+    device = rank_device(devices, devices.select("fake")[0], local_rank=1)
     assert device.name == "fake:1" and adapter.made_current == [1]
 
 

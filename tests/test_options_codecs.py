@@ -22,7 +22,8 @@ import pytest
 import accelbench.options
 from accelbench.codec import from_dict
 from accelbench.devices import DeviceSet
-from accelbench.engine.case import Case, WorkerSpec
+from accelbench.engine.case import Case
+from accelbench.engine.spec import CaseSpec
 from accelbench.options import RunOptions, StopRule
 from accelbench.options.check import CheckOptions
 from accelbench.options.probe import ProbeOptions
@@ -49,10 +50,11 @@ SAMPLES: dict[type, list[Any]] = {
                                 debug=True)],
     Rendezvous: [Rendezvous(2, 1, "host:29500", "static", "job-7")],
     ScaleOptions: [ScaleOptions(
-        workload="mnist", nproc=(1, 2), device="cuda", stop=StopRule("steps", 5), warmup_steps=1,
-        batch_size=4, size="tiny", threads=2, fsdp=True, backend="gloo",
-        rendezvous=Rendezvous(2, 1, "host:29500"), timeout=30.0, seed=3,
-        workload_files=("/w/w.py",), echo=True, cudnn_benchmark=False)],
+        run=RunOptions(workloads=("mnist",), device="cuda", stop=StopRule("steps", 5),
+                       warmup_steps=1, batch_size=4, size="tiny", threads=2, case_timeout=30.0,
+                       seed=3, workload_files=("/w/w.py",), cudnn_benchmark=False),
+        nproc=(1, 4), fsdp=True, backend="gloo", rendezvous=Rendezvous(2, 1, "host:29500"),
+        echo=True)],
 }
 
 
@@ -107,9 +109,9 @@ def test_run_options_keep_the_generation_lengths() -> None:
     data = RUN.to_dict()
     assert (data["prompt_lens"], data["new_tokens"]) == ([8, 16], [4, 2])
     cpu = DeviceSet.current().select("cpu")[0]
-    spec = WorkerSpec.create("accelbench.engine.runner:run_from_spec", RUN,
-                             Case("nanogpt-char", "generate", cpu, 1, prompt_len=8, new_tokens=4))
-    back = WorkerSpec.from_json(spec.to_json()).run_options()
+    spec = CaseSpec("accelbench.engine.runner:run_from_spec", RUN,
+                    Case("nanogpt-char", "generate", cpu, 1, prompt_len=8, new_tokens=4))
+    back = CaseSpec.from_json(spec.to_json()).run_options()
     assert (back.prompt_lens, back.new_tokens, back.stream) == ((8, 16), (4, 2), True)
 
 

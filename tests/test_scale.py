@@ -1,4 +1,6 @@
-"""accelbench scale: real torchrun processes over gloo on the CPU, failures, timeouts, usage."""
+"""accelbench scale: real torchrun processes over gloo on the CPU, failures, timeouts, usage; the
+engine's torchrun launcher under run and check, and scale inline (issue 27: one worker, three
+launchers)."""
 
 from __future__ import annotations
 
@@ -11,16 +13,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from accelbench.engine.launch import torchrun_command
+from accelbench.engine.launchers.ranks import Ending, RankReport, collect_ranks, merge_ranks
+from accelbench.engine.launchers.torchrun import torchrun_command
 from accelbench.engine.supervise import ChildOutcome
 from accelbench.errors import UsageError
 from accelbench.options.scale import Rendezvous
 from accelbench.results import CaseResult, ScaleFigures
-from accelbench.scale.launcher import (
-    collect_ranks,
-    fill_case,
-    fill_efficiency,
-)
+from accelbench.scale.work import fill_efficiency
 
 RANK_FAULTS = '''
 import os
@@ -196,8 +195,8 @@ def test_a_device_index_is_refused_before_any_device_is_looked_at(monkeypatch) -
 
     from accelbench.devices import DeviceSet, discover
     from accelbench.options.scale import ScaleOptions
-    from accelbench.scale import launcher
-    from accelbench.scale.launcher import run_scale
+    from accelbench.scale import work
+    from accelbench.scale.work import run_scale
 
     def launched(*args: object, **kwargs: object) -> None:
         raise AssertionError("torchrun was started: its ranks would run on cuda:0 and cuda:1")
@@ -205,12 +204,12 @@ def test_a_device_index_is_refused_before_any_device_is_looked_at(monkeypatch) -
     four_gpus = DeviceSet(discover(fake_cuda_torch(4)))
     assert len(four_gpus.select("cuda:3")) == 1  # the index names a real device here
     monkeypatch.setattr(DeviceSet, "current", classmethod(lambda cls: four_gpus))
-    monkeypatch.setattr(launcher, "drive", launched)
-    monkeypatch.setattr(launcher, "new_record", lambda *args: launcher.RunRecord(
+    monkeypatch.setattr(work, "drive", launched)
+    monkeypatch.setattr(work, "new_record", lambda *args: work.RunRecord(
         run_id="x", created_at="", accelbench_version="", command=[], options={}, environment={}))
     with pytest.raises(UsageError, match="'cuda:3': scale takes a device kind without an index"):
-        run_scale(ScaleOptions("mnist", (2,), device="cuda:3"), ["accelbench"])
-    assert ScaleOptions("mnist", (2,), device="cuda").device == "cuda"
+        run_scale(ScaleOptions.of("mnist", (2,), device="cuda:3"), ["accelbench"])
+    assert ScaleOptions.of("mnist", (2,), device="cuda").run.device == "cuda"
 
 
 
@@ -224,7 +223,8 @@ def test_multi_node_options_reach_torchrun_unchanged(tmp_path: Path) -> None:
                    "--rdzv-backend c10d", "--rdzv-id job-42"):
         assert option in text
     assert "--standalone" not in command
-    assert command[-4:] == ["-m", "accelbench.engine.worker", "--rank", str(tmp_path / "spec.json")]
+    assert command[-4:] == ["-m", "accelbench.engine.launchers.worker", "--rank",
+                            str(tmp_path / "spec.json")]
     single = torchrun_command(2, Rendezvous().torchrun_args(), tmp_path / "spec.json")
     assert "--standalone" in single and "--nnodes" not in single
     with pytest.raises(UsageError, match="--rdzv-endpoint"):
@@ -242,23 +242,22 @@ def _write(folder: Path, report: dict) -> None:
 
 def test_first_failing_rank_is_the_cause_and_silent_ranks_are_explained(tmp_path: Path) -> None:
     _write(tmp_path, {"rank": 0, "status": "failed", "error": "RuntimeError: Connection closed by peer",
-                      "failed_at": 200.0, "step_times": []})
+                      "failed_at": 200.0})
     _write(tmp_path, {"rank": 1, "status": "oom", "error": "OutOfMemoryError: boom",
-                      "failed_at": 100.0, "step_times": []})
+                      "failed_at": 100.0, "result": _case(5).to_dict()})
     summary = ["[1]:", "  time      : 2026-01-01_00:00:00", "  host      : h",
                "  rank      : 2 (local_rank: 2)", "  exitcode  : -11 (pid: 7) SIGSEGV",
                "[2]:", "  time      : 2026-01-01_00:00:00", "  host      : h",
                "  rank      : 3 (local_rank: 3)", "  exitcode  : -15 (pid: 8) SIGTERM"]
     outcome = ChildOutcome(1, summary)
     ranks = collect_ranks(tmp_path, 5, outcome)
-    assert [r["status"] for r in ranks] == ["failed", "oom", "crashed", "interrupted", "interrupted"]
-    assert ranks[2]["error"] == "the process died from SIGSEGV"
-    assert ranks[3]["error"] == "stopped by torchrun when another rank failed"
-    case = _case(5)
-    fill_case(case, ranks, outcome, timeout=60)
+    assert [r.status for r in ranks] == ["failed", "oom", "crashed", "interrupted", "interrupted"]
+    assert ranks[2].error == "the process died from SIGSEGV"
+    assert ranks[3].error == "stopped by torchrun when another rank failed"
+    case = merge_ranks(_case(5), ranks, Ending(outcome, "overran"), ScaleFigures(world_size=5))
     assert (case.status, case.error) == ("oom", "rank 1: OutOfMemoryError: boom")
     assert case.scale.output_tail == summary
-    assert [rank.status for rank in case.scale.ranks] == [r["status"] for r in ranks]
+    assert [rank.status for rank in case.scale.ranks] == [r.status for r in ranks]
     assert case.scale.ranks[2].host is None  # a rank that left no report
 
 
@@ -284,22 +283,43 @@ def test_process_counts() -> None:
 
 
 def test_environment_of_the_ranks_names_this_accelbench() -> None:
-    from accelbench.scale.launcher import _environment
+    from accelbench.engine.launchers.torchrun import rank_environment
 
-    env = _environment(3)
+    env = rank_environment(3)
     assert env["OMP_NUM_THREADS"] == "3"
     assert env["PYTHONPATH"].split(os.pathsep)[0] == str(Path(__file__).resolve().parents[1] / "src")
 
 
+def _rank(rank: int, steps: list[float], nosync: list[float]) -> RankReport:
+    result = CaseResult(workload="w", mode="train", device=f"cuda:{rank}", batch_size=4,
+                        step_times=steps, measured_steps=len(steps), warmup_steps=1,
+                        measured_time_s=sum(steps), peak_memory_bytes=100 * (rank + 1))
+    return RankReport(rank=rank, world_size=2, device=f"cuda:{rank}", result=result,
+                      nosync_step_times=nosync)
+
+
+def test_ranks_merge_into_one_case_by_the_slowest_rank_per_step() -> None:
+    """Issue 27: a rank's result is a typed CaseResult; the case is the slowest rank at each
+    step, the largest rank's memory and time, rank 0's counts, the case's own device."""
+    ranks = [_rank(0, [0.1, 0.3, 0.2], [0.05, 0.05, 0.05]), _rank(1, [0.2, 0.1, 0.2], [0.1, 0.1, 0.1])]
+    skeleton = CaseResult(workload="w", mode="train", device="cuda:0", batch_size=4)
+    case = merge_ranks(skeleton, ranks, Ending(ChildOutcome(0, []), ""), ScaleFigures(world_size=2))
+    assert case.status == "ok" and case.device == "cuda:0"
+    assert case.step_times == [0.2, 0.3, 0.2] and case.measured_steps == 3
+    assert case.peak_memory_bytes == 200 and case.measured_time_s == pytest.approx(0.6)
+    scale = case.scale
+    assert scale.per_process_throughput == pytest.approx(4 / 0.2)
+    assert scale.global_throughput == pytest.approx(2 * 4 / 0.2)
+    assert scale.comm_fraction == pytest.approx(1 - 0.1 / 0.2)
+    assert [r.device for r in scale.ranks] == ["cuda:0", "cuda:1"]
+    assert scale.ranks[1].step_times == [0.2, 0.1, 0.2] and scale.ranks[1].nosync_step_times == [0.1] * 3
+
+
 def test_a_crash_in_teardown_after_every_rank_reported_keeps_the_figures() -> None:
-    ranks = [{"rank": r, "status": "ok", "error": "", "world_size": 2, "step_times": [0.1, 0.1],
-              "nosync_step_times": [0.08, 0.08], "measured_steps": 2, "warmup_steps": 1,
-              "measured_time_s": 0.2, "batch_size": 4} for r in (0, 1)]
+    ranks = [_rank(r, [0.1, 0.1], [0.08, 0.08]) for r in (0, 1)]
     outcome = ChildOutcome(1, ["failed (exitcode: -6) local_rank: 1"])
-    case = _case(2)
-    fill_case(case, ranks, outcome, timeout=60)
+    case = merge_ranks(_case(2), ranks, Ending(outcome, ""), ScaleFigures(world_size=2))
     assert case.status == "ok" and case.step_times == [0.1, 0.1]
     assert "after every rank had written its result" in case.scale.teardown_warning
-    missing = _case(2)
-    fill_case(missing, ranks[:1], outcome, timeout=60)
+    missing = merge_ranks(_case(2), ranks[:1], Ending(outcome, ""), ScaleFigures(world_size=2))
     assert missing.status == "crashed" and "torchrun exited with code 1" in missing.error

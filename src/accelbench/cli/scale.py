@@ -75,22 +75,21 @@ def add_parser(subparsers: Any) -> None:
 
 
 def options_from_args(args: argparse.Namespace) -> ScaleOptions:
-    stop = stop_rule(args.steps, args.time_budget)
-    return ScaleOptions(
-        workload=args.workload, nproc=args.nproc, device=args.device, stop=stop,
-        warmup_steps=args.warmup, batch_size=args.batch_size, size=args.size,
-        threads=args.threads, fsdp=args.fsdp, backend=args.backend,
+    return ScaleOptions.of(
+        args.workload, args.nproc, device=args.device, timeout=args.timeout, fsdp=args.fsdp,
+        backend=args.backend,
         rendezvous=Rendezvous(args.nnodes, args.node_rank, args.rdzv_endpoint, args.rdzv_backend,
                               args.rdzv_id),
-        timeout=args.timeout,
+        echo=args.debug, stop=stop_rule(args.steps, args.time_budget), warmup_steps=args.warmup,
+        batch_size=args.batch_size, size=args.size, threads=args.threads,
         workload_files=tuple(str(Path(p).resolve()) for p in args.workload_file),
-        echo=args.debug, cudnn_benchmark=args.cudnn_benchmark,
+        cudnn_benchmark=args.cudnn_benchmark,
     )
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
     from accelbench.render.scale_table import scale_table
-    from accelbench.scale.launcher import run_scale
+    from accelbench.scale.work import run_scale
 
     options = options_from_args(args)
     if args.output:

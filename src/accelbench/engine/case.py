@@ -1,17 +1,15 @@
 """The case model every case-running subcommand shares: a :class:`Case` (workload x mode x
 device x batch x precision x compile x layout), the :func:`plan` that makes them from the options,
-the result that names a case before it runs, the status an exception becomes, and the
-:class:`WorkerSpec` a worker process is started with (to and from JSON here only)."""
+the result that names a case before it runs and the status an exception becomes. What crosses
+to another process about a case is its spec (``engine/spec.py``)."""
 
 from __future__ import annotations
 
-import json
 import traceback
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, TypeVar
 
 import torch
 
@@ -171,60 +169,3 @@ def prepare_worker(options: RunOptions) -> None:
         load_workload_file(Path(path))
     if options.threads:
         torch.set_num_threads(options.threads)
-
-
-#: A work's own settings: a dataclass of JSON values (strings, numbers, lists of them).
-Settings = TypeVar("Settings")
-
-
-@dataclass(frozen=True)
-class WorkerSpec:
-    """What a worker process runs: ``work``, the subcommand's own worker function as
-    ``module:function`` (called with this spec and a Report), the run options, the case, and
-    the work's own settings (check's reference and steps, probe's device and features, a
-    scaling rank's plan), which the work reads back as its own dataclass with
-    :meth:`settings_as`. Written to and read from JSON here only."""
-
-    work: str
-    options: RunOptions | None = None
-    #: The case's fields, its device by name (the worker finds the device again).
-    case: dict[str, Any] | None = None
-    settings: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def create(cls, work: str, options: RunOptions | None = None, case: Case | None = None,
-               settings: Any = None) -> WorkerSpec:
-        """A spec for ``work``; ``settings``, when given, is the work's settings dataclass."""
-        fields = None if case is None else {
-            "workload": case.workload, "mode": case.mode, "device": case.device.name,
-            "batch_size": case.batch_size, "precision": case.precision,
-            "compile_backend": case.compile_backend, "channels_last": case.channels_last,
-            "prompt_len": case.prompt_len, "new_tokens": case.new_tokens}
-        return cls(work, options, fields, asdict(settings) if settings is not None else {})
-
-    def run_options(self) -> RunOptions:
-        if self.options is None:
-            raise ValueError(f"the worker spec of {self.work} carries no run options")
-        return self.options
-
-    def rebuild_case(self, devices: DeviceSet) -> Case:
-        if self.case is None:
-            raise ValueError(f"the worker spec of {self.work} carries no case")
-        fields = dict(self.case)
-        return Case(device=devices.select(fields.pop("device"))[0], **fields)
-
-    def settings_as(self, kind: type[Settings]) -> Settings:
-        """The work's settings as the dataclass ``kind`` it wrote them from."""
-        return kind(**self.settings)
-
-    def to_json(self) -> str:
-        return json.dumps({"work": self.work,
-                           "options": self.options.to_dict() if self.options is not None else None,
-                           "case": self.case, "settings": self.settings})
-
-    @classmethod
-    def from_json(cls, text: str) -> WorkerSpec:
-        data = json.loads(text)
-        options = data.get("options")
-        return cls(data["work"], RunOptions.from_dict(options) if options is not None else None,
-                   data.get("case"), data.get("settings", {}))

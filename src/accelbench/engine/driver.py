@@ -1,9 +1,9 @@
 """The driver: one loop over a plan's cases for every subcommand.
 
-Each case runs through its subcommand's :class:`~accelbench.engine.launch.CaseWork` (inline or in
-a worker process); the record is handed to ``on_case`` the moment a case ends (to be saved);
-SIGINT and SIGTERM stop the loop with :class:`Interrupted`, which carries the finished cases and
-the interrupted one.
+Each case runs through its subcommand's :class:`~accelbench.engine.work.CaseWork` and that work's
+launcher (inline, a worker process, or torchrun); the record is handed to ``on_case`` the moment a
+case ends (to be saved); SIGINT and SIGTERM stop the loop with :class:`Interrupted`, which carries
+the finished cases and the interrupted one.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from accelbench.engine.launch import CaseWork, Progress
+from accelbench.engine.launchers.base import Progress
 from accelbench.engine.progress import ItemProgress, progress_display
 from accelbench.engine.repeat import interleaved, merge_repeats
+from accelbench.engine.work import CaseWork
 from accelbench.results import CaseResult, RunRecord
 
 Item = TypeVar("Item")

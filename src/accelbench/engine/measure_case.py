@@ -24,11 +24,12 @@ from accelbench.devices.numerics import (
 )
 from accelbench.devices.precisions import precision_spec
 from accelbench.engine.case import Case, generation_rounds, record_error, skeleton_result
+from accelbench.engine.launchers.context import current as surroundings
 from accelbench.engine.steps import make_eval_step, make_train_step
 from accelbench.measure.energy import energy_meter_for
 from accelbench.measure.loop import Progress, StepLoop
 from accelbench.measure.sustained import DeviceSensors
-from accelbench.measure.trackers import EnergyTracker, MemoryTracker, SensorTracker
+from accelbench.measure.trackers import EnergyTracker, MemoryTracker, SensorTracker, Tracker
 from accelbench.options import RunOptions
 from accelbench.results import CaseResult, Energy, Flops, Sensors
 from accelbench.results.sustained import SustainedRecord
@@ -98,7 +99,7 @@ def _run_case_here(case: Case, options: RunOptions, progress: Progress | None) -
                 _measure(case, workload, options, result, progress)
     except Exception as error:
         record_error(result, error)
-    if result.ok and case.mode != GENERATE:
+    if result.ok and case.mode != GENERATE and surroundings().extras:
         result.flops = Flops.from_dict(achieved_flops(result, case.device, precision), "flops")
     return result
 
@@ -148,17 +149,23 @@ def achieved_flops(result: CaseResult, device: Device, precision: Precision) -> 
 
 def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseResult,
              progress: Progress | None) -> None:
-    torch.manual_seed(options.seed)
+    """The timed steps of a train or eval case. What the launcher changes about them (a torchrun
+    rank's model wrapper, seed, barriers and agreed step count) comes from its surroundings
+    (engine/launchers/context.py); on its own, nothing."""
+    around = surroundings()
+    torch.manual_seed(options.seed)  # the same initial weights in every rank
     memory = MemoryTracker(case.device)
     # Sensors, then energy: exited in reverse, so the energy window hugs the measured steps.
     sensors, energy = SensorTracker(case.device), EnergyTracker(energy_meter_for(case.device))
+    trackers = around.trackers([sensors, energy])
     with memory:  # the whole case: building the model, warm-up and the measured steps
         model = prepare_model(workload.build_model(), get_precision(case.precision),
                               case.channels_last).to(case.device.torch_device)
+        model = around.wrap_model(model, case)
         if case.compile_backend:
             model = torch.compile(model, backend=case.compile_backend)
         data = DataOptions(kind=source_kind(options.data), data_dir=options.data_dir,
-                           seed=options.seed, workers=options.workers,
+                           seed=around.data_seed(options.seed), workers=options.workers,
                            pin_memory=case.device.pin_memory)
         pool = workload.make_batches(case.mode, case.batch_size, data)
         if options.data == "synthetic-device":  # its pool is the harness's memory, not the model's
@@ -166,24 +173,29 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
         batches = place_batches(pool, options.data, case.device)
         memory.set_aside(device_pool_bytes(batches, options.data, case.device), POOL_LABEL)
         del pool  # the host copy of a device-resident pool is not kept
-        result.dataset_size = _epoch_samples(batches, workload.samples_per_epoch(case.mode))
+        result.dataset_size = around.epoch_share(
+            _epoch_samples(batches, workload.samples_per_epoch(case.mode)))
         result.steps_per_epoch = -(-result.dataset_size // case.batch_size)
         epoch_end = None
-        if case.mode == "train" and type(workload).end_of_epoch is not Workload.end_of_epoch:
+        if case.mode == "train" and type(workload).end_of_epoch is not Workload.end_of_epoch \
+                and around.extras:
             def epoch_end() -> dict[str, float]:
                 return workload.end_of_epoch(model, case.device.torch_device, data)
-        energy.prepare()  # probing the sources takes up to ~1 s: before warm-up, not in the window
+        if energy in trackers:
+            energy.prepare()  # probing the sources takes up to ~1 s: before warm-up, not timed
         held = DeviceSensors(case.device) if options.stop.kind == "sustained" else None
         loop = StepLoop(_make_step(workload, model, case), batches, case.device, progress,
-                        epoch_end, trackers=[sensors, energy], batch_size=case.batch_size,
+                        epoch_end, trackers=trackers, batch_size=case.batch_size,
                         partial_batch=result.dataset_size % case.batch_size,
                         sustained_sensors=held, memory=memory)
-        measured = loop.run(options.stop, options.warmup_steps)
+        measured = around.measure(loop, options.stop, options.warmup_steps)
     measured.copy_into(result)
     if loop.sustained is not None:
         result.sustained = SustainedRecord.judge(loop.sustained).to_dict()
-    _record_trackers(result, memory, sensors, energy, loop.window_steps)
-    if options.profile:  # after the peak is read: the profiler's own memory must not count
+    _record_trackers(result, memory, [t for t in (sensors, energy) if t in trackers],
+                     loop.window_steps)
+    # After the peak is read: the profiler's own memory must not count.
+    if options.profile and around.extras:
         from accelbench.measure.loop import BatchStream
         from accelbench.measure.profile import profile_case
 
@@ -288,13 +300,15 @@ def _record_memory(result: CaseResult, memory: MemoryTracker) -> None:
     result.setup_peak_memory_bytes = peak.setup_bytes
 
 
-def _record_trackers(result: CaseResult, memory: MemoryTracker, sensors: SensorTracker,
-                     energy: EnergyTracker, window_steps: int) -> None:
-    """The one place the trackers' typed results reach the case's record."""
+def _record_trackers(result: CaseResult, memory: MemoryTracker, used: list[Tracker],
+                     window_steps: int) -> None:
+    """The one place the trackers' typed results reach the case's record (of the sensors and
+    energy, those the case measured with)."""
     _record_memory(result, memory)
-    # Read just before and right after the measured steps (after warm-up, not at idle).
-    result.sensors = Sensors.from_dict(sensors.result.to_dict(), "sensors")
-    reading = energy.result
-    if reading is not None:
-        result.energy = Energy.from_dict(reading.figures(window_steps, result.steps_per_epoch,
-                                                         result.batch_size), "energy")
+    for tracker in used:
+        if isinstance(tracker, SensorTracker):
+            # Read just before and right after the measured steps (after warm-up, not at idle).
+            result.sensors = Sensors.from_dict(tracker.result.to_dict(), "sensors")
+        elif isinstance(tracker, EnergyTracker) and tracker.result is not None:
+            result.energy = Energy.from_dict(tracker.result.figures(
+                window_steps, result.steps_per_epoch, result.batch_size), "energy")

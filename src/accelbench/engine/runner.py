@@ -1,5 +1,6 @@
 """``accelbench run`` as a library call: its per-case work (measure the case, halving the batch
-after out-of-memory with --auto-batch) through the driver, inline or in worker processes."""
+after out-of-memory with --auto-batch) through the driver, inline, in worker processes or (a
+TorchrunLauncher as the work's launcher) as ranks under torchrun."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ from dataclasses import replace
 import torch
 
 from accelbench.devices import DeviceSet
-from accelbench.engine.case import Case, CaseProgress, WorkerSpec, new_record, prepare_worker, skeleton_result
+from accelbench.engine.case import Case, CaseProgress, new_record, prepare_worker, skeleton_result
 from accelbench.engine.cold_start import CaseStart
 from accelbench.engine.driver import Interrupted as Interrupted  # re-exported: callers catch it here
 from accelbench.engine.driver import Terminated as Terminated
 from accelbench.engine.driver import drive
-from accelbench.engine.launch import CaseWork, Report
+from accelbench.engine.launchers.base import Report
 from accelbench.engine.measure_case import run_case
+from accelbench.engine.spec import CaseSpec, model_files_for
+from accelbench.engine.work import CaseWork
 from accelbench.measure.loop import Progress
 from accelbench.options import RunOptions
 from accelbench.results import CaseResult, RunRecord
@@ -42,8 +45,8 @@ class RunWork(CaseWork[Case]):
     def inline(self, case: Case, progress: Progress | None) -> CaseResult:
         return measure_from_start(case, self.options, progress)
 
-    def spec(self, case: Case) -> WorkerSpec:
-        return WorkerSpec.create(self.worker, self.options, case)
+    def spec(self, case: Case) -> CaseSpec:
+        return CaseSpec(self.worker, self.options, case, model_files=model_files_for(case.workload))
 
     def next_round(self, case: Case, first: CaseResult) -> Case:
         # Later rounds use the batch the first one settled on (--auto-batch may have halved it).
@@ -67,11 +70,11 @@ def run_with_auto_batch(case: Case, options: RunOptions, progress: Progress | No
     return RunWork(options).run(case, progress)
 
 
-def run_from_spec(spec: WorkerSpec, report: Report) -> CaseResult:
-    """The worker's side of RunWork."""
+def run_from_spec(spec: CaseSpec, report: Report) -> CaseResult:
+    """The worker's (or a rank's) side of RunWork."""
     options = spec.run_options()
     prepare_worker(options)
-    return measure_from_start(spec.rebuild_case(DeviceSet.current()), options, report.progress)
+    return measure_from_start(spec.the_case(), options, report.progress)
 
 
 def measure_from_start(case: Case, options: RunOptions, progress: Progress | None) -> CaseResult:

@@ -296,12 +296,19 @@ class StepLoop:
         self.result.measured_time_s += elapsed
         self.result.measured_steps += ran
 
-    def run(self, stop: StopRule, warmup_steps: int) -> Timing:
+    def run(self, stop: StopRule, warmup_steps: int,
+            settle: Callable[[StopRule, Timing], StopRule] | None = None) -> Timing:
+        """Warm up, then measure until ``stop``. ``settle`` (a torchrun rank's) is called after
+        the warm-up with the rule and the timing so far, and returns the rule to measure by (the
+        step count every rank agrees on); it may set ``steps_per_sample`` (ranks time single
+        steps)."""
         stream = BatchStream(self.epoch, self.batch_size if stop.kind != "epochs" else None)
         feed = Feed(stream.next, self.wait)
         self.warm_up(warmup_steps, feed)
         if stop.kind == "epochs" and warmup_steps and self.partial_batch:
             self._warm_up_partial_shape(feed)
+        if settle is not None:
+            stop = settle(stop, self.result)
         k = self.result.steps_per_sample
         if stop.kind != "epochs":
             feed.prefetch()  # the first measured step's batch, fetched outside the timed region

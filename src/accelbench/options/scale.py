@@ -1,16 +1,16 @@
-"""``scale``'s options: the process counts, the rendezvous across machines and the settings every
-rank runs with, validated when built (torch-free, like every option here)."""
+"""``scale``'s options: the run options every rank runs with (``RunOptions``: one workload,
+training, on a device kind) wrapped with what is scale's own (the process counts, the wrapper, the
+backend, the rendezvous across machines), validated when built (torch-free, like every option
+here)."""
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from accelbench.codec import Codec
 from accelbench.errors import UsageError
-from accelbench.measure.stop import StopRule
-from accelbench.options import DEFAULT_WARMUP_STEPS, RunOptions
+from accelbench.options import RunOptions
 
 if TYPE_CHECKING:
     from accelbench.devices import Device
@@ -59,51 +59,59 @@ class Rendezvous(Codec):
 
 @dataclass(frozen=True)
 class ScaleOptions(Codec):
-    workload: str
-    nproc: tuple[int, ...]
-    device: str = "cpu"
-    stop: StopRule = field(default_factory=StopRule)
-    warmup_steps: int = DEFAULT_WARMUP_STEPS
-    #: Per process; None takes the workload's training batch.
-    batch_size: int | None = None
-    size: str = "published"
-    #: torch threads per process; None shares the CPU's cores out among the node's processes.
-    threads: int | None = None
+    """What ``scale`` runs: ``run``, the settings of every rank (``run``'s own options: the
+    workload, device kind, stop rule, warm-up, batch per process, threads per process, size,
+    seed, workload files, cuDNN's benchmark mode; ``case_timeout`` is ``--timeout``, the seconds
+    one world size may take), at each process count of ``nproc``."""
+
+    run: RunOptions
+    nproc: tuple[int, ...] = (1, 2)
     fsdp: bool = False
     #: "" takes the device's backend.
     backend: str = ""
     rendezvous: Rendezvous = field(default_factory=Rendezvous)
-    timeout: float = DEFAULT_TIMEOUT_S
-    seed: int = 0
-    workload_files: tuple[str, ...] = ()
     #: Stream torchrun's output to stderr as it comes (--debug): how it is shown, not what ran,
     #: so not stored.
     echo: bool = field(default=False, metadata={"stored": False})
-    #: torch.backends.cudnn.benchmark in every rank (--no-cudnn-benchmark: off), as ``run`` has it.
-    cudnn_benchmark: bool = True
 
     def __post_init__(self) -> None:
-        check_device_kind(self.device)
+        check_device_kind(self.run.device)
+        if len(self.run.workloads) != 1:
+            raise UsageError(f"scale takes one workload, got {len(self.run.workloads)}: "
+                             f"{', '.join(self.run.workloads)}")
+        if self.run.modes != ("train",):
+            raise UsageError(f"scale measures training (mode train), not {', '.join(self.run.modes)}")
         if not self.nproc or any(n <= 0 for n in self.nproc):
             raise UsageError(f"--nproc needs positive process counts, got {list(self.nproc)}")
-        if not self.timeout > 0:
-            raise UsageError(f"--timeout must be positive, got {self.timeout}")
-        if self.warmup_steps < 0:
-            raise UsageError(f"--warmup must be 0 or more, got {self.warmup_steps}")
+        if self.run.isolation == "none" and (set(self.nproc) != {1} or self.rendezvous.nnodes != 1):
+            raise UsageError(f"scale inline (isolation none) runs a world of one process in this "
+                             f"one: --nproc 1 on one node, not --nproc {','.join(map(str, self.nproc))}"
+                             f" on {self.rendezvous.nnodes} node(s)")
+
+    @classmethod
+    def of(cls, workload: str, nproc: tuple[int, ...] = (1, 2), *, device: str = "cpu",
+           timeout: float = DEFAULT_TIMEOUT_S, fsdp: bool = False, backend: str = "",
+           rendezvous: Rendezvous | None = None, echo: bool = False,
+           **run: Any) -> ScaleOptions:
+        """Options for scaling ``workload``'s training; ``run`` takes ``RunOptions``' other
+        fields (stop, warmup_steps, batch_size, threads, size, seed ...)."""
+        return cls(RunOptions(workloads=(workload,), device=device, modes=("train",),
+                              case_timeout=timeout, **run),
+                   nproc, fsdp, backend, rendezvous or Rendezvous(), echo)
+
+    @property
+    def workload(self) -> str:
+        return self.run.workloads[0]
+
+    @property
+    def timeout(self) -> float:
+        """Seconds one world size may take (``--timeout``)."""
+        return self.run.case_timeout
 
     @property
     def strategy(self) -> str:
         return "fsdp" if self.fsdp else "ddp"
 
-    def threads_per_process(self, nproc: int) -> int:
-        # torchrun would set OMP_NUM_THREADS=1 for N > 1 but leave 1 process all cores, which
-        # makes the comparison between world sizes unfair on the CPU.
-        return self.threads or max(1, (os.cpu_count() or 1) // nproc)
-
     def run_options(self, device: Device) -> RunOptions:
-        """The same settings as ``accelbench run`` options (for the record and each case)."""
-        return RunOptions(workloads=(self.workload,), device=device.name, modes=("train",),
-                          stop=self.stop, warmup_steps=self.warmup_steps,
-                          batch_size=self.batch_size, threads=self.threads, size=self.size,
-                          seed=self.seed, workload_files=self.workload_files,
-                          case_timeout=self.timeout, cudnn_benchmark=self.cudnn_benchmark)
+        """The options every rank runs with (and the record keeps), on ``device``'s kind."""
+        return replace(self.run, device=device.name)

@@ -11,7 +11,6 @@ from accelbench.devices import DeviceSet
 from accelbench.devices.numerics import backend_flags, get_precision, precision_settings, unsupported_reason
 from accelbench.engine.case import (
     Case,
-    WorkerSpec,
     new_record,
     plan,
     prepare_worker,
@@ -20,9 +19,11 @@ from accelbench.engine.case import (
     status_of,
 )
 from accelbench.engine.driver import drive
-from accelbench.engine.launch import CaseWork, Progress, Report
+from accelbench.engine.launchers.base import Progress, Report
 from accelbench.engine.measure_case import quantized_unsupported
 from accelbench.engine.progress import ItemProgress
+from accelbench.engine.spec import CaseSpec, model_files_for
+from accelbench.engine.work import CaseWork
 from accelbench.options.check import CheckOptions
 from accelbench.parity.core import run_parity
 from accelbench.results import CaseResult, Parity, RunRecord
@@ -132,9 +133,10 @@ class CheckWork(CaseWork[Case]):
     def inline(self, case: Case, progress: Progress | None) -> CaseResult:
         return check_case(case, self.options, self.devices)
 
-    def spec(self, case: Case) -> WorkerSpec:
-        return WorkerSpec.create(self.worker, self.options.run, case,
-                                 CheckSettings(self.options.reference, self.options.steps))
+    def spec(self, case: Case) -> CaseSpec:
+        return CaseSpec(self.worker, self.options.run, case,
+                        CheckSettings(self.options.reference, self.options.steps),
+                        model_files_for(case.workload))
 
 
 @dataclass(frozen=True)
@@ -145,14 +147,14 @@ class CheckSettings:
     steps: int
 
 
-def check_from_spec(spec: WorkerSpec, report: Report) -> CaseResult:
+def check_from_spec(spec: CaseSpec, report: Report) -> CaseResult:
     """The worker's side of CheckWork."""
     run = spec.run_options()
     prepare_worker(run)
     devices = DeviceSet.current()
     settings = spec.settings_as(CheckSettings)
     options = CheckOptions(run=run, reference=settings.reference, steps=settings.steps)
-    return check_case(spec.rebuild_case(devices), options, devices)
+    return check_case(spec.the_case(), options, devices)
 
 
 def check_record(options: CheckOptions, devices: DeviceSet, command: list[str]) -> RunRecord:

@@ -19,11 +19,14 @@ from typing import Any
 from accelbench import __version__
 from accelbench.devices import Device, DeviceSet
 from accelbench.devices.environment import collect_environment
-from accelbench.engine.case import WorkerSpec
 from accelbench.engine.driver import drive
-from accelbench.engine.launch import DEFAULT_CASE_TIMEOUT_S, CaseWork, Progress, Report, ending, worker_call
+from accelbench.engine.launchers.base import Progress, Report
+from accelbench.engine.launchers.process import ending, worker_call
 from accelbench.engine.progress import ItemProgress
+from accelbench.engine.spec import CaseSpec
+from accelbench.engine.work import CaseWork
 from accelbench.errors import UsageError
+from accelbench.options import DEFAULT_CASE_TIMEOUT_S
 from accelbench.probes import Feature
 from accelbench.probes.cells import Cell, References, device_probe, probe_device
 from accelbench.results import DeviceProbe, ProbeCell, RunRecord
@@ -68,8 +71,8 @@ class ProbeWork(CaseWork[Device]):
         return device_probe(device, probe_on(device, self.features, self.cpu, progress,
                                              self.references, self._traceback_shower(device)))
 
-    def spec(self, device: Device, features: Sequence[Feature] | None = None) -> WorkerSpec:
-        return WorkerSpec.create(self.worker, settings=ProbeSettings(
+    def spec(self, device: Device, features: Sequence[Feature] | None = None) -> CaseSpec:
+        return CaseSpec(self.worker, settings=ProbeSettings(
             device.name, [f.name for f in features or self.features], self.feature_files,
             self.echo))
 
@@ -122,7 +125,7 @@ def load_feature_file(path: Path) -> list[str]:
     return added
 
 
-def probe_from_spec(worker_spec: WorkerSpec, report: Report) -> DeviceProbe:
+def probe_from_spec(worker_spec: CaseSpec, report: Report) -> DeviceProbe:
     """The worker's side of ProbeWork: the cells so far go to the parent after every feature."""
     from accelbench.probes.features import all_features
 

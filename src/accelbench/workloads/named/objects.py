@@ -6,10 +6,11 @@ rows (with replacement, seeded), so a sweep over batch sizes works too. The loss
 squared error for a float one, and the mean square of the output when the batch has no target.
 
 Worker processes cannot see the caller's objects, so the spec (model, batch, loss, optimiser) is
-pickled into a private temporary file named by ``ACCELBENCH_BENCH_MODELS``, and a worker resolving
-``bench:NAME`` reads it back. That file is written and read only by this machinery, never by
-loading results. Anything that cannot be pickled and imported in a fresh process (a lambda, a class
-defined in a notebook's ``__main__``) makes bench run inline instead, and says so.
+pickled into a private temporary file while the bench call runs; the path rides in each case's
+worker spec (``engine/spec.py``), and the worker loads it (``load_shared``) before resolving
+``bench:NAME``. That file is written and read only by this machinery, never by loading results.
+Anything that cannot be pickled and imported in a fresh process (a lambda, a class defined in a
+notebook's ``__main__``) makes bench run inline instead, and says so.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import hashlib
-import os
 import pickle
 import pickletools
 import tempfile
@@ -36,7 +36,6 @@ from accelbench.workloads.base import Batch, Workload
 from accelbench.workloads.named.images import logits_of
 from accelbench.workloads.presets import SIZES, Preset
 
-ENV_VAR = "ACCELBENCH_BENCH_MODELS"
 #: Without ``samples_per_epoch``, an epoch is this many example-sized batches (for the projection).
 DEFAULT_EPOCH_BATCHES = 100
 DEFAULT_LR = 0.01
@@ -154,27 +153,45 @@ def why_not_picklable(spec: BenchSpec) -> str | None:
     return None
 
 
+#: In the calling process: the pickle file of each bench name shared while its bench call runs.
+_shared: dict[str, Path] = {}
+#: In a worker: the specs of the files its case spec named.
+_loaded: dict[str, BenchSpec] = {}
+
+
 @contextlib.contextmanager
-def shared_with_workers(name: str, spec: BenchSpec) -> Iterator[None]:
-    """Make ``bench:NAME`` resolvable in worker processes started inside this block."""
-    previous = os.environ.get(ENV_VAR)
+def shared_with_workers(name: str, spec: BenchSpec) -> Iterator[Path]:
+    """Write ``bench:NAME``'s spec to a private file for the length of this block; the specs of
+    worker processes started inside it name that file (``shared_file``)."""
+    previous = _shared.get(name)
     with tempfile.TemporaryDirectory(prefix="accelbench-bench-") as folder:
         path = Path(folder) / "models.pickle"
         path.write_bytes(pickle.dumps({name: spec}))
-        os.environ[ENV_VAR] = str(path)
+        _shared[name] = path
         try:
-            yield
+            yield path
         finally:
             if previous is None:
-                os.environ.pop(ENV_VAR, None)
+                _shared.pop(name, None)
             else:
-                os.environ[ENV_VAR] = previous
+                _shared[name] = previous
+
+
+def shared_file(workload: str) -> str | None:
+    """The file that makes ``workload`` (``bench:NAME``) resolvable in a worker; None for any
+    other workload, or a bench model not shared now."""
+    path = _shared.get(workload.removeprefix("bench:")) if workload.startswith("bench:") else None
+    return str(path) if path is not None else None
+
+
+def load_shared(path: str) -> None:
+    """In a worker: the bench models of ``path`` (a file ``shared_with_workers`` wrote)."""
+    _loaded.update(pickle.loads(Path(path).read_bytes()))
 
 
 def resolve(name: str) -> type[ObjectWorkload]:
     """In a worker: the spec its parent shared; elsewhere a bench name means nothing."""
-    path = os.environ.get(ENV_VAR)
-    specs = pickle.loads(Path(path).read_bytes()) if path and Path(path).is_file() else {}
+    specs = _loaded
     if name not in specs:
         raise UsageError(f"bench:{name} is a model object given to accelbench.bench(); it exists "
                          "only inside that Python call")

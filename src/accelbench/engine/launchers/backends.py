@@ -1,4 +1,5 @@
-"""Which torch.distributed backend a device uses, whether it works here, and which device a rank takes.
+"""The torchrun launcher's environment: which torch.distributed backend a device uses, whether it
+works here, and which device a rank takes.
 
 The device kind's backend comes from its adapter (``distributed_backend``: gloo for the CPU, nccl
 for CUDA, xccl for XPU); an adapter that names none (a generic torch.accelerator device) gets the
@@ -54,12 +55,12 @@ def rank_device_spec(device: Device, local_rank: int) -> str:
     return device.kind if device.is_cpu else f"{device.kind}:{local_rank}"
 
 
-def rank_device(devices: DeviceSet, device_spec: str, local_rank: int) -> Device:
-    """This rank's device, made the process's current device before anything touches it, so
-    collectives and stray allocations of rank N do not land on device 0."""
-    device = devices.select(rank_device_spec(devices.select(device_spec)[0], local_rank))[0]
-    device.make_current()
-    return device
+def rank_device(devices: DeviceSet, device: Device, local_rank: int) -> Device:
+    """This rank's device of ``device``'s kind, made the process's current device before anything
+    touches it, so collectives and stray allocations of rank N do not land on device 0."""
+    mine = devices.select(rank_device_spec(device, local_rank))[0]
+    mine.make_current()
+    return mine
 
 
 def check_processes_fit(devices: DeviceSet, device: Device, nproc: int) -> None:

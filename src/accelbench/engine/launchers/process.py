@@ -1,0 +1,83 @@
+"""The process launcher: the case in a worker process (``--isolation process``), under the one
+supervisor: a crash, a hang or an out-of-memory kill costs only this case, and is its status.
+
+The worker (``python -m accelbench.engine.launchers.worker SPEC.json RESULT.json``) runs the
+spec's work function; progress comes back as lines on its stdout, the result (or, when it dies,
+the partial result it left) in RESULT.json.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from accelbench.engine.launchers.base import Progress, progress_line
+from accelbench.engine.supervise import ChildOutcome, supervise
+from accelbench.results import CaseResult
+
+if TYPE_CHECKING:
+    from accelbench.engine.spec import CaseSpec
+    from accelbench.engine.work import CaseWork
+
+#: The entry every worker process and torchrun rank runs.
+WORKER_MODULE = "accelbench.engine.launchers.worker"
+
+
+def worker_call(spec: CaseSpec, timeout: float, progress: Progress | None,
+                echo: bool = False) -> tuple[ChildOutcome, dict[str, Any] | None]:
+    """Run the spec's work in a worker process: how it ended, and the result it left (complete
+    when it exited 0, else the partial result it reported, or None).
+
+    KeyboardInterrupt and other BaseExceptions stop the worker and propagate to the caller.
+    """
+    def on_line(line: str) -> bool:
+        progress_line(line, progress)
+        return True  # stdout carries only messages for us; anything else there is dropped
+
+    with tempfile.TemporaryDirectory(prefix="accelbench-case-") as folder:
+        spec_path, result_path = Path(folder) / "spec.json", Path(folder) / "result.json"
+        spec_path.write_text(spec.to_json())
+        outcome = supervise([sys.executable, "-m", WORKER_MODULE, str(spec_path),
+                             str(result_path)], timeout, on_line=on_line, echo=echo)
+        data = json.loads(result_path.read_text()) if result_path.exists() else None
+    return outcome, data
+
+
+def ending(outcome: ChildOutcome, timeout: float) -> tuple[str, str]:
+    """(status, error) of a worker that did not finish: ``timeout`` or ``crashed``."""
+    if outcome.timed_out:
+        return "timeout", f"the case did not finish within --case-timeout {timeout:g} s"
+    error = f"the worker process {outcome.death()}"
+    return "crashed", f"{error}: {outcome.last_line()}" if outcome.last_line() else error
+
+
+def in_worker(spec: CaseSpec, failed: CaseResult, timeout: float,
+              progress: Progress | None, echo: bool = False) -> CaseResult:
+    """The worker's result; when it dies or overruns ``timeout``, ``failed`` (a skeleton of the
+    case, or the partial result the worker left) with status ``crashed`` or ``timeout``."""
+    outcome, data = worker_call(spec, timeout, progress, echo)
+    if data is not None:
+        result = CaseResult.from_dict(data)
+        if outcome.returncode == 0:
+            return result
+        failed = result  # a partial result: what finished before the worker ended
+    failed.status, failed.error = ending(outcome, timeout)
+    if not outcome.timed_out:
+        failed.stderr_tail = list(outcome.output_tail)
+    return failed
+
+
+@dataclass(frozen=True)
+class ProcessLauncher:
+    #: Seconds the case may take before its worker (and everything under it) is killed.
+    timeout: float
+    #: Write the worker's stderr to ours as it comes (--debug).
+    echo: bool = False
+    name = "process"
+
+    def launch(self, work: CaseWork[Any], item: Any, progress: Progress | None) -> CaseResult:
+        return in_worker(work.spec(item), work.skeleton(item), self.timeout, progress, self.echo)

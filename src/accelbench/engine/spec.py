@@ -1,0 +1,153 @@
+"""What crosses the process boundary: the :class:`CaseSpec` a worker process or a torchrun rank
+is started with, typed on both sides and written to JSON and read back here only.
+
+A spec names the work (the subcommand's own function, ``module:function``), and carries the run
+options, the case (a real :class:`~accelbench.engine.case.Case`; its device travels by name and is
+found again in the worker), the work's own settings dataclass (check's reference and steps,
+probe's device and features), the files a worker loads before anything else (a ``bench()``
+model's pickle file), and, under torchrun, how a rank joins its world (:class:`RankPlan`). Every
+part's dict form is derived from its dataclass fields (``accelbench.codec``), so a field added to
+any of them reaches the worker without anyone listing it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from accelbench.codec import Codec, encode
+from accelbench.codec import from_dict as decode_dataclass
+from accelbench.engine.case import Case
+from accelbench.options import RunOptions
+
+if TYPE_CHECKING:
+    from accelbench.devices import DeviceSet
+
+Settings = TypeVar("Settings")
+
+#: The strategies a torchrun rank wraps a training model in.
+STRATEGIES = ("ddp", "fsdp")
+
+
+@dataclass(frozen=True)
+class RankPlan(Codec):
+    """How each torchrun rank joins its world: the torch.distributed backend, the wrapper its
+    training model gets (DistributedDataParallel, or FSDP2's ``fully_shard``), how long a
+    collective may wait, and the folder every rank writes its report to."""
+
+    backend: str
+    strategy: str = "ddp"
+    pg_timeout_s: float = 1800.0
+    out_dir: str = ""
+
+
+def _dotted(kind: type) -> str:
+    return f"{kind.__module__}:{kind.__qualname__}"
+
+
+def _settings_class(name: str) -> type:
+    """The settings dataclass ``module:Class`` names, only inside accelbench (a spec is data:
+    it never makes a worker import anything else)."""
+    module, colon, qualname = name.partition(":")
+    kind = getattr(importlib.import_module(module), qualname, None) \
+        if colon and module.startswith("accelbench.") else None
+    if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)):
+        raise ValueError(f"a spec's settings are an accelbench dataclass 'accelbench.MODULE:Class', "
+                         f"not {name!r}")
+    return kind
+
+
+def case_to_dict(case: Case) -> dict[str, Any]:
+    """The case's fields, its device by name (a device is found again, never pickled)."""
+    return {spec.name: getattr(case, spec.name).name if spec.name == "device"
+            else encode(getattr(case, spec.name)) for spec in dataclasses.fields(case)}
+
+
+def case_from_dict(data: dict[str, Any], devices: DeviceSet) -> Case:
+    fields = dict(data)
+    return Case(device=devices.select(fields.pop("device"))[0], **fields)
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """What a worker process (or each torchrun rank) runs: ``work``, called with this spec and a
+    :class:`~accelbench.engine.launchers.base.Report`."""
+
+    work: str
+    options: RunOptions | None = None
+    case: Case | None = None
+    #: The work's own settings: an instance of a dataclass of its module.
+    settings: Any = None
+    #: Files the worker loads before the case (a ``bench()`` model's pickle file: the model
+    #: rides in the spec, not beside it).
+    model_files: tuple[str, ...] = ()
+    #: Under torchrun: how each rank joins its world; None elsewhere.
+    rank: RankPlan | None = None
+
+    def run_options(self) -> RunOptions:
+        if self.options is None:
+            raise ValueError(f"the spec of {self.work} carries no run options")
+        return self.options
+
+    def the_case(self) -> Case:
+        if self.case is None:
+            raise ValueError(f"the spec of {self.work} carries no case")
+        return self.case
+
+    def settings_as(self, kind: type[Settings]) -> Settings:
+        """The work's settings, which must be a ``kind``."""
+        if not isinstance(self.settings, kind):
+            raise ValueError(f"the spec of {self.work} carries {type(self.settings).__name__} "
+                             f"settings, not {kind.__name__}")
+        return self.settings
+
+    def to_json(self) -> str:
+        settings = None if self.settings is None else {
+            "type": _dotted(type(self.settings)), "fields": encode(self.settings)}
+        return json.dumps({
+            "work": self.work,
+            "options": self.options.to_dict() if self.options is not None else None,
+            "case": case_to_dict(self.case) if self.case is not None else None,
+            "settings": settings, "model_files": list(self.model_files),
+            "rank": self.rank.to_dict() if self.rank is not None else None})
+
+    @classmethod
+    def from_json(cls, text: str, devices: DeviceSet | None = None) -> CaseSpec:
+        """The spec ``to_json`` wrote; its case's device is found in ``devices`` (by default the
+        devices this process sees)."""
+        data = json.loads(text)
+        options, case, settings, rank = (data.get(key) for key in ("options", "case", "settings",
+                                                                    "rank"))
+        if case is not None and devices is None:
+            from accelbench.devices import DeviceSet
+
+            devices = DeviceSet.current()
+        return cls(
+            data["work"],
+            RunOptions.from_dict(options) if options is not None else None,
+            case_from_dict(case, devices) if case is not None and devices is not None else None,
+            decode_dataclass(_settings_class(settings["type"]), settings["fields"])
+            if settings is not None else None,
+            tuple(data.get("model_files") or ()),
+            RankPlan.from_dict(rank) if rank is not None else None)
+
+
+def model_files_for(workload: str) -> tuple[str, ...]:
+    """The files a worker needs to resolve ``workload``: a ``bench()`` model's pickle file
+    (``bench:NAME``, shared by the bench call running now); nothing for any other name."""
+    from accelbench.workloads.named.objects import shared_file
+
+    path = shared_file(workload)
+    return (path,) if path else ()
+
+
+def load_model_files(paths: tuple[str, ...]) -> None:
+    """In a worker: make the models of ``paths`` resolvable before the case is built."""
+    if paths:
+        from accelbench.workloads.named.objects import load_shared
+
+        for path in paths:
+            load_shared(path)

@@ -1,0 +1,91 @@
+"""Issue 27, one worker and three launchers: inline, process and torchrun are one family behind
+one protocol, so run's and check's own work run as torchrun ranks, and scale's inline, with no
+code of their own; every rank measures through the same measure_case, and the ranks are merged
+by one typed rule. Real torchrun processes over gloo on the CPU."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch.distributed as dist
+
+from accelbench.devices import DeviceSet
+from accelbench.engine.case import plan
+from accelbench.engine.driver import drive
+from accelbench.engine.launchers import torchrun
+from accelbench.engine.launchers.torchrun import TorchrunLauncher, World
+from accelbench.engine.runner import RunWork
+from accelbench.measure.stop import MIN_SAMPLES, StopRule
+from accelbench.options import RunOptions
+from accelbench.options.check import CheckOptions
+from accelbench.options.scale import ScaleOptions
+from accelbench.parity.check import CheckWork
+from accelbench.results import RunRecord
+from accelbench.scale.work import run_scale
+
+TINY = {"workloads": ("mnist",), "size": "tiny", "device": "cpu"}
+#: mnist's tiny training set: each of 2 ranks works through half of it.
+TINY_EPOCH = 64
+
+
+def _two_ranks() -> TorchrunLauncher:
+    return TorchrunLauncher(World(2, "gloo", threads=1), timeout=150)
+
+
+def test_run_runs_under_torchrun_with_no_code_of_its_own(accelbench_home) -> None:
+    """run's work, given the torchrun launcher: each case is two DDP ranks measured by
+    measure_case; the time budget became one step count both ranks agreed on; the case is the
+    slowest rank at each step, with a no-sync phase of as many steps."""
+    options = RunOptions(**TINY, stop=StopRule("time", 0.3), warmup_steps=2)
+    work = RunWork(options)
+    work.launcher = _two_ranks()
+    record = drive(work, plan(options, DeviceSet.current()), RunRecord("r", "2025-01-01", "0"))
+    (case,) = record.cases
+    assert case.status == "ok", case.error
+    scale = case.scale
+    assert (scale.world_size, scale.backend, scale.strategy) == (2, "gloo", "ddp")
+    one, two = scale.ranks
+    assert (one.rank, two.rank, one.status, two.status) == (0, 1, "ok", "ok")
+    assert len(one.step_times) == len(two.step_times) == case.measured_steps >= MIN_SAMPLES
+    assert case.step_times == [max(a, b) for a, b in zip(one.step_times, two.step_times, strict=True)]
+    assert len(one.nosync_step_times) == case.measured_steps
+    assert case.dataset_size == TINY_EPOCH // 2 and case.steps_per_sample == 1
+    assert scale.global_throughput == pytest.approx(2 * scale.per_process_throughput)
+    assert isinstance(scale.comm_fraction, float)
+    assert case.sensors is None and case.energy is None and case.flops is None  # not per rank
+
+
+def test_check_runs_under_torchrun_with_no_code_of_its_own() -> None:
+    """check's work, given the torchrun launcher: each rank checks the case's parity; the case
+    is ok only when every rank's is, and keeps rank 0's verdict."""
+    devices = DeviceSet.current()
+    options = CheckOptions(run=RunOptions(**TINY), steps=2)
+    work = CheckWork(options, devices)
+    work.launcher = _two_ranks()
+    record = drive(work, plan(options.run, devices), RunRecord("r", "2025-01-01", "0"))
+    (case,) = record.cases
+    assert case.status == "ok", case.error
+    assert case.parity is not None and case.parity.verdict == "pass"
+    assert [rank.status for rank in case.scale.ranks] == ["ok", "ok"]
+
+
+def test_scale_runs_inline_with_no_code_of_its_own(monkeypatch) -> None:
+    """scale with isolation none: a world of one in this process, measured by the same rank
+    context and merged by the same rule, and no torchrun started; the group is left after."""
+    def started(*args: object, **kwargs: object) -> None:
+        raise AssertionError("torchrun was started for an inline scale")
+
+    monkeypatch.setattr(torchrun, "in_torchrun", started)
+    options = ScaleOptions.of("mnist", (1,), size="tiny", stop=StopRule("steps", 3), warmup_steps=1,
+                              isolation="none")
+    record = run_scale(options, ["accelbench", "scale"])
+    (case,) = record.cases
+    assert case.status == "ok", case.error
+    scale = case.scale
+    assert scale.world_size == 1 and scale.efficiency == pytest.approx(1.0)
+    assert [rank.status for rank in scale.ranks] == ["ok"]
+    assert case.step_times == scale.ranks[0].step_times and len(case.step_times) == 3
+    assert len(scale.ranks[0].nosync_step_times) == 3 and math.isfinite(scale.comm_fraction)
+    assert record.options["scale"]["run"]["isolation"] == "none"
+    assert not dist.is_initialized()
