@@ -134,7 +134,8 @@ class ScaleRank(Record):
 
 @dataclass
 class ScaleFigures(Record):
-    """One world size of ``accelbench scale`` (filled in place by scale/launcher.py)."""
+    """One world size of ``accelbench scale``, or of any case run under torchrun: made when its
+    ranks are merged (engine/launchers/ranks.py); the efficiency filled in by scale/work.py."""
 
     world_size: int
     nproc_per_node: int = 1
