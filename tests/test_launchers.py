@@ -89,3 +89,17 @@ def test_scale_runs_inline_with_no_code_of_its_own(monkeypatch) -> None:
     assert len(scale.ranks[0].nosync_step_times) == 3 and math.isfinite(scale.comm_fraction)
     assert record.options["scale"]["run"]["isolation"] == "none"
     assert not dist.is_initialized()
+
+
+@pytest.mark.parametrize("kind", ["sustained", "epochs"])
+def test_a_rank_refuses_a_stop_rule_its_world_could_not_keep_in_step(kind: str) -> None:
+    """After warm-up a rank times single steps, keeps a step count, and refuses what would end
+    on different steps in different ranks (a hang in their collectives), as the case's status."""
+    from accelbench.engine.launchers.rank import RankContext, RankEnv
+    from accelbench.measure.timing import Timing
+
+    context, warm = RankContext(RankEnv(0), "ddp"), Timing(steps_per_sample=8)
+    assert context._agree(StopRule("steps", 4), warm, None) == StopRule("steps", 4)
+    assert warm.steps_per_sample == 1
+    with pytest.raises(NotImplementedError, match="not supported under torchrun"):
+        context._agree(StopRule(kind, 600.0 if kind == "sustained" else 1, interval=10.0), warm, None)

@@ -199,6 +199,9 @@ class RankContext(Surroundings):
         if stop.kind == "sustained":
             raise NotImplementedError("a sustained run is not supported under torchrun: each "
                                       "rank's intervals would end after different steps")
+        if stop.kind == "epochs":
+            raise NotImplementedError("--epochs is not supported under torchrun: each rank would "
+                                      "work through the whole epoch, not its share of it")
         if stop.kind != "time":
             return stop
         # The warm-up steps after the first (which holds one-off set-up costs), where there are.
