@@ -31,7 +31,8 @@ ceiling honest:
   or any reading far below the last good one (``FAR_BELOW``), is marked ``busy``. A busy entry
   is not trusted for the next run, however recent: its lookup re-measures it in full (a busy
   reading also calibrates too small a product) as soon as a short probe finds the machine
-  quiet, or clearly less busy than it was (``LESS_BUSY``), and a quiet reading clears the mark.
+  quiet, or clearly less busy than it was (``LESS_BUSY``), and at most once a minute while it
+  stays as busy; the best reading is kept, and a quiet one clears the mark.
   So a run started seconds after a busy one does not inherit its figure, as it did for the
   minute the re-check waited. A refresh never replaces a good figure with a busy one.
 
@@ -287,10 +288,13 @@ def peak_figure(device: Device, precision: Precision | torch.dtype | str = torch
     if cached is not None and not refresh and not _is_old(cached, now) \
             and (at_least is None or cached["flops"] >= at_least):
         if cached.get("busy"):
-            # Measured beside other work: never the next run's ceiling. Re-measured in full
-            # once the machine is quieter; while it is as busy, a new reading would be no better.
-            return _measure(device, precision, side) if _quieter_now(device, cached) \
-                else _figure(key, settings, cached)
+            # Measured beside other work: never the next run's ceiling. Re-measured in full at
+            # once when the machine is quieter than it was, and while it stays as busy at most
+            # once a minute (a heavy load can read a fiftieth of the peak, and a reading under
+            # a lighter one still raises it; the best reading is kept either way).
+            remeasure = not _checked_within(cached, now, timedelta(seconds=RECHECK_AFTER_S)) \
+                or _quieter_now(device, cached)
+            return _measure(device, precision, side) if remeasure else _figure(key, settings, cached)
         if not recheck or _checked_within(cached, now, timedelta(seconds=RECHECK_AFTER_S)):
             return _figure(key, settings, cached)
         return _recheck(device, precision, cached)
