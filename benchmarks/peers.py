@@ -72,6 +72,8 @@ def generate(folder: Path, count: int, same_work: bool, seed: int = 0) -> None:
         line["software"]["torch"] = rng.choice(("2.4.1", "2.5.1", "2.6.0"))
         line["figures"]["samples_per_s"] = (1000 + 200 * model) * rng.uniform(0.8, 1.2)
         line["date"] = f"2025-{1 + index % 12:02d}-{1 + index % 28:02d}"
+        # Each line is its own case of its own run (the loader drops a case its machine shared twice).
+        line["case_id"] = f"{index:016x}"
         del line["hash"], line["bundle"]
         lines.append(dump_line(line))
         if len(lines) == LINES_PER_BUNDLE or index == count - 1:
@@ -79,9 +81,12 @@ def generate(folder: Path, count: int, same_work: bool, seed: int = 0) -> None:
             lines = []
 
 
-#: Runs the CLI and reports the process's own peak resident memory (KiB on Linux) on stderr.
-_WRAPPER = ("import resource, sys\nfrom accelbench.cli import main\ncode = main(sys.argv[1:])\n"
-            "sys.stderr.write(f'\\nMAXRSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n')\n"
+#: Runs the CLI and reports the process's own peak resident memory (KiB) on stderr: VmHWM, the
+#: high-water mark of this process's memory since its exec (getrusage's ru_maxrss on Linux keeps
+#: the parent's mark across fork and exec, so a large parent inflates it).
+_WRAPPER = ("import sys\nfrom accelbench.cli import main\ncode = main(sys.argv[1:])\n"
+            "peak = next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM'))\n"
+            "sys.stderr.write(f'\\nMAXRSS {peak}\\n')\n"
             "sys.exit(code)")
 
 

@@ -23,7 +23,7 @@ from conftest_share import (
 )
 
 from accelbench.compare.collection import collect
-from accelbench.compare.peers import mark_outliers
+from accelbench.compare.outliers import mark_outliers
 from accelbench.render.site import render_site
 from accelbench.sharing.build import build_bundle
 from accelbench.sharing.bundle import dump_line

@@ -15,13 +15,8 @@ import numpy as np
 import pytest
 from conftest_share import EPYC_MODEL, H100_MODEL, environment, result, run, write_bundle
 
-from accelbench.compare.peers import (
-    OUTLIER_MIN_MACHINES,
-    PeerResult,
-    mark_outliers,
-    outlier_reason,
-    place,
-)
+from accelbench.compare.outliers import OUTLIER_MIN_MACHINES, mark_outliers, outlier_reason
+from accelbench.compare.peers import PeerResult, place
 from accelbench.measure.generation import GenerationFigures, GenerationRound
 from accelbench.results.figures import Flops
 from accelbench.results.records import RunRecord

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelbench.compare.peers import ModelGroup, PeerResult, group_peers, model_key, published_peers
+from accelbench.compare.peers import ModelGroup, PeerResult, group_peers, model_key, published_peers, spelling
 from accelbench.results.key import KEY_FIELDS
 
 KeyTuple = tuple[Any, ...]
@@ -87,7 +87,7 @@ def collect(peers: Iterable[PeerResult]) -> Collection:
         sizes = Counter(p.dataset_size for p in members if p.dataset_size)
         summary.dataset_size = sizes.most_common(1)[0][0] if sizes else 0
         with_published(key, summary)
-    collection.settings = {name: (spellings[name].most_common(1)[0][0], counts)
+    collection.settings = {name: (spelling(spellings[name]), counts)
                            for name, (_, counts) in collection.settings.items()}
     collection.machines = len(machines)
     return collection

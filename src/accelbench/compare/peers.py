@@ -6,9 +6,10 @@ Peers are grouped by device model; for each group: how many results from how man
 median, the spread (10th-90th percentile) and the best. Peers are counted as machines: each
 machine (machine_id) is one value, the median of its results, so that one machine that shared a
 hundred results weighs as much as one that shared one; the user's own machine is never its own
-peer. A peer flagged invalid (a figure above its device's measured ceiling) is kept apart: counted,
-never in a band. The user's result is placed among the peers of its own device model: its
-percentile, its ratio to the median, and a verdict:
+peer. A peer flagged implausible (``sharing/plausible.py``) or quarantined as an outlier of its
+device class (``outliers.py``) is kept apart: counted, never in a band. The user's result is
+placed among the peers of its own device model: its percentile, its ratio to the median, and a
+verdict:
 
   * fewer than ``MIN_PEERS`` machines of that model: "too few peers" (said, not judged);
   * inside the peers' 10th-90th percentile: "normal" for this device;
@@ -20,7 +21,10 @@ percentile, its ratio to the median, and a verdict:
 The figure is the key's headline rate (``results/catalogue.headline``: samples per second at the
 median step time, or a generation case's decode tokens/s over the batch), the same for every peer.
 This module knows nothing of the bundle format: ``PeerResult`` is the neutral shape both the
-sharing code and the published references are turned into.
+sharing code and the published references are turned into. Placing reads a summary of the peers
+(``KeyPeers``: the groups, the user's model's machine values and settings stats), which
+``key_peers`` builds from peers and ``sharing/query.py`` from Parquet shards in SQL, so that ten
+million results are placed without ten million objects.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -164,7 +168,7 @@ def _percentiles(values: Sequence[float]) -> tuple[float, float, float]:
     return float(low), float(median), float(high)
 
 
-def _by_machine(peers: Iterable[PeerResult]) -> dict[object, list[PeerResult]]:
+def by_machine(peers: Iterable[PeerResult]) -> dict[object, list[PeerResult]]:
     """A result without a machine id (a published figure) is a machine of its own."""
     by_machine: dict[object, list[PeerResult]] = {}
     for index, peer in enumerate(peers):
@@ -175,7 +179,7 @@ def _by_machine(peers: Iterable[PeerResult]) -> dict[object, list[PeerResult]]:
 def machine_values(peers: Sequence[PeerResult]) -> list[float]:
     """One value per machine: the median of its results."""
     return [members[0].throughput if len(members) == 1 else float(np.median([p.throughput for p in members]))
-            for members in _by_machine(peers).values()]
+            for members in by_machine(peers).values()]
 
 
 def _group(peers: Sequence[PeerResult]) -> ModelGroup:
@@ -185,8 +189,14 @@ def _group(peers: Sequence[PeerResult]) -> ModelGroup:
     for peer in peers:
         spellings[peer.device_model] += peer.results
     published = "; ".join(dict.fromkeys(p.published for p in peers if p.published))
-    return ModelGroup(spellings.most_common(1)[0][0], sum(p.results for p in peers), len(values), median,
+    return ModelGroup(spelling(spellings), sum(p.results for p in peers), len(values), median,
                       low, high, max(values), published)
+
+
+def spelling(counts: Counter[str]) -> str:
+    """A device model's most common spelling; a tie goes to the first in text order (the rule the
+    SQL of sharing/query.py follows too)."""
+    return min(counts, key=lambda name: (-counts[name], name))
 
 
 def _by_model(peers: Iterable[PeerResult]) -> dict[tuple[str, bool], list[PeerResult]]:
@@ -197,48 +207,6 @@ def _by_model(peers: Iterable[PeerResult]) -> dict[tuple[str, bool], list[PeerRe
         if not peer.apart:
             by_model.setdefault((peer.model_key, bool(peer.published)), []).append(peer)
     return by_model
-
-
-# --- outliers: quarantined, never deleted ----------------------------------------------------------
-#: A result beyond this percentile of its device class (over machines, for its key) is quarantined.
-OUTLIER_PERCENTILE = 99.5
-#: Below this many machines in a (key, device class) group the 99.5th percentile is the group's
-#: own maximum (interpolated between its top two machines), so the rule would quarantine the
-#: fastest machine of every small group: it applies from this many machines, where at least one
-#: machine lies above the percentile by the data, not by construction.
-OUTLIER_MIN_MACHINES = 200
-
-
-def outlier_reason(value: float, threshold: float, machines: int, kind: str) -> str:
-    """The one wording of a quarantine (the Parquet path writes the same words)."""
-    return (f"beyond the {OUTLIER_PERCENTILE:g}th percentile of the {machines:,} {kind} machines that did "
-            f"this work ({value:.4g} against {threshold:.4g})")
-
-
-def mark_outliers(peers: Sequence[PeerResult]) -> list[PeerResult]:
-    """``peers`` with every result of a machine whose median is beyond the 99.5th percentile of
-    its (key, device class) group quarantined (``outlier`` set, kept). Implausible results,
-    published figures and results without a machine id take no part; a result already
-    quarantined keeps its reason."""
-    groups: dict[tuple[tuple[Any, ...], str], list[PeerResult]] = {}
-    for peer in peers:
-        if not peer.invalid and not peer.published and peer.machine_id:
-            groups.setdefault((peer.key, peer.device_class), []).append(peer)
-    reasons: dict[int, str] = {}
-    for (_, kind), members in groups.items():
-        machines = _by_machine(members)
-        if len(machines) < OUTLIER_MIN_MACHINES:
-            continue
-        values = {machine: float(np.median([p.throughput for p in results]))
-                  for machine, results in machines.items()}
-        threshold = float(np.percentile(list(values.values()), OUTLIER_PERCENTILE))
-        for machine, value in values.items():
-            if value > threshold:
-                for peer in machines[machine]:
-                    reasons[id(peer)] = outlier_reason(value, threshold, len(machines), kind)
-    if not reasons:
-        return list(peers)
-    return [replace(p, outlier=reasons[id(p)]) if id(p) in reasons and not p.outlier else p for p in peers]
 
 
 def group_peers(peers: Iterable[PeerResult]) -> list[ModelGroup]:
@@ -258,53 +226,100 @@ def _ratio_text(ratio: float) -> str:
     return f"{ratio:.2f}x"
 
 
-def likely_reasons(mine: PeerResult, peers: Sequence[PeerResult]) -> list[str]:
-    """Settings in which ``mine`` differs from most of ``peers`` that state them, closest first.
+#: Label -> value -> (results that stated it, their median rate): what the likely reasons read.
+SettingStats = dict[str, dict[str, tuple[int, float]]]
+
+
+def setting_stats(pairs: Iterable[tuple[Mapping[str, str], Sequence[float]]]) -> SettingStats:
+    """The stats of results given as (settings, the rates of the results that recorded them)."""
+    rates: dict[str, dict[str, list[float]]] = {}
+    for settings, values in pairs:
+        for label, value in settings.items():
+            rates.setdefault(label, {}).setdefault(value, []).extend(values)
+    return {label: {value: (len(v), float(np.median(v))) for value, v in by_value.items()}
+            for label, by_value in rates.items()}
+
+
+def likely_reasons(mine: PeerResult, stats: SettingStats) -> list[str]:
+    """Settings in which ``mine`` differs from most of the peers that state them, closest first.
 
     "TF32 (matmul) off; peers: on (18 of 20); the 2 with off: median 0.14x of the rest" - the
     last part says whether the setting goes with the difference among the peers themselves."""
     ranked: list[tuple[float, str]] = []
     for label, value in mine.settings.items():
-        stated = [p for p in peers if label in p.settings]
-        if not stated:
+        by_value = stats.get(label)
+        if not by_value:
             continue
-        counts = Counter(p.settings[label] for p in stated)
-        common, common_count = counts.most_common(1)[0]
-        if common == value or common_count * 2 < len(stated):
+        stated = sum(count for count, _ in by_value.values())
+        # The most common value; a tie goes to the first in text order (the same on every path).
+        common = min(by_value, key=lambda v: (-by_value[v][0], v))
+        common_count = by_value[common][0]
+        if common == value or common_count * 2 < stated:
             continue
-        text = f"{label} {value}; peers: {common} ({common_count} of {len(stated)})"
-        same = [p.throughput for p in stated if p.settings[label] == value]
+        text = f"{label} {value}; peers: {common} ({common_count} of {stated})"
         closeness = math.inf
-        if same:
-            typical = float(np.median([p.throughput for p in stated if p.settings[label] == common]))
-            with_mine = float(np.median(same))
-            text += f"; the {len(same)} with {value}: {_ratio_text(with_mine / typical)} of the others"
+        if value in by_value:
+            same, with_mine = by_value[value]
+            typical = by_value[common][1]
+            text += f"; the {same} with {value}: {_ratio_text(with_mine / typical)} of the others"
             closeness = abs(math.log(with_mine / mine.throughput))
         ranked.append((closeness, text))
     ranked.sort(key=lambda item: item[0])
     return [text for _, text in ranked[:MAX_REASONS]]
 
 
+@dataclass(frozen=True)
+class KeyPeers:
+    """What placing a result reads of its peers of one key (without the user's own machine): every
+    device model's group, the machine values and recorded settings of the user's model, and what
+    was kept apart. Built from peers here, or by ``sharing/query.py`` in SQL from Parquet shards."""
+
+    groups: list[ModelGroup]
+    machine_values: list[float] = field(default_factory=list)
+    settings: SettingStats = field(default_factory=dict)
+    apart: dict[str, Any] = field(default_factory=dict)
+
+
+def same_work(mine: PeerResult, peers: Iterable[PeerResult]) -> list[PeerResult]:
+    """The peers of ``mine``'s key, without ``mine`` itself (shared before: same content hash) and
+    without every result of the user's own machine (``mine.machine_id``)."""
+    return [p for p in peers if p.key == mine.key and p.throughput > 0
+            and not (mine.content_hash and p.content_hash == mine.content_hash)
+            and not (mine.machine_id and p.machine_id == mine.machine_id)]
+
+
+def key_peers(mine: PeerResult, peers: Iterable[PeerResult]) -> KeyPeers:
+    work = same_work(mine, peers)
+    by_model = _by_model(work)
+    own = by_model.get((mine.model_key, False), [])
+    groups = sorted((_group(members) for members in by_model.values()), key=lambda g: -g.median)
+    rates: dict[tuple[tuple[str, str], ...], list[float]] = {}
+    for peer in own:
+        rates.setdefault(tuple(peer.settings.items()), []).append(peer.throughput)
+    return KeyPeers(groups, machine_values(own), setting_stats((dict(k), v) for k, v in rates.items()),
+                    _apart(work))
+
+
 def place(mine: PeerResult, peers: Iterable[PeerResult]) -> Placement:
     """``mine`` among ``peers`` (which may include results of other keys: they are left out, and so
     is ``mine`` itself when it was shared before: same content hash, and every result of the
     user's own machine: ``mine.machine_id``)."""
-    same_work = [p for p in peers if p.key == mine.key and p.throughput > 0
-                 and not (mine.content_hash and p.content_hash == mine.content_hash)
-                 and not (mine.machine_id and p.machine_id == mine.machine_id)]
-    by_model = _by_model(same_work)
-    groups = sorted((_group(members) for members in by_model.values()), key=lambda g: -g.median)
-    own_peers = by_model.get((mine.model_key, False), [])
+    return judge(mine, key_peers(mine, peers))
+
+
+def judge(mine: PeerResult, peers: KeyPeers) -> Placement:
+    """``mine`` against the summary of its peers: the verdict by the one rule, its percentile among
+    the machines of its device model, and the likely reasons."""
+    groups = peers.groups
     own = next((g for g in groups if model_key(g.device_model) == mine.model_key and not g.published),
                None)
-    apart = _apart(same_work)
     if own is None or own.machines < MIN_PEERS:
-        return Placement(mine, groups, own, TOO_FEW, **apart)
-    values = machine_values(own_peers)
-    percentile = percentile_of(mine.throughput, values)
+        return Placement(mine, groups, own, TOO_FEW, **peers.apart)
+    percentile = percentile_of(mine.throughput, peers.machine_values)
     verdict = band_verdict(mine.throughput, own.low, own.high)
-    reasons = likely_reasons(mine, own_peers) if verdict != NORMAL else []
-    return Placement(mine, groups, own, verdict, percentile, mine.throughput / own.median, reasons, **apart)
+    reasons = likely_reasons(mine, peers.settings) if verdict != NORMAL else []
+    return Placement(mine, groups, own, verdict, percentile, mine.throughput / own.median, reasons,
+                     **peers.apart)
 
 
 def _apart(peers: Sequence[PeerResult]) -> dict[str, Any]:
@@ -312,9 +327,9 @@ def _apart(peers: Sequence[PeerResult]) -> dict[str, Any]:
     invalid = [p for p in peers if p.invalid]
     outliers = [p for p in peers if p.outlier and not p.invalid]
     return {"invalid": sum(p.results for p in invalid),
-            "invalid_reasons": list(dict.fromkeys(p.invalid for p in invalid)),
+            "invalid_reasons": sorted({p.invalid for p in invalid}),
             "outliers": sum(p.results for p in outliers),
-            "outlier_reasons": list(dict.fromkeys(p.outlier for p in outliers))}
+            "outlier_reasons": sorted({p.outlier for p in outliers})}
 
 
 def band_verdict(value: float, low: float, high: float) -> str:

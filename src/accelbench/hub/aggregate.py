@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.compare.bands import MIN_MACHINES, Band, bands_of
-from accelbench.compare.peers import mark_outliers
+from accelbench.compare.outliers import mark_outliers
 from accelbench.sharing.bands import table_dict, write_table
 from accelbench.sharing.query import collection_relation, shard_bands
 from accelbench.sharing.shards import duckdb_connection

@@ -9,7 +9,7 @@ reason when it cannot be used. Then, over everything read:
   one, the same key, device model and figures). The first met is kept (sources in the order
   given, files in name order, lines in order); every other is refused as a duplicate of it;
 * a machine beyond the 99.5th percentile of its device class for a key is quarantined (the
-  ``outlier`` column says why; ``compare/peers.mark_outliers``'s rule and words);
+  ``outlier`` column says why; ``compare/outliers.mark_outliers``'s rule and words);
 * implausible lines are kept, marked (``implausible``), never in a band.
 
 Lines of results that did not finish are counted and left out (they hold no figure). The shards
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from accelbench import __version__
-from accelbench.compare.peers import OUTLIER_MIN_MACHINES, OUTLIER_PERCENTILE, outlier_reason
+from accelbench.compare.outliers import OUTLIER_MIN_MACHINES, OUTLIER_PERCENTILE, outlier_reason
 from accelbench.errors import UsageError
 from accelbench.results.key import KEY_FIELDS
 from accelbench.sharing.bundle import BUNDLE_MARK, BadLine
@@ -215,7 +215,7 @@ def _prepare(out: Path) -> Path:
 
 
 def _outlier_table(connection: Any, keys: str) -> None:
-    """The quarantined machines, with the reason in ``compare/peers.outlier_reason``'s words."""
+    """The quarantined machines, with the reason in ``compare/outliers.outlier_reason``'s words."""
     flagged = connection.execute(f"""
         WITH machines AS (
             SELECT {keys}, device_class, machine_id, median(rate) AS rate FROM kept

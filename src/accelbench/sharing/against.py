@@ -11,15 +11,19 @@ or the shipped ``accelbench:published``) places each case in its band, offline.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from accelbench.compare.bands import place_in_band
+from accelbench.compare.outliers import mark_outliers
 from accelbench.compare.peers import (
     TOO_FEW,
+    KeyPeers,
     PeerComparison,
     PeerResult,
     Placement,
-    mark_outliers,
+    judge,
+    key_peers,
     place,
     published_peers,
 )
@@ -30,7 +34,7 @@ from accelbench.sharing.build import SHARED_KINDS, SelftestLookup, case_line
 from accelbench.sharing.bundle import BadLine, dump_line, parse_line
 from accelbench.sharing.machine_id import stored_machine_id
 from accelbench.sharing.peer_view import peer_of
-from accelbench.sharing.query import collection_relation, shard_peers
+from accelbench.sharing.query import collection_relation, shard_key_peers
 from accelbench.sharing.shards import duckdb_connection
 from accelbench.sharing.sources import Loaded, Warn, load_collection
 
@@ -55,23 +59,27 @@ def own_peers(record: RunRecord, selftest: SelftestLookup | None = None,
     return out
 
 
-def _peers(sources: list[str], warn: Warn, keys: set[tuple[Any, ...]],
-           models: set[str]) -> tuple[list[PeerResult], Loaded]:
-    """The shared results of ``keys``: bundles read line by line, Parquet shards queried in place
-    (only the partitions and rows of those keys; other device models than ``models`` reduced per
-    machine), a result in both counted once."""
+def _summaries(sources: list[str], warn: Warn, mine: list[tuple[str, CaseResult, PeerResult]],
+               machine: str) -> tuple[dict[tuple[Any, ...], KeyPeers] | None, list[PeerResult], Loaded]:
+    """The shared results of the user's keys: bundles read line by line (returned as peers), or,
+    where the sources hold Parquet shards, summarised in DuckDB with the bundles (only the
+    partitions and rows of those keys; returned as each (key, device model)'s summary)."""
+    keys, models = {peer.key for _, _, peer in mine}, {peer.model_key for _, _, peer in mine}
     loaded, files = load_collection(sources, warn, keys, settings_for=models)
     peers = mark_outliers(loaded.peers)  # shards carry their own, decided over the whole hub
     if not files:
-        return peers, loaded
+        return None, peers, loaded
     connection = duckdb_connection(" ".join(sources))
     try:
         modes = {str(key[KEY_FIELDS.index("mode")]) for key in keys}
-        peers = shard_peers(connection, collection_relation(connection, files, peers, modes), keys, models)
+        rel = collection_relation(connection, files, peers, modes)
+        summaries = shard_key_peers(connection, rel, {(p.key, p.model_key) for _, _, p in mine}, machine,
+                                    {p.content_hash for _, _, p in mine})
+        (rows,) = connection.execute("SELECT count(*) FROM work").fetchone()
     finally:
         connection.close()
-    loaded.shard_rows = sum(p.results for p in peers) - len(loaded.peers)
-    return peers, loaded
+    loaded.shard_rows = rows - len(peers)
+    return summaries, [], loaded
 
 
 def compare_against(runs: Sequence[tuple[str, RunRecord]], sources: Sequence[str], warn: Warn,
@@ -84,8 +92,8 @@ def compare_against(runs: Sequence[tuple[str, RunRecord]], sources: Sequence[str
             for case, peer in own_peers(record, selftest, machine)]
     tables = [spec for spec in sources if is_band_table(spec)]
     collections = [spec for spec in sources if spec not in tables]
-    peers, loaded = (_peers(collections, warn, {peer.key for _, _, peer in mine},
-                            {peer.model_key for _, _, peer in mine}) if collections else ([], Loaded()))
+    summaries, peers, loaded = (_summaries(collections, warn, mine, machine) if collections
+                                else (None, [], Loaded()))
     loaded.sources = list(sources)
     by_key: dict[tuple[object, ...], list[PeerResult]] = {}
     for peer in peers:
@@ -96,8 +104,14 @@ def compare_against(runs: Sequence[tuple[str, RunRecord]], sources: Sequence[str
     for label, case, peer in mine:
         if collections or not tables:
             published = published_peers(case.workload, case.mode, case.dataset_size)
-            comparisons.append(PeerComparison(label, case.device,
-                                              place(peer, by_key.get(peer.key, []) + published)))
+            if summaries is None:
+                placement = place(peer, by_key.get(peer.key, []) + published)
+            else:
+                found = summaries[(peer.key, peer.model_key)]
+                extra = key_peers(peer, published).groups
+                placement = judge(peer, replace(found, groups=sorted([*found.groups, *extra],
+                                                                      key=lambda g: -g.median)))
+            comparisons.append(PeerComparison(label, case.device, placement))
         for spec, table in zip(tables, bands, strict=True):
             band = table.get((peer.key, peer.device_class))
             placement = (place_in_band(peer, band) if band is not None else

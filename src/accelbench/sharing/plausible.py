@@ -20,7 +20,7 @@ carries none, the device's published peak:
   line itself says do not match (``tokens_hash``, issue 28).
 
 What a large collection does with the whole of it (outliers beyond the 99.5th percentile of a
-device class) is ``compare/peers.mark_outliers``'s job, not a line's.
+device class) is ``compare/outliers.mark_outliers``'s job, not a line's.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Large collections read in place: Parquet shards (``shards.py``) queried through DuckDB, only the
 rows of the work asked for, reduced to what the reader shows.
 
-* ``compare --against`` (``shard_peers``): for the user's keys, every row of the user's own device
-  models (their settings explain a verdict) and every row kept apart; every other device model's
-  rows reduced to one peer per machine (its median over its results, ``PeerResult.results`` =
-  their count), which is all ``compare/peers.place`` reads of them. Ten million rows of one key
-  become a few thousand peers.
+* ``compare --against`` (``shard_key_peers``): for each of the user's keys and device models, what
+  ``compare/peers.judge`` reads (``KeyPeers``): every device model's group over its machines'
+  medians, the user's model's machine medians and its recorded settings (counted, with the
+  median rate of each value), and how many results were kept apart and why. Ten million rows
+  of one key become a few dozen numbers per device model and a list of machine medians.
 * ``site`` (``shard_collection``) and ``hub aggregate`` (``shard_bands``): the summaries of
   ``compare/collection.py`` and ``compare/bands.py`` computed in SQL: machine medians, then their
   percentiles (DuckDB's quantile_cont interpolates linearly, as numpy's percentile does: tests hold
@@ -25,13 +25,15 @@ from typing import Any
 
 from accelbench.compare.bands import PERCENTILES, Band, band_order
 from accelbench.compare.collection import Collection, KeySummary, collect, with_published
-from accelbench.compare.peers import ModelGroup, PeerResult, mark_outliers
+from accelbench.compare.outliers import mark_outliers
+from accelbench.compare.peers import KeyPeers, ModelGroup, PeerResult, setting_stats
 from accelbench.results.key import KEY_FIELDS
 from accelbench.sharing.shards import (
     COLUMNS,
     duckdb_connection,
     key_columns,
     key_condition,
+    literal,
     relation,
     row_of,
     sql_list,
@@ -70,30 +72,66 @@ def _settings(text: str, cache: dict[str, dict[str, str]]) -> dict[str, str]:
     return found
 
 
-def shard_peers(connection: Any, rel: str, keys: set[KeyTuple], own_models: set[str]) -> list[PeerResult]:
-    """The peers of ``keys`` (see the module's docstring); ``own_models``: model_key values."""
-    condition, params = key_condition(keys)
-    own = sql_list(sorted(own_models))
+def shard_key_peers(connection: Any, rel: str, wanted: set[tuple[KeyTuple, str]], machine: str,
+                    exclude: set[str]) -> dict[tuple[KeyTuple, str], KeyPeers]:
+    """For each (key, device model) of ``wanted`` (model_key), what ``compare/peers.judge`` reads,
+    computed in DuckDB: every device model's group, the user's model's machine values and settings,
+    what was kept apart. ``machine``: this install's id (its results are no peers); ``exclude``:
+    the content hashes of the user's own results."""
+    keys, width = key_columns(), len(KEY_FIELDS)
+    own = sql_list(sorted({model for _, model in wanted}))
+    connection.execute(
+        f"CREATE OR REPLACE TEMP VIEW work AS SELECT * FROM {rel} "
+        f"WHERE {key_condition({key for key, _ in wanted})} AND machine_id <> {literal(machine or chr(0))} "
+        f"AND NOT list_contains({sql_list(sorted(exclude))}, hash)")
+    groups: dict[KeyTuple, list[ModelGroup]] = {}
+    for row in _model_groups(connection, "work"):
+        groups.setdefault(tuple(row[:width]), []).append(ModelGroup(*row[width + 1:]))
+    values = {(tuple(row[:width]), row[width]): [float(v) for v in row[width + 1]]
+              for row in connection.execute(
+                  f"SELECT {keys}, model_key, list(rate) FROM machines "
+                  f"WHERE list_contains({own}, model_key) GROUP BY {keys}, model_key").fetchall()}
     cache: dict[str, dict[str, str]] = {}
-    full = connection.execute(
-        f"SELECT {key_columns()}, device_kind, device_model, rate, settings, machine_id, hash, dataset_size, "
-        f"implausible, outlier, date FROM {rel} WHERE {condition} AND "
-        f"(list_contains({own}, model_key) OR implausible <> '' OR outlier <> '')", params).fetchall()
-    width = len(KEY_FIELDS)
-    peers = [PeerResult(tuple(row[:width]), row[width], row[width + 1], row[width + 2],
-                        _settings(row[width + 3], cache), machine_id=row[width + 4],
-                        content_hash=row[width + 5],
-                        dataset_size=row[width + 6] or 0, invalid=row[width + 7], outlier=row[width + 8],
-                        date=row[width + 9]) for row in full]
-    reduced = connection.execute(
-        f"SELECT {key_columns()}, device_kind, mode(device_model), median(rate), count(*), machine_id, "
-        f"mode(dataset_size), min(date) FROM {rel} WHERE {condition} AND NOT list_contains({own}, model_key) "
-        f"AND implausible = '' AND outlier = '' GROUP BY {key_columns()}, device_kind, model_key, "
-        "machine_id, CASE WHEN machine_id = '' THEN hash END", params).fetchall()
-    peers += [PeerResult(tuple(row[:width]), row[width], row[width + 1], row[width + 2],
-                         machine_id=row[width + 4], results=row[width + 3], dataset_size=row[width + 5] or 0,
-                         date=row[width + 6] or "") for row in reduced]
-    return peers
+    pairs: dict[tuple[KeyTuple, str], list[tuple[dict[str, str], list[float]]]] = {}
+    for row in connection.execute(
+            f"SELECT {keys}, model_key, settings, list(rate) FROM work "
+            f"WHERE implausible = '' AND outlier = '' AND list_contains({own}, model_key) "
+            f"GROUP BY {keys}, model_key, settings").fetchall():
+        pairs.setdefault((tuple(row[:width]), row[width]), []).append((_settings(row[width + 1], cache),
+                                                                       row[width + 2]))
+    apart: dict[KeyTuple, dict[str, Any]] = {}
+    for row in connection.execute(
+            f"SELECT {keys}, implausible, outlier, count(*) FROM work "
+            "WHERE implausible <> '' OR outlier <> '' GROUP BY ALL").fetchall():
+        kept = apart.setdefault(tuple(row[:width]), {"invalid": 0, "invalid_reasons": [], "outliers": 0,
+                                                     "outlier_reasons": []})
+        kind = "invalid" if row[width] else "outliers"
+        kept[kind] += row[width + 2]
+        kept["invalid_reasons" if row[width] else "outlier_reasons"].append(row[width] or row[width + 1])
+    for kept in apart.values():
+        kept["invalid_reasons"] = sorted(set(kept["invalid_reasons"]))
+        kept["outlier_reasons"] = sorted(set(kept["outlier_reasons"]))
+    return {(key, model): KeyPeers(sorted(groups.get(key, []), key=lambda g: -g.median),
+                                   values.get((key, model), []), setting_stats(pairs.get((key, model), [])),
+                                   apart.get(key, {}))
+            for key, model in wanted}
+
+
+def _model_groups(connection: Any, rel: str) -> list[tuple[Any, ...]]:
+    """Per key and device model: the spelling, results, machines, median, 10th and 90th
+    percentile and best over the machines' medians (``compare/peers._group`` in SQL). Leaves the
+    machines' medians in the temporary table ``machines`` (one pass over the rows)."""
+    keys = key_columns()
+    connection.execute(f"CREATE OR REPLACE TEMP TABLE machines AS {_machines(rel, 'model_key')}")
+    spellings = (f"SELECT {keys}, model_key, first(device_model ORDER BY n DESC, device_model) AS spelling "
+                 f"FROM (SELECT {keys}, model_key, device_model, count(*) AS n FROM {rel} "
+                 "WHERE implausible = '' AND outlier = '' GROUP BY ALL) GROUP BY ALL")
+    return connection.execute(
+        f"SELECT {keys}, model_key, s.spelling, g.* EXCLUDE ({keys}, model_key) FROM ("
+        f"  SELECT {keys}, model_key, sum(n) AS n, count(*) AS machines, quantile_cont(rate, 0.5) AS median, "
+        "   quantile_cont(rate, 0.1) AS low, quantile_cont(rate, 0.9) AS high, max(rate) AS best "
+        f"  FROM machines GROUP BY {keys}, model_key) g "
+        f"JOIN ({spellings}) s USING ({keys}, model_key)").fetchall()
 
 
 def _machines(rel: str, by: str) -> str:
@@ -110,16 +148,13 @@ def shard_collection(connection: Any, rel: str) -> Collection:
     """``compare/collection.collect``'s summary of the relation's results, in SQL."""
     keys, width = key_columns(), len(KEY_FIELDS)
     collection = Collection()
-    groups = connection.execute(
-        f"SELECT {keys}, model_key, sum(n), count(*), quantile_cont(rate, 0.5), quantile_cont(rate, 0.1), "
-        f"quantile_cont(rate, 0.9), max(rate) FROM ({_machines(rel, 'model_key')}) "
-        f"GROUP BY {keys}, model_key").fetchall()
     spellings = dict(connection.execute(
-        f"SELECT model_key, mode(device_model) FROM {rel} WHERE implausible = '' AND outlier = '' "
-        "GROUP BY model_key").fetchall())
-    for row in groups:
+        "SELECT model_key, first(device_model ORDER BY n DESC, device_model) FROM ("
+        f"  SELECT model_key, device_model, count(*) AS n FROM {rel} WHERE implausible = '' AND outlier = '' "
+        "  GROUP BY ALL) GROUP BY model_key").fetchall())
+    for row in _model_groups(connection, rel):
         summary = collection.keys.setdefault(tuple(row[:width]), KeySummary())
-        summary.groups.append(ModelGroup(spellings[row[width]], *row[width + 1:width + 7]))
+        summary.groups.append(ModelGroup(*row[width + 1:]))
     for row in connection.execute(
             f"SELECT {keys}, implausible, outlier, count(*) FROM {rel} "
             "WHERE implausible <> '' OR outlier <> '' GROUP BY ALL").fetchall():

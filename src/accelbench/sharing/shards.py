@@ -109,15 +109,15 @@ def relation(connection: Any, files: list[str], modes: set[str] | None = None) -
         return f"(SELECT {typed} WHERE FALSE)"
     scan = f"read_parquet({sql_list(files)}, hive_partitioning = true, union_by_name = true)"
     present = {row[0] for row in connection.execute(f"DESCRIBE SELECT * FROM {scan}").fetchall()}
-    keyed = [f'COALESCE("{name}", {_literal(KEY_DEFAULTS[name])}) AS "{name}"' if name in present
-             else f'{_literal(KEY_DEFAULTS[name])} AS "{name}"' for name in KEY_FIELDS]
+    keyed = [f'COALESCE("{name}", {literal(KEY_DEFAULTS[name])}) AS "{name}"' if name in present
+             else f'{literal(KEY_DEFAULTS[name])} AS "{name}"' for name in KEY_FIELDS]
     excluded = [f'"{name}"' for name in KEY_FIELDS if name in present]
     star = f"* EXCLUDE ({', '.join(excluded)})" if excluded else "*"
     where = f" WHERE mode IN ({sql_list(sorted(modes))[1:-1]})" if modes else ""
     return f"(SELECT {star}, {', '.join(keyed)} FROM {scan}{where})"
 
 
-def _literal(value: Any) -> str:
+def literal(value: Any) -> str:
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
     if isinstance(value, int):
@@ -125,13 +125,12 @@ def _literal(value: Any) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
-def key_condition(keys: set[tuple[Any, ...]]) -> tuple[str, list[Any]]:
-    """A WHERE clause matching any of ``keys`` (every key field equal), with its parameters."""
-    clauses, params = [], []
-    for key in sorted(keys, key=lambda k: tuple(str(v) for v in k)):
-        clauses.append("(" + " AND ".join(f'"{name}" = ?' for name in KEY_FIELDS) + ")")
-        params.extend(key)
-    return ("(" + " OR ".join(clauses) + ")" if clauses else "FALSE"), params
+def key_condition(keys: set[tuple[Any, ...]]) -> str:
+    """A WHERE clause matching any of ``keys`` (every key field equal; values as SQL literals)."""
+    clauses = ["(" + " AND ".join(f'"{name}" = {literal(value)}' for name, value in zip(KEY_FIELDS, key,
+                                                                                        strict=True)) + ")"
+               for key in sorted(keys, key=lambda k: tuple(str(v) for v in k))]
+    return "(" + " OR ".join(clauses) + ")" if clauses else "FALSE"
 
 
 def key_columns() -> str:
