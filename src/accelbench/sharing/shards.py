@@ -78,6 +78,29 @@ def holds_shards(spec: str) -> bool:
     return path.is_dir() and bool(shard_files(path))
 
 
+def remote_hf_shards(org: str, name: str, revision: str | None, folder: str | None) -> list[str] | None:
+    """The dataset's shards as ``hf://`` addresses DuckDB reads in place (only the row groups a
+    query needs travel), where that is available: DuckDB and its httpfs extension installed, and
+    not offline (HF_HUB_OFFLINE). None otherwise: the caller downloads them."""
+    import os
+
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return None
+    try:
+        import duckdb
+        from huggingface_hub import HfApi
+
+        duckdb.connect().execute("LOAD httpfs")
+        files = HfApi().list_repo_files(f"{org}/{name}", repo_type="dataset", revision=revision)
+    except Exception:  # no DuckDB, no httpfs, no network, no listing: download instead
+        return None
+    prefix = (folder or "").strip("/")
+    at = f"@{revision}" if revision else ""
+    return [f"hf://datasets/{org}/{name}{at}/{path}" for path in sorted(files)
+            if path.endswith(".parquet") and path.startswith(prefix)
+            and not any(part.startswith(".") for part in path.split("/"))]
+
+
 def duckdb_connection(what: str) -> Any:
     """A DuckDB connection, or the one line that says how to get DuckDB."""
     try:
@@ -107,6 +130,10 @@ def relation(connection: Any, files: list[str], modes: set[str] | None = None) -
     if not files:
         typed = ", ".join(f'CAST(NULL AS {kind}) AS "{name}"' for name, kind in COLUMNS.items())
         return f"(SELECT {typed} WHERE FALSE)"
+    if any(f.startswith("hf://") for f in files):
+        connection.execute("LOAD httpfs")
+        # The user's usual Hugging Face login, for a private dataset.
+        connection.execute("CREATE SECRET IF NOT EXISTS hf (TYPE huggingface, PROVIDER credential_chain)")
     scan = f"read_parquet({sql_list(files)}, hive_partitioning = true, union_by_name = true)"
     present = {row[0] for row in connection.execute(f"DESCRIBE SELECT * FROM {scan}").fetchall()}
     keyed = [f'COALESCE("{name}", {literal(KEY_DEFAULTS[name])}) AS "{name}"' if name in present

@@ -33,7 +33,7 @@ from accelbench.errors import UsageError
 from accelbench.results.catalogue import headline
 from accelbench.sharing.bundle import BUNDLE_MARK, BadLine, read_line, upgrade, verify
 from accelbench.sharing.peer_view import peer_of
-from accelbench.sharing.shards import REFUSED, holds_shards, shard_files
+from accelbench.sharing.shards import REFUSED, holds_shards, remote_hf_shards, shard_files
 
 SOURCE_HELP = ("a bundle file, a folder of bundles (*.jsonl), an http(s) address of a bundle, or a "
                "Hugging Face dataset hf://datasets/ORG/NAME")
@@ -194,9 +194,14 @@ def split_sources(specs: Iterable[str]) -> tuple[list[str], list[str]]:
     shards: list[str] = []
     for spec in specs:
         if spec.startswith("hf://"):
-            folder = hf_folder(spec, ("*.jsonl", "*.parquet"))
-            found = shard_files(folder) if folder.is_dir() else []
-            shards += [str(p) for p in found]
+            match = _HF.fullmatch(spec)
+            remote = remote_hf_shards(*match.groups()) if match else None
+            folder = hf_folder(spec, ("*.jsonl",) if remote is not None else ("*.jsonl", "*.parquet"))
+            if remote is not None:
+                found = remote
+            else:
+                found = [str(p) for p in shard_files(folder)] if folder.is_dir() else []
+            shards += found
             if not found or bundle_files(folder):
                 bundles.append(str(folder))
         elif holds_shards(spec):
