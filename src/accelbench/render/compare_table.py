@@ -28,9 +28,10 @@ from accelbench.reference.published import (
     RATIO_CLAIMS,
     EpochReference,
 )
-from accelbench.render.fit import FittedTable, Footnotes, non_empty_columns
+from accelbench.render.fit import FittedTable, Footnotes, Prose, non_empty_columns
 from accelbench.render.format import format_seconds
 from accelbench.render.steady import STEADY_COLUMNS, STEADY_NOTE, steady_rows
+from accelbench.render.words import shorten
 from accelbench.results import CaseResult
 from accelbench.results.key import config_label
 
@@ -77,7 +78,7 @@ def epoch_cell(case: CaseResult | None) -> str:
     if case is None:
         return ""
     if not case.ok:
-        first = case.error.splitlines()[0][:60] if case.error else ""
+        first = shorten(case.error, 60)
         return f"{case.status}: {first}" if first else case.status
     epoch = case.epoch_time()
     if epoch:
@@ -244,9 +245,10 @@ def comparison_renderable(comparisons: list[WorkloadComparison]) -> Group:
     parts: list[FittedTable | Text] = []
     for table in layout.tables:
         parts += [FittedTable(table.title, table.columns, table.rows,
-                              ["dim italic" if published else "" for published in table.published], RIGHT),
+                              ["dim italic" if published else "" for published in table.published], RIGHT,
+                              stack=("", "run")),
                   Text("")]
-    parts += [Text(line, style="dim") for line in layout.notes]
+    parts += [Prose(line, "dim") for line in layout.notes]
     return Group(*parts)
 
 
@@ -259,20 +261,21 @@ def reference_renderable() -> Group:
                   for ref in EPOCH_REFERENCES]
     epoch = FittedTable(f"Epoch times ({PUBLISHED_LABEL})", ("workload", "mode", "machine", "memory",
                         "CPU time", "accelerator", "accelerator time", "speedup", "source", "caveats"),
-                        epoch_rows)
+                        epoch_rows, stack=("workload", "mode"))
     sizes = FittedTable(f"Model sizes ({PUBLISHED_LABEL})", ("model", "parameters",
                         "GMACs (224x224, batch 1)", "source"),
                         [[m.model, f"{m.parameters:,}", f"{m.gmacs:.2f}", sources.add(m.source.citation)]
-                         for m in MODEL_SIZES])
+                         for m in MODEL_SIZES], stack=("model",))
     ratios = FittedTable(f"Stated ratios ({PUBLISHED_LABEL})", ("claim", "ratio", "machine", "workloads",
                          "source", "caveats"),
                          [[r.claim, f"{r.qualifier} {r.ratio:g}x", r.machine, r.workloads,
-                           sources.add(r.source.citation), r.caveats] for r in RATIO_CLAIMS])
+                           sources.add(r.source.citation), r.caveats] for r in RATIO_CLAIMS],
+                        stack=("claim",))
     features = FittedTable(f"Feature findings ({PUBLISHED_LABEL})", ("device", "feature", "status", "detail",
                            "source"),
                            [[f.device, f.feature, f.status, f.detail, sources.add(f.source.citation)]
-                            for f in FEATURE_FINDINGS])
+                            for f in FEATURE_FINDINGS], stack=("device", "feature"))
     spaced: list[FittedTable | Text] = []
     for table in (epoch, sizes, ratios, features):
         spaced += [table, Text("")]
-    return Group(*spaced, Text("sources:"), *(Text(line) for line in sources.lines()))
+    return Group(*spaced, Text("sources:"), *(Prose(line) for line in sources.lines()))

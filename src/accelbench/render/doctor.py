@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 
 from accelbench.measure.memory import format_bytes
+from accelbench.render.fit import FittedTable, Prose
 
 _SKIP = {"device", "name", "memory_total_bytes", "memory_free_bytes"}
 
@@ -50,17 +50,16 @@ def render_doctor(report: dict[str, Any]) -> Group:
         mac = report["macos"]
         lines.append(Text.assemble(("macOS ", "bold"), f"{mac['version']} on {mac['machine']}"
                                    f"{' (under Rosetta)' if mac['rosetta'] else ''}"))
-    table = Table(title="Devices", title_justify="left")
-    for column in ("kind", "status", "details / reason", "fix"):
-        table.add_column(column)
+    rows: list[list[str | Text]] = []
     for entry in report["devices"]:
         if entry["available"]:
-            for instance in entry.get("instances", []):
-                table.add_row(instance["device"], "[green]available[/green]",
-                              _device_details(instance), "")
+            rows += [[instance["device"], Text("available", style="green"),
+                      _device_details(instance), ""] for instance in entry.get("instances", [])]
         else:
-            table.add_row(entry["kind"], "[red]missing[/red]", entry["reason"], entry["fix"])
-    parts: list[Any] = [*lines, table,
+            rows.append([entry["kind"], Text("missing", style="red"), entry["reason"], entry["fix"]])
+    table = FittedTable("Devices", ("kind", "status", "details / reason", "fix"), rows,
+                        stack=("kind",))
+    parts: list[Any] = [*(Prose(line) for line in lines), table,
                         Text.assemble(("Best device: ", "bold"), report["best_device"])]
-    parts.extend(Text(f"warning: {w}", style="yellow") for w in report["warnings"])
+    parts.extend(Prose(f"warning: {w}", "yellow") for w in report["warnings"])
     return Group(*parts)

@@ -4,13 +4,11 @@ out; rows shared by the terminal table and the HTML report."""
 
 from __future__ import annotations
 
-from rich import box
-from rich.markup import escape
-from rich.table import Table
-
 from accelbench.measure.memory import format_bytes
+from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_rate, format_seconds
 from accelbench.render.table import memory_cell
+from accelbench.render.words import shorten
 from accelbench.results import CaseResult, RunRecord
 from accelbench.sweeps.analysis import config_words
 
@@ -48,8 +46,7 @@ def prompt_sweep_rows(record: RunRecord, error_width: int = 60) -> list[list[str
             head = [workload, device, config, str(batch), str(case.prompt_len)]
             figures = case.generation
             if not case.ok or figures is None:
-                error = case.error.splitlines()[0] if case.error else ""
-                rows.append([*head, case.status.upper(), error[:error_width], "", "", ""])
+                rows.append([*head, case.status.upper(), shorten(case.error, error_width), "", "", ""])
                 continue
             rows.append([*head, format_seconds(figures.get("ttft_s")),
                          format_rate(figures.get("prefill_tokens_per_s")),
@@ -93,18 +90,15 @@ def prompt_figure_lines(record: RunRecord) -> list[Line]:
             for (workload, device, config, batch), cases in _curves(record).items()]
 
 
-def prompt_sweep_table(record: RunRecord) -> Table:
+def prompt_sweep_table(record: RunRecord) -> FittedTable:
     """For a terminal: one workload's name goes in the title, so the table fits 100 columns."""
     rows = prompt_sweep_rows(record, error_width=30)
     workloads = {row[0] for row in rows}
     single = len(workloads) == 1
-    table = Table(title=f"accelbench sweep {record.run_id}: generation against prompt length"
-                  + (f", {next(iter(workloads))}" if single else ""),
-                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
-                  padding=(0, 1), collapse_padding=True)
-    for column in PROMPT_COLUMNS[1:] if single else PROMPT_COLUMNS:
-        table.add_column(column, justify="left" if column in ("workload", "device", "config")
-                         else "right", overflow="fold")
-    for row in rows:
-        table.add_row(*(escape(cell) for cell in (row[1:] if single else row)))
-    return table
+    shown = PROMPT_COLUMNS[1:] if single else PROMPT_COLUMNS
+    return FittedTable(f"accelbench sweep {record.run_id}: generation against prompt length"
+                       + (f", {next(iter(workloads))}" if single else ""), shown,
+                       [row[1:] if single else row for row in rows],
+                       right=[c for c in shown if c not in ("workload", "device", "config")],
+                       whole=("batch", "prompt", "TTFT", "prefill tok/s", "decode tok/s", "KV cache"),
+                       stack=("workload", "device", "prompt"))

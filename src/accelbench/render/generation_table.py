@@ -11,6 +11,7 @@ from accelbench.reference.expected_tokens import describe
 from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_bytes_rate, format_rate, format_seconds
 from accelbench.render.generation_detail import generation_detail_lines
+from accelbench.render.words import shorten
 from accelbench.results import CaseResult, RunRecord
 
 
@@ -55,7 +56,7 @@ def generation_rows(record: RunRecord, wide: bool = False) -> list[list[str]]:
         shape = f"{case.batch_size}/{case.prompt_len}/{case.new_tokens}"
         figures = case.generation
         if not case.ok or figures is None:
-            rows.append([label, shape, f"{case.status}: {case.error}"[:60], *["-"] * (6 + extra)])
+            rows.append([label, shape, shorten(f"{case.status}: {case.error}", 60), *["-"] * (6 + extra)])
             continue
         windows = figures.get("itl_p99_s") is None
         itl = "windows" if windows else (f"{format_seconds(figures['itl_median_s'])} / "
@@ -80,7 +81,9 @@ def generation_table(record: RunRecord, wide: bool = False) -> FittedTable:
     ``wide`` adds WIDE_COLUMNS)."""
     columns = GENERATION_COLUMNS + (WIDE_COLUMNS if wide else ())
     return FittedTable("Generation (greedy, KV cache): per sequence unless 'total'",
-                       columns, generation_rows(record, wide), right=columns[1:])
+                       columns, generation_rows(record, wide), right=columns[1:],
+                       whole=("B/P/N", "TTFT", "prefill tok/s", "decode tok/s", "total", "KV",
+                              "TPOT p99", "weights"), stack=("case",))
 
 
 def generation_notes(record: RunRecord) -> list[str]:

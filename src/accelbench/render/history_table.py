@@ -5,9 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
-from rich.text import Text
-
+from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_rate
 from accelbench.results import rate_unit
 
@@ -23,33 +21,38 @@ def sparkline(values: list[float]) -> str:
                    for v in values)
 
 
-def runs_table(rows: list[Any], path: Path) -> Table:
-    table = Table(title=f"Stored runs ({path})", title_justify="left")
-    for column in ("run id", "date", "kind", "machine", "workloads", "devices", "statuses"):
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        statuses = ", ".join(f"{count} {status}" for status, count in row.statuses.items())
-        table.add_row(*(Text(cell) for cell in (row.run_id, row.created_at, row.kind, row.machine,
-                                                 ", ".join(row.workloads), ", ".join(row.devices),
-                                                 statuses)))
-    return table
+RUN_COLUMNS = ("run id", "date", "kind", "machine", "workloads", "devices", "statuses")
 
 
-def timeline_table(workload: str, mode: str, points: list[Any]) -> Table:
+def runs_table(rows: list[Any], path: Path) -> FittedTable:
+    """One row per stored run; ids and dates whole, lists wrapped between their items."""
+    cells = [[row.run_id, row.created_at, row.kind, row.machine, ", ".join(row.workloads),
+              ", ".join(row.devices),
+              ", ".join(f"{count} {status}" for status, count in row.statuses.items())]
+             for row in rows]
+    return FittedTable(f"Stored runs ({path})", RUN_COLUMNS, cells, whole=("run id", "date"),
+                       stack=("run id",), hint="--json shows them")
+
+
+TIMELINE_COLUMNS = ("machine", "device", "config", "runs", "first", "latest", "change", "trend")
+
+
+def timeline_table(workload: str, mode: str, points: list[Any]) -> FittedTable:
     """One series per machine, device and comparability key: runs that did different work
     (fp32 and bf16, eager and compiled, batch 64 and 128) are never drawn as one line."""
     series: dict[tuple[str, str, str], list[Any]] = {}
     for point in points:
         series.setdefault((point.machine, point.device, point.config_key), []).append(point)
     unit = rate_unit(mode) + (" (all sequences)" if mode == "generate" else "")
-    table = Table(title=f"{workload} {mode}: {unit} over time", title_justify="left")
-    for column in ("machine", "device", "config", "runs", "first", "latest", "change", "trend"):
-        table.add_column(column, overflow="fold")
+    rows = []
     for (machine, device, _), mine in series.items():
         rates = [p.throughput for p in mine if p.throughput and p.status == "ok"]
         first, last = (rates[0], rates[-1]) if rates else (None, None)
         change = f"{(last / first - 1) * 100:+.1f}%" if first and last and len(rates) > 1 else ""
-        table.add_row(*(Text(c) for c in (machine, device, mine[0].config or f"batch {mine[0].batch_size}",
-                                          str(len(mine)), format_rate(first), format_rate(last), change,
-                                          sparkline(rates))))
-    return table
+        rows.append([machine, device, mine[0].config or f"batch {mine[0].batch_size}",
+                     str(len(mine)), format_rate(first), format_rate(last), change,
+                     sparkline(rates)])
+    return FittedTable(f"{workload} {mode}: {unit} over time", TIMELINE_COLUMNS, rows,
+                       right=("runs", "first", "latest", "change"),
+                       whole=("runs", "first", "latest", "change"), stack=("machine", "device"),
+                       drop=("trend",), hint="--json shows the series")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from rich import box
 from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
+from accelbench.render.fit import FittedTable
 from accelbench.workloads.facts_record import ModelFacts
 
 
@@ -24,27 +24,22 @@ def _per_mode(values: dict[str, int], compact: bool = False) -> str:
     return "/".join(shown)
 
 
-def facts_table(facts: list[ModelFacts]) -> Table:
+COLUMNS = ("workload", "modes", "params", "fwd", "train", "batch", "input", "samples")
+CAPTION = ("modes: t train, e eval, g generate. fwd, train: FLOPs per sample counted with torch's "
+           "FlopCounterMode (multiply-add = 2; train = forward + backward). batch, samples: per "
+           "epoch, train/eval. A name marked (missing) cannot run here: why is below.")
+
+
+def facts_table(facts: list[ModelFacts]) -> FittedTable:
     """Narrow enough for an 80-column terminal; descriptions, torchvision's published figures and
     caveats follow as notes."""
-    table = Table(title="accelbench workloads", title_justify="left", box=box.SIMPLE_HEAD,
-                  padding=(0, 1), collapse_padding=True, pad_edge=False, show_edge=False,
-                  caption="modes: t train, e eval, g generate. fwd, train: FLOPs per sample counted "
-                  "with torch's FlopCounterMode (multiply-add = 2; train = forward + backward). "
-                  "batch, samples: per epoch, train/eval. A name marked (missing) cannot run here: "
-                  "why is below.",
-                  caption_justify="left")
-    for column in ("workload", "modes", "params", "fwd", "train", "batch", "input", "samples"):
-        table.add_column(column, no_wrap=True, justify="left" if column in ("workload", "modes") else "right")
-    for item in facts:
-        name = item.name if item.available else f"[yellow]{item.name} (missing)[/yellow]"
-        table.add_row(
-            name, "".join(mode[0] for mode in item.modes), _si(item.parameters),
-            _si(item.forward_flops_per_sample), _si(item.flops_per_sample.get("train")),
-            _per_mode(item.default_batch_size), "x".join(map(str, item.input_shape)),
-            _per_mode(item.dataset_size, compact=True),
-        )
-    return table
+    rows = [[Text(item.name) if item.available else Text(f"{item.name} (missing)", style="yellow"),
+             "".join(mode[0] for mode in item.modes), _si(item.parameters),
+             _si(item.forward_flops_per_sample), _si(item.flops_per_sample.get("train")),
+             _per_mode(item.default_batch_size), "x".join(map(str, item.input_shape)),
+             _per_mode(item.dataset_size, compact=True)] for item in facts]
+    return FittedTable("accelbench workloads", COLUMNS, rows, right=COLUMNS[2:], whole=COLUMNS[1:],
+                       stack=("workload",), notes=[CAPTION])
 
 
 def notes(facts: list[ModelFacts]) -> list[str]:

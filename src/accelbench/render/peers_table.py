@@ -28,7 +28,7 @@ from accelbench.compare.peers import (
 )
 from accelbench.reference.published import PUBLISHED_LABEL
 from accelbench.render.compare_table import PlainTable
-from accelbench.render.fit import FittedTable, Footnotes
+from accelbench.render.fit import FittedTable, Footnotes, Prose
 from accelbench.render.format import format_rate
 from accelbench.results import rate_unit
 from accelbench.results.key import KEY_FIELDS, config_label
@@ -120,6 +120,7 @@ def peers_renderable(comparisons: Sequence[PeerComparison]) -> Group:
     parts: list[FittedTable | Text] = []
     for table in tables:
         styles = ["bold", *("dim italic" if p else "" for p in table.published[1:])]
-        parts += [FittedTable(table.title, table.columns, table.rows, styles, RIGHT), Text("")]
-    parts += [Text(line, style="dim") for line in notes]
+        parts += [FittedTable(table.title, table.columns, table.rows, styles, RIGHT,
+                              stack=("device model",)), Text("")]
+    parts += [Prose(line, "dim") for line in notes]
     return Group(*parts)

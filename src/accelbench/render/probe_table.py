@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.table import Table
 from rich.text import Text
 
+from accelbench.render.fit import FittedTable
+from accelbench.render.words import shorten
 from accelbench.results import ProbeCell, RunRecord
 
 if TYPE_CHECKING:
@@ -28,31 +29,26 @@ def _cell_text(cell: ProbeCell | None) -> Text:
     finding = cell.detail.split("; ")[0]
     if finding:
         room = DETAIL_CHARS.get(cell.status, DEFAULT_DETAIL_CHARS)
-        short = finding if len(finding) <= room else finding[:room - 1] + "…"
-        text.append(f" {short}", style="dim")
+        text.append(f" {shorten(finding, room)}", style="dim")
     return text
 
 
-def probe_table(record: RunRecord) -> Table:
-    """Pure: the record's cells as a rich Table (features never probed on a device say so)."""
+CAPTION = ("works | fails (the error) | wrong (error vs the float64 CPU reference beyond the "
+           "tolerance) | slower (than the CPU); full details with --json")
+
+
+def probe_table(record: RunRecord) -> FittedTable:
+    """Pure: the record's cells as a fitted table (features never probed on a device say so)."""
     columns = [(probe.device, probe.cells) for probe in record.probes]
     features = list(dict.fromkeys(name for _, cells in columns for name in cells))
-    table = Table(title=f"accelbench probe {record.run_id}", title_justify="left",
-                  caption="works | fails (the error) | wrong (error vs the float64 CPU reference "
-                  "beyond the tolerance) | slower (than the CPU); full details with --json",
-                  caption_justify="left")
-    table.add_column("feature", no_wrap=True)
-    for device, _ in columns:
-        table.add_column(device, overflow="fold")
-    for feature in features:
-        table.add_row(feature, *(_cell_text(cells.get(feature)) for _, cells in columns))
-    return table
+    rows = [[feature, *(_cell_text(cells.get(feature)) for _, cells in columns)]
+            for feature in features]
+    return FittedTable(f"accelbench probe {record.run_id}",
+                       ["feature", *(device for device, _ in columns)], rows, whole=("feature",),
+                       stack=("feature",), notes=[CAPTION])
 
 
-def feature_list_table(features: list[Feature]) -> Table:
-    table = Table(title="features accelbench probe tries", title_justify="left")
-    for column in ("feature", "what", "devices"):
-        table.add_column(column)
-    for feature in features:
-        table.add_row(feature.name, feature.summary, ", ".join(feature.kinds) or "all")
-    return table
+def feature_list_table(features: list[Feature]) -> FittedTable:
+    return FittedTable("features accelbench probe tries", ("feature", "what", "devices"),
+                       [[feature.name, feature.summary, ", ".join(feature.kinds) or "all"]
+                        for feature in features], stack=("feature",))

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import math
 
-from rich.table import Table
-
 from accelbench.measure.roofline import Roofline
+from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_bytes_rate, format_seconds
 from accelbench.results.sustained import SustainedRecord
 
@@ -72,12 +71,8 @@ def sustained_rows(roofline: Roofline) -> list[tuple[str, str, str]]:
     return rows
 
 
-def roofline_table(roofline: Roofline) -> Table:
-    table = Table(title=f"roofline of {roofline.device} ({roofline.device_name}), best figures "
-                  f"seen, measured {roofline.measured_at}", title_justify="left")
-    table.add_column("figure")
-    table.add_column("value", justify="right")
-    table.add_column("how / why n/a")
-    for row in roofline_rows(roofline):
-        table.add_row(*row)
-    return table
+def roofline_table(roofline: Roofline) -> FittedTable:
+    return FittedTable(f"roofline of {roofline.device} ({roofline.device_name}), best figures "
+                       f"seen, measured {roofline.measured_at}", ("figure", "value", "how / why n/a"),
+                       [list(row) for row in roofline_rows(roofline)], right=("value",),
+                       whole=("value",), stack=("figure",))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from rich.table import Table
+from rich.markup import escape
+from rich.text import Text
 
+from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_rate
+from accelbench.render.words import shorten
 from accelbench.results import CaseResult, RunRecord, ScaleFigures
 
 COLUMNS = ("world size", "backend", "strategy", "global samples/s", "per-process samples/s",
@@ -24,8 +27,7 @@ def scale_row(case: CaseResult) -> list[str]:
         world += f" ({scale.nnodes} nodes x {scale.nproc_per_node})"
     head = [world, scale.backend, scale.strategy]
     if not case.ok:
-        first_line = case.error.splitlines()[0] if case.error else ""
-        return [*head, "", "", "", "", f"[red]{case.status}[/red] {first_line[:90]}"]
+        return [*head, "", "", "", "", f"[red]{case.status}[/red] {escape(shorten(case.error, 90))}"]
     status = "ok"
     summary = case.summary()
     if summary is not None and summary.noisy:
@@ -34,7 +36,7 @@ def scale_row(case: CaseResult) -> list[str]:
             _percent(scale.efficiency), _percent(scale.comm_fraction), status]
 
 
-def scale_table(record: RunRecord) -> Table:
+def scale_table(record: RunRecord) -> FittedTable:
     first = record.cases[0] if record.cases else None
     what = (f"{first.workload} train on {first.device}, batch {first.batch_size} per process"
             if first else "")
@@ -42,10 +44,8 @@ def scale_table(record: RunRecord) -> Table:
     base = next((s.efficiency_baseline_world_size for s in scales
                  if s.efficiency_baseline_world_size), None)
     note = f"; efficiency vs world size {base}" if base else ""
-    table = Table(title=f"accelbench scale {record.run_id}  {what}{note}", title_justify="left")
-    for column in COLUMNS:
-        table.add_column(column, justify="left" if column in ("backend", "strategy", "status")
-                         else "right")
-    for case in record.cases:
-        table.add_row(*scale_row(case))
-    return table
+    return FittedTable(f"accelbench scale {record.run_id}  {what}{note}", COLUMNS,
+                       [[Text.from_markup(cell) for cell in scale_row(case)] for case in record.cases],
+                       right=[c for c in COLUMNS if c not in ("backend", "strategy", "status")],
+                       whole=("global samples/s", "per-process samples/s", "efficiency",
+                              "comm fraction"), stack=("world size",))

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from rich.console import Group
-from rich.text import Text
 
 from accelbench.hub.push import Submission
-from accelbench.render.fit import FittedTable
+from accelbench.render.fit import FittedTable, Prose
 from accelbench.render.format import format_rate
 
 COLUMNS = ("workload", "mode", "configuration", "device model", "rate", "unit")
@@ -18,5 +17,5 @@ def submission_renderable(target: str, sub: Submission) -> Group:
              format_rate(row.rate) if row.rate is not None else "", row.unit] for row in sub.rows]
     title = (f"to {target}: {sub.path} ({sub.lines} line(s), {len(sub.text.encode('utf-8')):,} bytes, "
              f"machine {sub.machine_id})")
-    note = Text("every line as sent: accelbench share --dry-run (the same runs)", style="dim")
-    return Group(FittedTable(title, COLUMNS, rows, right=("rate",)), note)
+    note = Prose("every line as sent: accelbench share --dry-run --json (the same runs)", "dim")
+    return Group(FittedTable(title, COLUMNS, rows, right=("rate",), stack=("workload", "mode")), note)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from rich import box
-from rich.markup import escape
-from rich.table import Table
-
+from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_rate, format_seconds, with_rate_label
 from accelbench.render.table import memory_cell
+from accelbench.render.words import shorten
 from accelbench.results import RunRecord
 from accelbench.sweeps.analysis import SATURATION_FRACTION, Curve, crossovers, curves
 
@@ -38,9 +36,7 @@ def sweep_rows(record: RunRecord, error_width: int = 80) -> list[list[str]]:
         for case in curve.cases:
             head = [case.workload + curve.config, case.mode, case.device, str(case.batch_size)]
             if not case.ok:
-                error = case.error.splitlines()[0] if case.error else ""
-                short = error if len(error) <= error_width else error[:error_width - 1] + "…"
-                rows.append([*head, case.status.upper(), "", "", "", "", short])
+                rows.append([*head, case.status.upper(), "", "", "", "", shorten(case.error, error_width)])
                 continue
             summary, ci = case.summary(), case.throughput_ci()
             rows.append([*head, format_rate(case.throughput()),
@@ -64,22 +60,19 @@ def definition() -> str:
             "accelerator's throughput interval lies above the CPU's at every larger batch.")
 
 
-def sweep_table(record: RunRecord) -> Table:
+def sweep_table(record: RunRecord) -> FittedTable:
     """For a terminal: one workload's name goes in the title, so the table fits 100 columns."""
     rows = sweep_rows(record, error_width=30)
     workloads = {row[0] for row in rows}
     single = len(workloads) == 1
     title = f"accelbench sweep {record.run_id}" + (f": {next(iter(workloads))}" if single else "")
-    table = Table(title=title, title_justify="left",
-                  box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1),
-                  collapse_padding=True)
     headers = columns(record)
-    for column in headers[1:] if single else headers:
-        table.add_column(column, justify="left" if column in ("workload", "mode", "device", "note")
-                         else "right", overflow="fold")
-    for row in rows:
-        table.add_row(*(escape(cell) for cell in (row[1:] if single else row)))
-    return table
+    shown = headers[1:] if single else headers
+    return FittedTable(title, shown, [row[1:] if single else row for row in rows],
+                       right=[c for c in shown if c not in ("workload", "mode", "device", "note")],
+                       whole=[c for c in shown if c not in ("workload", "mode", "device", "note",
+                                                            "peak mem")],
+                       stack=("workload", "mode", "device", "batch"))
 
 
 def figure_lines(record: RunRecord) -> list[tuple[str, list[tuple[int, float, tuple[float, float] | None]],

@@ -18,15 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rich import box
-from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
 from accelbench.compare import SAME, speedup_vs_cpu
 from accelbench.measure.memory import format_bytes
 from accelbench.render.diagnosis import busy_share, diagnose
+from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_rate, format_seconds
 from accelbench.render.steady import break_even_cell, first_use_cell, sustained_note
 from accelbench.results import INPUT_BOUND_FRACTION, CaseResult, RunRecord
@@ -195,60 +193,36 @@ def case_row(case: CaseResult, cases: list[CaseResult], wide: bool = False) -> l
     head = [escape(case.workload), case.mode, case.device, escape(config_label(case)),
             str(case.batch_size)]
     extra_count = len(WIDE_COLUMNS) if wide else 0
-    if not case.ok:  # the status where the rate would be, the error in the notes
-        first_line = case.error.splitlines()[0] if case.error else ""
+    if not case.ok:  # the status where the rate would be, the error's first line in the notes
         return [*head, f"[red]{case.status}[/red]", "", "", *[""] * extra_count,
-                escape(first_line[:70])]
+                escape(case.error.splitlines()[0] if case.error else "")]
     wide_cells = [escape(cell(case)) if cell is not profile_cell else cell(case)
                   for _, cell in WIDE_COLUMNS] if wide else []
     return [*head, rate_cell(case), epoch_cell(case), vs_cpu_cell(case, cases), *wide_cells,
             notes_cell(case)]
 
 
-class RunTable:
-    """The run table, laid out for the console's width when printed.
-
-    rich, when a table is too wide, shrinks the widest columns alike and then every column, cutting
-    words ("transfor…"). Here each column gets its natural width and, while the table is too
-    wide, the widest column that can still wrap gives up one character, never going below its
-    longest word: cells wrap between words and nothing is cut."""
-
-    def __init__(self, record: RunRecord, wide: bool = False) -> None:
-        self.record, self.wide = record, wide
-        self.columns = COLUMNS if wide else ESSENTIAL_COLUMNS
-        self.rows = [case_row(case, record.cases, wide) for case in record.cases]
-
-    def widths(self, max_width: int) -> list[int]:
-        cells = [[Text.from_markup(cell).plain for cell in column]
-                 for column in zip(self.columns, *self.rows, strict=True)]
-        least = [max((len(word) for cell in column for word in cell.split()), default=1)
-                 for column in cells]
-        widths = [max((len(line) for cell in column for line in cell.splitlines()), default=1)
-                  for column in cells]
-        available = max_width - (len(widths) + 1)  # one blank rule between and beside columns
-        while sum(widths) > available:
-            shrinkable = [i for i, width in enumerate(widths) if width > least[i]]
-            if not shrinkable:
-                break
-            widths[max(shrinkable, key=lambda i: widths[i])] -= 1
-        return widths
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        table = Table(title=f"accelbench run {self.record.run_id}  (epoch: meas. = measured, proj. = "
-                      "projected from the mean step)", title_justify="left", box=box.SIMPLE_HEAD,
-                      pad_edge=False, padding=(0, 0))  # the box's blank rule separates cells
-        for column, width in zip(self.columns, self.widths(options.max_width), strict=True):
-            table.add_column(column, width=width, justify="left" if column in _LEFT else "right")
-        for row in self.rows:
-            table.add_row(*row)
-        yield table
-
-
 _LEFT = ("workload", "mode", "device", "config", "notes")
+#: What the essential table leaves out when even its narrowest layout is too wide (render/fit.py);
+#: --wide leaves out nothing: it is split into parts that each repeat a row's name.
+_DROP = ("epoch", "vs CPU")
+_NAME = ("workload", "mode", "device")
+#: Figures: never wrapped.
+_WHOLE = ("batch", "samples/s ±95% CI", "vs CPU", "95% CI", "IQR/med", "repeats")
 
 
-def run_table(record: RunRecord, wide: bool = False) -> RunTable:
-    return RunTable(record, wide)
+def run_table(record: RunRecord, wide: bool = False) -> FittedTable:
+    """The run table, fitted to the console (render/fit.py): cells wrap between words, figures
+    never; at a narrow width the columns in ``_DROP`` go first, and a line says which; then the
+    table is split into parts that each repeat the row's name (``--wide`` on 100 columns)."""
+    columns = COLUMNS if wide else ESSENTIAL_COLUMNS
+    rows = [[Text.from_markup(cell) for cell in case_row(case, record.cases, wide)]
+            for case in record.cases]
+    return FittedTable(f"accelbench run {record.run_id}  (epoch: meas. = measured, proj. = "
+                       "projected from the mean step)", columns, rows,
+                       right=[c for c in columns if c not in _LEFT], whole=_WHOLE,
+                       drop=() if wide else _DROP, stack=_NAME,
+                       hint="a wider terminal, --wide or --json shows them")
 
 
 def diagnosis_lines(record: RunRecord) -> list[str]:
