@@ -101,10 +101,13 @@ def test_compact_verifies_drops_duplicates_and_lists_what_it_refused(hub: Path, 
     assert rows == (35, 1, 35)  # 33 peers, the re-shared case once, the implausible line
     summary = " ".join(done.stderr.split())
     assert "35 result(s)" in summary and "2 duplicate(s) dropped" in summary and "1 implausible" in summary
-    # Compacting the shards again (with nothing new) keeps every row and refuses nothing.
-    again = inline_cli("hub", "compact", str(out), "-o", str(tmp_path / "again"), "--workers", "1")
+    # Compacting again into the same folder replaces the shards; shards are no source (derived).
+    before = sorted(p.relative_to(out) for p in shard_files(out))
+    again = _compact(inline_cli, hub, out)
     assert again.returncode == 0, again.stderr
-    assert (tmp_path / "again" / REFUSED).read_text() == ""
+    assert sorted(p.relative_to(out) for p in shard_files(out)) == before
+    assert [json.loads(line) for line in (out / REFUSED).read_text().splitlines()] == refused
+    assert_one_line_error(_compact(inline_cli, out, tmp_path / "from-shards"), "derived", "bundles")
 
 
 def test_compare_and_site_read_the_shards_as_they_read_the_bundles(hub: Path, tmp_path: Path,

@@ -20,7 +20,9 @@ def add_parser(subparsers: Any) -> None:
     commands = parser.add_subparsers(dest="hub_command", metavar="COMMAND", parser_class=type(parser))
     compact = commands.add_parser("compact", help="bundles to Parquet shards by mode and device class: "
                                   "hashes verified, duplicates dropped, refused lines listed")
-    compact.add_argument("sources", nargs="+", metavar="SOURCE", help=SOURCES_HELP)
+    compact.add_argument("sources", nargs="+", metavar="SOURCE",
+                         help="bundle files, folders of bundles, http(s) addresses or hf://datasets/ORG/NAME "
+                         "(shards are derived: compaction reads the bundles)")
     compact.add_argument("--output", "-o", type=Path, required=True, metavar="DIR",
                          help="folder of the shards (made if missing; an earlier compaction there is "
                          "replaced)")

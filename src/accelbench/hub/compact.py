@@ -94,7 +94,6 @@ class Compacted:
 class _Document:
     index: int
     name: str
-    kind: str  # "jsonl" or "parquet" (a shard's line column)
 
 
 @dataclass
@@ -105,16 +104,6 @@ class _Read:
     staged: list[str] = field(default_factory=list)
     refused: list[dict[str, Any]] = field(default_factory=list)
     not_results: int = 0
-
-
-def _shard_lines(path: str) -> Iterator[tuple[int, bytes]]:
-    import pyarrow.parquet as pq
-
-    number = 0
-    for batch in pq.ParquetFile(path).iter_batches(columns=["line"], batch_size=10_000):
-        for text in batch.column(0).to_pylist():
-            number += 1
-            yield number, (text or "").encode("utf-8")
 
 
 def _stage(rows: dict[str, list[Any]], path: Path) -> None:
@@ -145,7 +134,7 @@ def _read_lines(document: _Document, lines: Iterator[tuple[int, bytes]], staging
         if peer is None:
             read.not_results += 1
             continue
-        row = row_of(peer, line, raw.decode("utf-8"), case_identity(line))
+        row = row_of(peer, line, case_identity(line))
         for name in COLUMNS:
             rows[name].append(row[name])
         rows["source"].append(document.name)
@@ -168,8 +157,7 @@ def _flush(rows: dict[str, list[Any]], staging: Path, index: int, part: int) -> 
 
 def _read_document(task: tuple[_Document, str]) -> _Read:
     document, staging = task
-    lines = _shard_lines(document.name) if document.kind == "parquet" else _local_lines(document.name)
-    return _read_lines(document, lines, Path(staging))
+    return _read_lines(document, _local_lines(document.name), Path(staging))
 
 
 def _local_lines(path: str) -> Iterator[tuple[int, bytes]]:
@@ -179,24 +167,17 @@ def _local_lines(path: str) -> Iterator[tuple[int, bytes]]:
 
 
 def _documents(specs: list[str]) -> Iterator[tuple[_Document, Iterator[tuple[int, bytes]] | None]]:
-    """Each bundle (or shard) of the sources in order; local files by name (read in a worker),
-    an address with its lines (read here)."""
+    """Each bundle of the sources in order; local files by name (read in a worker), an address
+    with its lines (read here). Shards are derived, not a source: compaction reads the bundles."""
     index = 0
     for spec in specs:
         path = Path(spec)
-        if path.is_dir() and shard_files(path):
-            for shard in shard_files(path):
-                yield _Document(index, str(shard), "parquet"), None
-                index += 1
-            if not bundle_files(path):
-                continue
-        elif path.is_file() and path.suffix == ".parquet":
-            yield _Document(index, str(path), "parquet"), None
-            index += 1
-            continue
+        if (path.is_dir() and shard_files(path) and not bundle_files(path)) or path.suffix == ".parquet":
+            raise UsageError(f"source {spec} holds Parquet shards, which are derived: compact from the hub's "
+                             "bundles (*.jsonl)")
         for name, lines in documents(spec):
             local = Path(name).is_file()
-            yield _Document(index, name, "jsonl"), None if local else lines
+            yield _Document(index, name), None if local else lines
             index += 1
 
 

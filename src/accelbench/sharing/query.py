@@ -41,7 +41,7 @@ from accelbench.sharing.shards import (
 from accelbench.sharing.sources import Loaded, load_collection
 
 #: Columns a reader uses (never ``line``: the largest, and only compaction reads it).
-READ_COLUMNS = tuple(name for name in COLUMNS if name not in ("line", "shard_version", "accelbench_version"))
+READ_COLUMNS = tuple(name for name in COLUMNS if name not in ("shard_version", "accelbench_version"))
 KeyTuple = tuple[Any, ...]
 
 
@@ -54,7 +54,7 @@ def collection_relation(connection: Any, files: list[str], peers: Sequence[PeerR
         return shards
     import pyarrow as pa
 
-    rows = [row_of(p, {}, "", "") for p in peers if not p.published]
+    rows = [row_of(p, {}, "") for p in peers if not p.published]
     table = pa.Table.from_pylist([{name: row[name] for name in READ_COLUMNS} for row in rows])
     connection.register("bundle_results", table)
     bundles = f"(SELECT {', '.join(chr(34) + n + chr(34) for n in READ_COLUMNS)} FROM bundle_results)"

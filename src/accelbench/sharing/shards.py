@@ -14,9 +14,13 @@ KEY_FIELDS, typed from KEY_DEFAULTS: a field added there is a column here with n
 older shard without it reads as the default); ``device_kind``, ``device_class``, ``device_model``,
 ``model_key`` (the grouping form of the model), ``rate`` (the headline rate of the key's mode,
 ``results/catalogue.headline``), ``dataset_size``; ``implausible`` and ``outlier`` (why the row is
-kept apart, "" when it is not); ``settings`` (the recorded settings as JSON, label -> value) and
-``line`` (the bundle line as it was shared: the shards can be compacted again, and any row
-re-verified against its hash). JSON lines stay the interchange format; shards are derived.
+kept apart, "" when it is not); ``settings`` (the recorded settings as JSON, label -> value).
+Rows are sorted by key and device model, so a reader skips the row groups of other work.
+
+JSON lines stay the interchange format and the record: shards are derived from the hub's bundles
+(``hub compact`` reads them again to refresh the shards), and every row's hash names the bundle
+line it came from. The lines themselves are not copied into the shards: sorting them with the rows
+would cost more than the whole compaction, and a reader never reads them.
 """
 
 from __future__ import annotations
@@ -45,12 +49,12 @@ COLUMNS: dict[str, str] = {
     **KEY_TYPES,
     "device_kind": "VARCHAR", "device_class": "VARCHAR", "device_model": "VARCHAR", "model_key": "VARCHAR",
     "rate": "DOUBLE", "dataset_size": "BIGINT", "implausible": "VARCHAR", "outlier": "VARCHAR",
-    "settings": "VARCHAR", "line": "VARCHAR",
+    "settings": "VARCHAR",
 }
 assert set(DEVICE_CLASSES) >= {"cpu", "other"}
 
 
-def row_of(peer: PeerResult, line: dict[str, Any], text: str, case: str) -> dict[str, Any]:
+def row_of(peer: PeerResult, line: dict[str, Any], case: str) -> dict[str, Any]:
     """The shard row of a bundle line read as ``peer`` (all its settings)."""
     return {"shard_version": SHARD_VERSION, "hash": peer.content_hash, "machine_id": peer.machine_id,
             "case_id": case, "date": peer.date, "accelbench_version": str(line.get("accelbench_version", "")),
@@ -58,8 +62,7 @@ def row_of(peer: PeerResult, line: dict[str, Any], text: str, case: str) -> dict
             "device_kind": peer.device_kind, "device_class": peer.device_class,
             "device_model": peer.device_model, "model_key": peer.model_key, "rate": peer.throughput,
             "dataset_size": peer.dataset_size, "implausible": peer.invalid, "outlier": peer.outlier,
-            "settings": json.dumps(dict(peer.settings), sort_keys=True, separators=(",", ":")),
-            "line": text}
+            "settings": json.dumps(dict(peer.settings), sort_keys=True, separators=(",", ":"))}
 
 
 def shard_files(folder: Path) -> list[Path]:
