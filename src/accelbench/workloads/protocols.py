@@ -109,7 +109,7 @@ def fitted_tests(name: str, context: int) -> tuple[ProtocolTest, ...]:
     else scaled by one factor (prompt and new tokens alike) to fit, at least one prompt token and
     the protocol's fewest new tokens, and named for what it ran."""
     chosen = protocol(name)
-    fitted = []
+    fitted: list[ProtocolTest] = []
     for test in chosen.tests:
         total = test.prompt_len + test.new_tokens
         if total <= context:
@@ -120,6 +120,9 @@ def fitted_tests(name: str, context: int) -> tuple[ProtocolTest, ...]:
         factor = context / total
         new = max(chosen.min_new_tokens, int(test.new_tokens * factor))
         prompt = max(1, min(int(test.prompt_len * factor), context - new))
+        # Two tests scaled to the same lengths would be one case: each keeps a shape of its own.
+        while prompt > 1 and any((t.prompt_len, t.new_tokens) == (prompt, new) for t in fitted):
+            prompt -= 1
         fitted.append(ProtocolTest(_scaled_name(test, prompt, new), test.figure, prompt, new, test.name))
     return tuple(fitted)
 
