@@ -140,11 +140,11 @@ def test_compare_and_site_read_the_shards_as_they_read_the_bundles(hub: Path, tm
     write_bundle(late / "new.jsonl", [run("late0001", [result(EPYC_MODEL, 905.0, seed=99, device="cpu")],
                                           environment("cpu", EPYC_MODEL))], machine_id="9" * 16)
     (late / "old.jsonl").write_bytes((hub / "bundles" / "machine020.jsonl").read_bytes())
-    both = inline_cli("compare", mine, "--against", str(out), str(late))
+    both = inline_cli("compare", mine, "--against", str(out), "--against", str(late))
     assert both.returncode == 0, both.stderr
     assert "against 35 shared result(s) from 35 machine(s)" in " ".join(both.stdout.split())
     assert table(both.stdout) == table(inline_cli("compare", mine, "--against", str(hub / "bundles"),
-                                                  str(late)).stdout)
+                                                  "--against", str(late)).stdout)
 
 
 def test_only_the_partitions_of_the_users_work_are_opened(hub: Path, tmp_path: Path, inline_cli) -> None:

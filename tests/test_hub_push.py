@@ -187,7 +187,7 @@ def test_push_to_a_hugging_face_dataset_opens_a_pull_request(tmp_path: Path, cli
     path = file["value"]["path"]
     assert path == preupload["payload"]["files"][0]["path"] and path.startswith("bundles/")
     assert path in " ".join(pushed.stdout.split())
-    dry = cli("share", *runs, "--dry-run", env=env)
+    dry = cli("share", *runs, "--dry-run", "--json", env=env)
     assert [json.loads(line)["hash"] for line in sent.splitlines()] == \
         [json.loads(line)["hash"] for line in dry.stdout.splitlines()]
     assert submission(sent, json.loads(sent.splitlines()[0])["machine_id"]).path.rsplit("/", 1)[1] == \

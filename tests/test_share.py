@@ -99,7 +99,7 @@ def test_dry_run_prints_exactly_what_would_be_shared(tmp_path: Path, inline_cli)
     written = inline_cli("share", str(tmp_path / "r.json"), "-o", str(tmp_path / "b.jsonl"))
     assert written.returncode == 0
     before = sorted(tmp_path.rglob("*"))
-    dry = inline_cli("share", str(tmp_path / "r.json"), "--dry-run")
+    dry = inline_cli("share", str(tmp_path / "r.json"), "--dry-run", "--json")
     assert dry.returncode == 0 and "nothing written" in dry.stderr
     assert sorted(tmp_path.rglob("*")) == before
     assert dry.stdout == (tmp_path / "b.jsonl").read_text(encoding="utf-8")
@@ -113,7 +113,7 @@ def test_the_machine_id_stays_until_a_new_one_is_asked_for_and_a_dry_run_writes_
                 tmp_path / "r.json")
 
     def machine_id(*flags: str) -> str:
-        shared = inline_cli("share", str(tmp_path / "r.json"), "--dry-run", *flags)
+        shared = inline_cli("share", str(tmp_path / "r.json"), "--dry-run", "--json", *flags)
         assert shared.returncode == 0, shared.stderr
         return json.loads(shared.stdout.splitlines()[0])["machine_id"]
 
@@ -127,7 +127,7 @@ def test_the_machine_id_stays_until_a_new_one_is_asked_for_and_a_dry_run_writes_
     assert not machine_id_path().exists()
     first = shared_id()
     assert machine_id() == first and len(first) == 16 and stored_machine_id() == first
-    dry_new = inline_cli("share", str(tmp_path / "r.json"), "--dry-run", "--new-machine-id")
+    dry_new = inline_cli("share", str(tmp_path / "r.json"), "--dry-run", "--json", "--new-machine-id")
     shown = json.loads(dry_new.stdout.splitlines()[0])["machine_id"]
     assert shown != first and f"as machine {shown} (a new id, not stored" in dry_new.stderr
     assert stored_machine_id() == first and machine_id() == first  # nothing was written

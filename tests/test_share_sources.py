@@ -108,7 +108,7 @@ def test_run_against_a_bundle_on_a_real_tiny_run(tmp_path: Path, cli) -> None:
 def test_a_real_selftest_is_remembered_and_shared(tmp_path: Path, cli, inline_cli) -> None:
     checked = cli("selftest", "--device", "cpu", "--only", "precision", "--quick")
     assert checked.returncode == 0, checked.stderr
-    shared = inline_cli("share", str(_mine(tmp_path)), "--dry-run")
+    shared = inline_cli("share", str(_mine(tmp_path)), "--dry-run", "--json")
     assert shared.returncode == 0, shared.stderr
     validity = json.loads(shared.stdout.splitlines()[0])["validity"]
     assert validity["selftest"] == "passed" and validity["selftest_groups"] == ["precision"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -12,12 +11,13 @@ from typing import Any
 from rich.console import Console
 
 from accelbench.cli import optiongroups as groups
-from accelbench.cli.common import add_saving_arguments
-from accelbench.cli.driven import run_driven
+from accelbench.cli.common import add_json_argument, add_saving_arguments
+from accelbench.cli.driven import run_driven, show_json
 from accelbench.devices import DeviceSet
 from accelbench.options.check import DEFAULT_CHECK_STEPS, REFERENCES, CheckOptions
 from accelbench.options.values import build_run_options
 from accelbench.render.check_table import check_table
+from accelbench.render.fit import Prose
 from accelbench.results import RunRecord
 from accelbench.store.jsonfile import check_writable
 from accelbench.workloads.suites import DEFAULT_SUITE
@@ -39,7 +39,7 @@ def add_parser(subparsers: Any) -> None:
     groups.add_generation_arguments(parser)
     groups.add_config_arguments(parser)
     groups.add_isolation_arguments(parser, auto_batch=False, schedule=False)
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_json_argument(parser)
     add_saving_arguments(parser)
     parser.set_defaults(execute=execute)
 
@@ -66,15 +66,15 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         return run_check(options, devices, ["accelbench", *argv], on_case=on_case, live=not args.quiet)
 
     def show(record: RunRecord, saved: Path) -> None:
-        if args.json:
-            print(json.dumps(record.to_dict(), indent=1, default=str))
+        if args.json:  # stdout holds the JSON only
+            show_json(record, saved, args.output)
             return
         out = Console(width=None if sys.stdout.isatty() else 160)
         out.print(check_table(record))
         from accelbench.render.generation_detail import quality_lines
 
         for line in quality_lines(record):  # a quantized precision's cost, in full
-            out.print(line, highlight=False, markup=False)
+            out.print(Prose(line))
         out.print(f"Saved to {saved}")
 
     return run_driven(drive, args.output, args.db, show)

@@ -9,18 +9,75 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from accelbench.errors import UsageError
+from accelbench.errors import UsageError, did_you_mean
 
 #: What ``--debug`` does unless a command says more (its module's ``DEBUG_HELP``).
 DEBUG_HELP = "show tracebacks instead of one line"
 
 
+class FittingHelpFormatter(argparse.HelpFormatter):
+    """argparse's help at the terminal's width (argparse reads it), wrapped by the tables' rule
+    (render/words.py): never inside a flag ("--prompt-len", where textwrap breaks at hyphens), a
+    number with its unit or a long word."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        from accelbench.render.words import wrap
+
+        return wrap(self._whitespace_matcher.sub(" ", text).strip(), width)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        from accelbench.render.words import wrap
+
+        lines = wrap(self._whitespace_matcher.sub(" ", text).strip(), width - len(indent))
+        return "\n".join(indent + line for line in lines)
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (no usage dump) and exit code 2."""
+    """argparse, but a usage error is one line (no usage dump) naming the help of the command it
+    is about, with "did you mean" for a mistyped flag, and exit code 2."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", FittingHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"accelbench: error: {message} (see '{self.prog} --help')\n")
         raise SystemExit(2)
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+        # argparse reports unknown flags from the top parser ("see 'accelbench --help'"): here
+        # they are reported by the (sub)command's own parser, which knows the flags to suggest.
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            parser = command_parser(self, parsed)
+            parser.error(f"unrecognized arguments: {' '.join(extras)}{_hint(parser, extras)}")
+        return parsed
+
+
+def _hint(parser: argparse.ArgumentParser, extras: list[str]) -> str:
+    """What an unrecognized argument likely meant: a flag of this command, or a second source
+    typed after one ``--against`` (each takes one)."""
+    from accelbench.cli.optiongroups import looks_like_source
+
+    unknown = next((arg for arg in extras if arg.startswith("-")), "")
+    if unknown:
+        return did_you_mean(unknown.split("=", 1)[0], parser._option_string_actions)
+    source = next((arg for arg in extras if looks_like_source(arg)), "")
+    if source and "--against" in parser._option_string_actions:
+        return f" (each --against takes one source: --against {source})"
+    return ""
+
+
+def command_parser(parser: argparse.ArgumentParser,
+                   parsed: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)command ``parsed`` chose: ``accelbench run``, ``accelbench hub
+    compact``."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(parsed, action.dest, None) or "")
+            if chosen is not None:
+                return command_parser(chosen, parsed)
+    return parser
 
 
 def _number(text: str, kind: type, what: str) -> float:
@@ -77,7 +134,7 @@ def add_saving_arguments(parser: argparse.ArgumentParser,
     parser.add_argument("--output", "-o", type=Path, metavar="FILE.json",
                         help="also write the result JSON here")
     parser.add_argument("--db", type=Path, help=db_help)
-    parser.add_argument("--quiet", action="store_true", help="no live progress display")
+    add_quiet_argument(parser, "no live progress display")
 
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,4 +142,16 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     roofline: their figures go to the data folder), so ``--db`` has nothing to name there."""
     parser.add_argument("--output", "-o", type=Path, metavar="FILE.json",
                         help="also write the results JSON here")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet_argument(parser, "no progress lines")
+
+
+def add_json_argument(parser: argparse.ArgumentParser,
+                      help: str = "print the stored record as JSON (each case's figures by their "
+                      "catalogue names: the values the table shows); nothing else on stdout") -> None:
+    """``--json``: what a script reads instead of the table."""
+    parser.add_argument("--json", action="store_true", help=help)
+
+
+def add_quiet_argument(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--quiet``: the result only; ``help`` says what the command leaves out."""
+    parser.add_argument("--quiet", "-q", action="store_true", help=help)

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.text import Text
 
 from accelbench.cli import optiongroups as groups
+from accelbench.cli.common import add_json_argument, add_quiet_argument
 from accelbench.cli.history import add_db_option
 from accelbench.compare import LabelledRun, compare_runs
 from accelbench.errors import UsageError
 from accelbench.render.compare_table import comparison_renderable, reference_renderable
+from accelbench.render.fit import Prose
 from accelbench.render.json_views import comparison_json
 from accelbench.results import RunRecord
 from accelbench.store.history import HistoryDB, default_db_path
@@ -32,28 +33,33 @@ def add_parser(subparsers: Any) -> None:
                         help="the runs' generation cases beside the published batch-1 decode figures "
                         "of the same precision (llama.cpp, gpt-fast, torchao, PyTorch CI), read by "
                         "bandwidth share (alone: list them all)")
-    parser.add_argument("--json", action="store_true",
-                        help="print what was compared and judged as JSON (the rows' figures, each "
-                        "pair's ratio, verdict and interval)")
+    add_json_argument(parser, "print what was compared and judged as JSON (the rows' figures, "
+                      "each pair's ratio, verdict and interval)")
     groups.add_against_argument(parser)
+    add_quiet_argument(parser, "no warnings about the --against sources and no line saying "
+                       "what they held")
     add_db_option(parser)
     parser.set_defaults(execute=execute)
 
 
-def print_against(console: Console, runs: list[tuple[str, RunRecord]], sources: list[str]) -> int:
-    """Each finished timing case of ``runs`` among the sources' results; warnings go to stderr."""
+def print_against(console: Console, runs: list[tuple[str, RunRecord]], sources: list[str],
+                  quiet: bool = False) -> int:
+    """Each finished timing case of ``runs`` among the sources' results; warnings go to stderr
+    (not with ``quiet``)."""
     from accelbench.render.peers_table import peers_renderable
     from accelbench.sharing.against import compare_against
     from accelbench.store.selftest_latest import latest_selftest
 
     def warn(message: str) -> None:
-        sys.stderr.write(f"accelbench: warning: {message}\n")
+        if not quiet:
+            sys.stderr.write(f"accelbench: warning: {message}\n")
 
     comparisons, loaded = compare_against(runs, sources, warn, latest_selftest)
     if not comparisons:
         raise UsageError("the runs given hold no finished timing case to place among shared results")
     console.print(peers_renderable(comparisons))
-    console.print(Text(loaded.summary(), style="dim"))
+    if not quiet:
+        console.print(Prose(loaded.summary(), "dim"))
     return 0
 
 
@@ -97,6 +103,10 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     console = Console()
     if args.against and not args.runs:
         raise UsageError("--against needs runs to place: give run ids or result files")
+    for spec in args.runs:
+        if groups.looks_like_source(spec):
+            raise UsageError(f"{spec!r} is a source of shared results, not a run: place runs among "
+                             f"it with --against {spec} (one source per --against)")
     if args.published:
         return _print_published(args)
     if not args.runs:
@@ -116,7 +126,8 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     if not args.against or len(runs) > 1 or args.reference:
         console.print(comparison_renderable(comparisons))
     if args.against:
-        return print_against(console, [(run.label, run.record) for run in runs], args.against)
+        return print_against(console, [(run.label, run.record) for run in runs], args.against,
+                             args.quiet)
     return 0
 
 

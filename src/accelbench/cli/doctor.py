@@ -8,13 +8,15 @@ from typing import Any
 
 from rich.console import Console
 
+from accelbench.cli.common import add_json_argument, add_quiet_argument
 from accelbench.devices.doctor import doctor_report
 from accelbench.render.doctor import render_doctor
 
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("doctor", help="show devices, builds and what is missing")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_json_argument(parser, "print the report as JSON")
+    add_quiet_argument(parser, "the devices only: no Python, torch and CPU lines")
     parser.set_defaults(execute=execute)
 
 
@@ -23,5 +25,5 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     if args.json:
         print(json.dumps(report, indent=1, default=str))
     else:
-        Console().print(render_doctor(report))
+        Console().print(render_doctor(report, devices_only=args.quiet))
     return 0

@@ -19,6 +19,20 @@ Drive = Callable[[Callable[[RunRecord], None]], RunRecord]
 Show = Callable[[RunRecord, Path], None]
 
 
+def show_json(record: RunRecord, saved: Path, output: Path | None = None) -> None:
+    """``--json``: the record on stdout (render/json_views.record_view), nothing else; where it
+    was saved goes to stderr."""
+    import sys
+
+    from accelbench.render.json_views import record_json
+
+    sys.stdout.write(record_json(record))
+    notes = Console(stderr=True, highlight=False)
+    if output:
+        notes.print(f"Result written to {output}")
+    notes.print(f"Saved to {saved}")
+
+
 def all_ok(record: RunRecord) -> int:
     return 0 if all(case.ok for case in record.cases) else 1
 

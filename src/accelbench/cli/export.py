@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from accelbench.cli.common import add_quiet_argument
 from accelbench.cli.history import add_db_option, open_db
 from accelbench.files import write_atomic
 from accelbench.render.export import FORMATS, export
@@ -19,6 +20,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("run_id", metavar="RUN_ID", help="a run id or a unique prefix of one")
     parser.add_argument("--format", choices=FORMATS, default="json")
     parser.add_argument("--output", "-o", type=Path, help="write here instead of standard output")
+    add_quiet_argument(parser, "no line saying where the file went")
     add_db_option(parser)
     parser.set_defaults(execute=execute)
 
@@ -31,7 +33,8 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     text = export(record, args.format)
     if args.output:
         write_atomic(args.output, text)
-        print(f"run {record.run_id} written to {args.output}", file=sys.stderr)
+        if not args.quiet:
+            print(f"run {record.run_id} written to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0

@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
+from accelbench.cli.common import add_json_argument, add_quiet_argument
 from accelbench.errors import UsageError
 from accelbench.render.history_table import runs_table, timeline_table
 from accelbench.render.json_views import history_json
@@ -39,8 +40,8 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--device", help="only runs on this device or device kind (cpu, cuda, cuda:1)")
     parser.add_argument("--machine", help="only runs on machines whose host name contains this")
     parser.add_argument("--since", help="only runs from this date on (YYYY-MM-DD)")
-    parser.add_argument("--json", action="store_true",
-                        help="print the runs (and the timeline) as JSON: the stored figures")
+    add_json_argument(parser, "print the runs (and the timeline) as JSON: the stored figures")
+    add_quiet_argument(parser, "no line saying that nothing is stored or matches")
     add_db_option(parser)
     parser.set_defaults(execute=execute)
 
@@ -50,7 +51,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         raise UsageError("--mode needs --workload: the timeline is of one workload")
     if args.since:
         parse_time(args.since)  # a bad date is an error even when the database is empty
-    console = Console()
+    console = Console(quiet=args.quiet)
     path = args.db or default_db_path()
     if not path.exists():
         if args.json:
@@ -68,6 +69,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     if not rows:
         console.print("No stored runs match.")
         return 0
+    console.quiet = False  # the tables are the result
     console.print(runs_table(rows, path))
     if args.mode:
         console.print(timeline_table(args.workload, args.mode, points))

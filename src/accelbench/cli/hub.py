@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from accelbench.cli.common import add_quiet_argument
 from accelbench.errors import UsageError
 
 SOURCES_HELP = ("bundle files, folders of bundles or of Parquet shards, http(s) addresses or "
@@ -28,6 +29,7 @@ def add_parser(subparsers: Any) -> None:
                          "replaced)")
     compact.add_argument("--workers", type=int, metavar="N",
                          help="processes reading bundles (default: the CPUs)")
+    add_quiet_argument(compact, "no warnings and no summary line")
     compact.set_defaults(execute=execute_compact)
     aggregate = commands.add_parser("aggregate", help="per key and device class: machines, percentiles "
                                     "1-99 and dates, for compare --against FILE")
@@ -37,6 +39,7 @@ def add_parser(subparsers: Any) -> None:
     aggregate.add_argument("--published", action="store_true",
                            help="write the table the package ships (the published reference rows, "
                            "marked, with their lower threshold) instead of aggregating sources")
+    add_quiet_argument(aggregate, "no warnings and no summary line")
     aggregate.set_defaults(execute=execute_aggregate)
     parser.set_defaults(execute=lambda args, argv: _no_command(parser))
 
@@ -45,8 +48,10 @@ def _no_command(parser: argparse.ArgumentParser) -> int:
     raise UsageError("give a hub command: compact or aggregate (accelbench hub --help)")
 
 
-def _warn(message: str) -> None:
-    sys.stderr.write(f"accelbench: warning: {message}\n")
+def _say(args: argparse.Namespace, line: str) -> None:
+    """A warning or the summary line on stderr, unless ``--quiet``."""
+    if not args.quiet:
+        sys.stderr.write(line + "\n")
 
 
 def execute_compact(args: argparse.Namespace, argv: list[str]) -> int:
@@ -55,10 +60,11 @@ def execute_compact(args: argparse.Namespace, argv: list[str]) -> int:
 
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be at least 1, not {args.workers}")
-    report = compact(list(args.sources), args.output, _warn, args.workers)
-    sys.stderr.write(f"{report.summary()}; written to {args.output}"
-                     + (f" (refused lines and why: {args.output / REFUSED})" if report.refused
-                        or report.duplicates else "") + "\n")
+    report = compact(list(args.sources), args.output,
+                     lambda message: _say(args, f"accelbench: warning: {message}"), args.workers)
+    _say(args, f"{report.summary()}; written to {args.output}"
+         + (f" (refused lines and why: {args.output / REFUSED})" if report.refused
+            or report.duplicates else ""))
     return 0
 
 
@@ -71,13 +77,14 @@ def execute_aggregate(args: argparse.Namespace, argv: list[str]) -> int:
             raise UsageError("--published writes the shipped table of published references; give no SOURCE")
         table = published_table()
         write_table(args.output, table)
-        sys.stderr.write(f"{len(table['bands'])} published band(s) written to {args.output}\n")
+        _say(args, f"{len(table['bands'])} published band(s) written to {args.output}")
         return 0
     if not args.sources:
         raise UsageError(f"give the sources to aggregate ({SOURCES_HELP}), or --published")
     from accelbench.hub.aggregate import aggregate
 
-    bands, loaded = aggregate(list(args.sources), args.output, _warn)
-    sys.stderr.write(f"{len(bands)} band(s) (keys and device classes with at least {MIN_MACHINES} machines) "
-                     f"written to {args.output}; {loaded.summary()}\n")
+    bands, loaded = aggregate(list(args.sources), args.output,
+                              lambda message: _say(args, f"accelbench: warning: {message}"))
+    _say(args, f"{len(bands)} band(s) (keys and device classes with at least {MIN_MACHINES} "
+         f"machines) written to {args.output}; {loaded.summary()}")
     return 0

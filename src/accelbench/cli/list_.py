@@ -12,12 +12,15 @@ from typing import Any
 
 from rich.console import Console
 
+from accelbench.cli.common import add_json_argument, add_quiet_argument
+
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("list", help="show the workloads, their sizes and FLOPs")
     parser.add_argument("patterns", nargs="*", metavar="PATTERN",
                         help="workload names or wildcards like 'resnet*' (default: all)")
-    parser.add_argument("--json", action="store_true", help="print the facts as JSON")
+    add_json_argument(parser, "print the facts as JSON (the values the table shows, unrounded)")
+    add_quiet_argument(parser, "the table only: no notes under it")
     parser.set_defaults(execute=execute)
 
 
@@ -33,6 +36,9 @@ def _builtin_names(patterns: list[str]) -> list[str] | None:
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
+    from rich.text import Text
+
+    from accelbench.render.fit import Prose
     from accelbench.render.list_table import facts_table, notes
     from accelbench.workloads import facts_cache
 
@@ -51,6 +57,6 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     else:
         console = Console()
         console.print(facts_table(facts))
-        for line in notes(facts):
-            console.print(line, highlight=False)
+        for line in [] if args.quiet else notes(facts):
+            console.print(Prose(Text.from_markup(line)))
     return 0

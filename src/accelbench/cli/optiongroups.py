@@ -221,7 +221,19 @@ def add_isolation_arguments(parser: argparse.ArgumentParser, *, auto_batch: bool
 
 # --- what a result is held against ---------------------------------------------------------------
 def add_against_argument(parser: argparse.ArgumentParser) -> None:
-    """``--against SOURCE...``, shared by compare and run."""
-    parser.add_argument("--against", nargs="+", action="extend", default=[], metavar="SOURCE",
+    """``--against SOURCE``, shared by compare and run: one source per use, repeatable, so the
+    names and runs typed after it stay names and runs (``run --against b.jsonl mnist``)."""
+    parser.add_argument("--against", action="append", default=[], metavar="SOURCE",
                         help="place each result among shared results of the same work: a bundle "
-                        "file, a folder of bundles, an http(s) address or hf://datasets/ORG/NAME")
+                        "file, a folder of bundles or Parquet shards, a bands table, an http(s) "
+                        "address or hf://datasets/ORG/NAME; one source per --against, repeat it "
+                        "for more")
+
+
+def looks_like_source(name: str) -> bool:
+    """A name typed where a workload or run goes that is a shared-results source: a bundle, a
+    folder of bundles, an address. Said so rather than "unknown workload" (each --against takes
+    one)."""
+    folder = Path(name)
+    return (name.endswith(".jsonl") or "://" in name or name.startswith("accelbench:")
+            or (folder.is_dir() and any(folder.glob("*.jsonl"))))

@@ -4,8 +4,6 @@ that fails is a finding, not an error."""
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from accelbench.cli import optiongroups as groups
-from accelbench.cli.common import add_saving_arguments
-from accelbench.cli.driven import run_driven
+from accelbench.cli.common import add_json_argument, add_saving_arguments
+from accelbench.cli.driven import run_driven, show_json
 from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
 from accelbench.options.probe import ProbeOptions
@@ -46,7 +44,7 @@ def add_parser(subparsers: Any) -> None:
         timeout_help="stop a device's worker after this long: the feature it was running is "
         "'timeout' and a fresh worker goes on")
     parser.add_argument("--list", action="store_true", help="list the features and exit")
-    parser.add_argument("--json", action="store_true", help="print the result record as JSON")
+    add_json_argument(parser)
     add_saving_arguments(parser)
     parser.set_defaults(execute=execute)
 
@@ -106,11 +104,11 @@ def _show(record: RunRecord, saved: Path, output: Path | None, as_json: bool) ->
     # With --json, stdout carries only the JSON; where it was saved goes to stderr.
     from accelbench.render.probe_table import probe_table
 
-    notes = Console(stderr=True) if as_json else Console()
-    if as_json:
-        sys.stdout.write(json.dumps(record.to_dict(), indent=1) + "\n")
-    else:
-        notes.print(probe_table(record))
+    if as_json:  # stdout holds the JSON only
+        show_json(record, saved, output)
+        return
+    notes = Console()
+    notes.print(probe_table(record))
     if output:
         notes.print(f"Result written to {output}", highlight=False)
     notes.print(f"Saved to {saved}", highlight=False)

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from accelbench.cli.common import positive_int
+from accelbench.cli.common import add_quiet_argument, positive_int
 from accelbench.cli.compare import load_runs
 from accelbench.cli.history import add_db_option
 from accelbench.compare import compare_runs
@@ -32,6 +32,7 @@ def add_parser(subparsers: Any) -> None:
                         help="without RUNS: how many recent runs to include")
     parser.add_argument("--reference", action="store_true", help="add the published results")
     parser.add_argument("--title", default="accelbench report")
+    add_quiet_argument(parser, "no line saying where the report went")
     add_db_option(parser)
     parser.set_defaults(execute=execute)
 
@@ -60,5 +61,6 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
     write_atomic(args.output, render_report(runs, comparisons, timelines, args.title, generated,
                                                   published=args.reference))
-    print(f"Report on {len(runs)} run(s) written to {args.output}", file=sys.stderr)
+    if not args.quiet:
+        print(f"Report on {len(runs)} run(s) written to {args.output}", file=sys.stderr)
     return 0

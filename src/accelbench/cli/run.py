@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelbench.cli import optiongroups as groups
-from accelbench.cli.common import add_saving_arguments
+from accelbench.cli.common import add_json_argument, add_saving_arguments
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
 from accelbench.options.values import build_run_options, check_data
@@ -43,11 +43,16 @@ def add_parser(subparsers: Any) -> None:
                         help="the full table (spread, FLOP/s, memory, input wait, repeats, stop rule, "
                         "first-use costs, profile)")
     groups.add_against_argument(parser)
+    add_json_argument(parser)
     add_saving_arguments(parser)
     parser.set_defaults(execute=execute)
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
+    for name in args.workloads:
+        if groups.looks_like_source(name):
+            raise UsageError(f"{name!r} is a source of shared results, not a workload: give it as "
+                             f"--against {name} (one source per --against)")
     return build_run_options(args.workloads, args.device, args.modes, **groups.run_keywords(args))
 
 
@@ -60,6 +65,8 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     if args.output:
         check_writable(args.output)
     check_data(options)
+    if args.json and args.against:
+        raise UsageError("--json prints the run's record; --against has no JSON view yet")
     if args.against:
         from accelbench.sharing.sources import check_sources
 
@@ -77,13 +84,15 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
                         live=not args.quiet)
 
     return run_driven(drive, args.output, args.db, lambda record, saved: _show(
-        record, saved, args.output, args.wide, args.against))
+        record, saved, args.output, args.wide, args.against, args.json))
 
 
-def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool, against: list[str]) -> None:
+def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool, against: list[str],
+          as_json: bool = False) -> None:
     from rich.console import Console
 
     from accelbench.cli.compare import print_against
+    from accelbench.render.fit import Prose
     from accelbench.render.generation_table import (
         generation_cases,
         generation_notes,
@@ -92,6 +101,11 @@ def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool, again
     from accelbench.render.steady import break_even_lines, sustained_lines
     from accelbench.render.table import diagnosis_lines, energy_lines, run_table
 
+    if as_json:  # stdout holds the JSON only
+        from accelbench.cli.driven import show_json
+
+        show_json(record, saved, output)
+        return
     out = Console(width=None if sys.stdout.isatty() else 160)
     generated = generation_cases(record)
     steps = dataclasses.replace(record, cases=[c for c in record.cases if c.mode != "generate"])
@@ -100,13 +114,13 @@ def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool, again
     if generated:
         out.print(generation_table(record, wide))
         for line in generation_notes(record):
-            out.print(line, style="dim", highlight=False)
+            out.print(Prose(line, "dim"))
     for line in diagnosis_lines(record):
-        out.print(line, highlight=False, markup=False)
+        out.print(Prose(line))
     for line in energy_lines(record):
-        out.print(line, style="dim", highlight=False)
+        out.print(Prose(line, "dim"))
     for line in [*sustained_lines(record), *break_even_lines(record)]:
-        out.print(line, highlight=False, markup=False)
+        out.print(Prose(line))
     if output:
         out.print(f"Result written to {output}")
     out.print(f"Saved to {saved}")

@@ -12,12 +12,13 @@ from rich.console import Console
 
 from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import (
+    add_json_argument,
     add_saving_arguments,
     non_negative_int,
     positive_float,
     positive_int,
 )
-from accelbench.cli.driven import run_driven
+from accelbench.cli.driven import run_driven, show_json
 from accelbench.measure.stop import DEFAULT_TIME_BUDGET_S
 from accelbench.options.scale import DEFAULT_TIMEOUT_S, Rendezvous, ScaleOptions
 from accelbench.options.values import stop_rule
@@ -70,6 +71,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--timeout", type=positive_float, default=DEFAULT_TIMEOUT_S,
                         metavar="SECONDS", help=f"kill a world size's processes after this long "
                         f"(default {DEFAULT_TIMEOUT_S:g})")
+    add_json_argument(parser)
     add_saving_arguments(parser)
     parser.set_defaults(execute=execute)
 
@@ -101,6 +103,9 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
                          live=not (args.debug or args.quiet))
 
     def show(record: RunRecord, saved: Path) -> None:
+        if args.json:  # stdout holds the JSON only
+            show_json(record, saved, args.output)
+            return
         out = Console(width=None if sys.stdout.isatty() else 160)
         out.print(scale_table(record))
         if args.output:

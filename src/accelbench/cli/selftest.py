@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
-from accelbench.cli.common import add_report_arguments, comma_list
+from accelbench.cli.common import add_json_argument, add_report_arguments, comma_list
 from accelbench.devices import DEVICE_HELP, DeviceSet
 from accelbench.errors import UsageError
 from accelbench.files import write_atomic
@@ -25,7 +25,8 @@ def add_parser(subparsers: Any) -> None:
                         help=f"run only these check groups ({', '.join(GROUPS)})")
     parser.add_argument("--quick", action="store_true",
                         help="fewer timing rounds and smaller bandwidth buffers (128 MiB)")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_json_argument(parser, "print the results as JSON (every check: its group, name, status, "
+                      "figures and detail); the lines go to stderr")
     add_report_arguments(parser)
     parser.set_defaults(execute=execute)
 
@@ -41,6 +42,9 @@ def chosen_groups(only: tuple[str, ...] | None) -> tuple[str, ...]:
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
+    from rich.text import Text
+
+    from accelbench.render.fit import Prose
     from accelbench.render.selftest_table import check_line, summary_line
     from accelbench.selftest.suite import run_selftest
 
@@ -52,9 +56,10 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     # With --json, stdout carries only the JSON; the lines go to stderr as they come.
     console = Console(stderr=args.json, highlight=False, quiet=args.quiet)
     summary = run_selftest(devices, chosen, groups, args.quick,
-                           on_result=lambda result: console.print(check_line(result.to_dict())))
+                           on_result=lambda result: console.print(
+                               Prose(Text.from_markup(check_line(result.to_dict())))))
     console.quiet = False  # --quiet drops the line per check, never the verdict
-    console.print(summary_line(summary))
+    console.print(Prose(Text.from_markup(summary_line(summary))))
     from accelbench.store.selftest_latest import record_selftest
 
     record_selftest(summary)  # so that a shared result can say whether selftest passed here

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from accelbench.cli.common import add_json_argument, add_quiet_argument
 from accelbench.cli.compare import load_runs
 from accelbench.cli.history import add_db_option, open_db
 from accelbench.errors import UsageError
@@ -30,7 +31,11 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--yes", "-y", action="store_true",
                         help="with --push: send without asking (for scripts)")
     parser.add_argument("--dry-run", action="store_true",
-                        help="print exactly what would be shared, and write or send nothing")
+                        help="show what would be shared (a line of the table per result), and write "
+                        "or send nothing; with --json, the bundle's lines exactly")
+    add_json_argument(parser, "with --dry-run: print the bundle's lines exactly as they would be "
+                      "written (JSON lines)")
+    add_quiet_argument(parser, "no notes on what was left out and no line saying what was written")
     parser.add_argument("--with-samples", action="store_true",
                         help="also share the raw step times (larger; summaries are shared anyway)")
     parser.add_argument("--new-machine-id", action="store_true",
@@ -59,6 +64,9 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     from accelbench.sharing.machine_id import machine_id, stored_machine_id
     from accelbench.store.selftest_latest import latest_selftest
 
+    if args.json and not args.dry_run:
+        raise UsageError("--json prints the lines a --dry-run would share; add --dry-run (or write "
+                         "them with -o FILE.jsonl)")
     if args.output is None and args.push is None and not args.dry_run:
         raise UsageError("give the bundle file to write with -o FILE.jsonl, a hub with --push TARGET, "
                          "or --dry-run to see it")
@@ -77,25 +85,42 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         records = protocol_cases(records, args.protocol)
     bundle = build_bundle(records, identity,
                           selftest=latest_selftest, with_samples=args.with_samples)
-    for note in bundle.skipped:
+    for note in [] if args.quiet else bundle.skipped:
         sys.stderr.write(f"accelbench: note: {note}\n")
     if not bundle.lines:
         raise UsageError("nothing to share: the runs given hold no timing cases")
     if args.dry_run:
         if args.push is not None:
             return _push(args.push, bundle.text(), identity, dry_run=True, yes=True)
-        sys.stdout.write(bundle.text())
+        _show_dry_run(bundle.text(), identity, args.json)
         stored = ("a new id, not stored: sharing for real draws its own"
                   if args.new_machine_id or stored_machine_id() is None else "this install's id")
-        sys.stderr.write(f"dry run: {len(bundle.lines)} result(s) would be shared as machine {identity} "
-                         f"({stored}); nothing written\n")
+        if not args.quiet:
+            sys.stderr.write(f"dry run: {len(bundle.lines)} result(s) would be shared as machine "
+                             f"{identity} ({stored}); nothing written\n")
         return 0
     if args.output is not None:
         write_atomic(args.output, bundle.text())
-        sys.stderr.write(f"{len(bundle.lines)} result(s) from {len(runs)} run(s) written to {args.output}\n")
+        if not args.quiet:
+            sys.stderr.write(f"{len(bundle.lines)} result(s) from {len(runs)} run(s) written to "
+                             f"{args.output}\n")
     if args.push is not None:
         return _push(args.push, bundle.text(), identity, dry_run=False, yes=args.yes)
     return 0
+
+
+def _show_dry_run(text: str, identity: str, as_json: bool) -> None:
+    """The bundle's lines exactly (``--json``), or a table of them and their main fields."""
+    if as_json:
+        sys.stdout.write(text)
+        return
+    from rich.console import Console
+
+    from accelbench.hub.push import submission
+    from accelbench.render.submission import dry_run_renderable
+
+    Console(width=None if sys.stdout.isatty() else 160).print(
+        dry_run_renderable(submission(text, identity)))
 
 
 def protocol_cases(records: list[Any], name: str) -> list[Any]:

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from accelbench.cli.common import add_quiet_argument
 from accelbench.errors import UsageError
 
 
@@ -17,6 +18,7 @@ def add_parser(subparsers: Any) -> None:
                         help="bundle files, folders of bundles, http(s) addresses or hf://datasets/ORG/NAME")
     parser.add_argument("--output", "-o", type=Path, required=True, metavar="DIR",
                         help="folder to write the site into (made if missing)")
+    add_quiet_argument(parser, "no warnings about the sources and no line saying what was written")
     parser.set_defaults(execute=execute)
 
 
@@ -30,7 +32,8 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         raise UsageError(f"output {folder} is a file; give a folder for the site")
 
     def warn(message: str) -> None:
-        sys.stderr.write(f"accelbench: warning: {message}\n")
+        if not args.quiet:
+            sys.stderr.write(f"accelbench: warning: {message}\n")
 
     collection, loaded = read_collection(args.sources, warn)
     if not collection.results:
@@ -42,6 +45,8 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
             write_atomic(folder / name, text)
     except OSError as error:
         raise UsageError(f"cannot write the site into {folder}: {error.strerror or error}") from None
+    if args.quiet:
+        return 0
     sys.stderr.write(f"site of {collection.results:,} result(s) ({len(pages)} pages) written to "
                      f"{folder / 'index.html'}; {loaded.summary()}\n")
     return 0

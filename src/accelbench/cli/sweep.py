@@ -12,12 +12,13 @@ from typing import Any
 from rich.console import Console
 
 from accelbench.cli import optiongroups as groups
-from accelbench.cli.common import add_saving_arguments
-from accelbench.cli.driven import run_driven
+from accelbench.cli.common import add_json_argument, add_saving_arguments
+from accelbench.cli.driven import run_driven, show_json
 from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
 from accelbench.options.values import build_run_options, check_data
+from accelbench.render.fit import Prose
 from accelbench.render.generation_sweep import (
     PROMPT_SWEEP_NOTE,
     is_prompt_sweep,
@@ -66,6 +67,7 @@ def add_parser(subparsers: Any) -> None:
     groups.add_data_arguments(parser)
     # No --auto-batch: running out of memory at a batch size is what a sweep finds.
     groups.add_isolation_arguments(parser, auto_batch=False)
+    add_json_argument(parser)
     add_saving_arguments(parser)
     parser.set_defaults(execute=execute)
 
@@ -121,10 +123,13 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
                          on_case=keep, live=not args.quiet, axis=axis)
 
     return run_driven(drive, args.output, args.db, lambda record, saved: _show(
-        record, saved, args.output))
+        record, saved, args.output, args.json))
 
 
-def _show(record: RunRecord, saved: Path, output: Path | None) -> None:
+def _show(record: RunRecord, saved: Path, output: Path | None, as_json: bool = False) -> None:
+    if as_json:  # stdout holds the JSON only
+        show_json(record, saved, output)
+        return
     out = Console(width=None if sys.stdout.isatty() else 100)
     if is_prompt_sweep(record):
         out.print(prompt_sweep_table(record))
@@ -133,8 +138,8 @@ def _show(record: RunRecord, saved: Path, output: Path | None) -> None:
         out.print(sweep_table(record))
         lines, note = summary_lines(record), definition()
     for line in [*lines, *sustained_lines(record), *break_even_lines(record)]:
-        out.print(line, highlight=False, markup=False)
-    out.print(note, style="dim", highlight=False)
+        out.print(Prose(line))
+    out.print(Prose(note, "dim"))
     if output:
         out.print(f"Result written to {output}")
     out.print(f"Saved to {saved}")

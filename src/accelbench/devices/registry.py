@@ -9,10 +9,10 @@ from accelbench.devices.base import Availability, Device, DeviceAdapter
 from accelbench.devices.cpu import CpuAdapter
 from accelbench.devices.cuda import CudaAdapter
 from accelbench.devices.generic import GenericAcceleratorAdapter
-from accelbench.devices.kinds import DEVICE_HELP, KNOWN_KINDS
+from accelbench.devices.kinds import DEVICE_ALIASES, DEVICE_HELP, KNOWN_KINDS
 from accelbench.devices.mps import MpsAdapter
 from accelbench.devices.xpu import XpuAdapter
-from accelbench.errors import DeviceUnavailableError, UsageError
+from accelbench.errors import DeviceUnavailableError, UsageError, did_you_mean
 
 
 def discover(torch_module: Any = None) -> list[DeviceAdapter]:
@@ -94,7 +94,8 @@ class DeviceSet:
         kind, _, index_text = item.partition(":")
         if kind not in self.adapters:
             known = sorted({*self.adapters, *KNOWN_KINDS})
-            raise UsageError(f"unknown device {item!r}; known kinds: {', '.join(known)} "
+            raise UsageError(f"unknown device {item!r}{did_you_mean(kind, known, DEVICE_ALIASES)}; "
+                             f"known kinds: {', '.join(known)} "
                              f"(allowed: {DEVICE_HELP})")
         if index_text and not index_text.isdigit():
             raise UsageError(f"device index in {item!r} must be a non-negative whole number")

@@ -29,7 +29,9 @@ def _device_details(instance: dict[str, Any]) -> str:
     return ", ".join(p for p in parts if p)
 
 
-def render_doctor(report: dict[str, Any]) -> Group:
+def render_doctor(report: dict[str, Any], devices_only: bool = False) -> Group:
+    """The machine's facts, the devices table, the best device and the warnings (``devices_only``:
+    the table, the best device and the warnings)."""
     python, torch_facts, cpu = report["python"], report["torch"], report["cpu"]
     lines = [
         Text.assemble(("Python ", "bold"), f"{python['version']} ({python['implementation']}, "
@@ -59,7 +61,7 @@ def render_doctor(report: dict[str, Any]) -> Group:
             rows.append([entry["kind"], Text("missing", style="red"), entry["reason"], entry["fix"]])
     table = FittedTable("Devices", ("kind", "status", "details / reason", "fix"), rows,
                         stack=("kind",))
-    parts: list[Any] = [*(Prose(line) for line in lines), table,
+    parts: list[Any] = [*([] if devices_only else (Prose(line) for line in lines)), table,
                         Text.assemble(("Best device: ", "bold"), report["best_device"])]
     parts.extend(Prose(f"warning: {w}", "yellow") for w in report["warnings"])
     return Group(*parts)

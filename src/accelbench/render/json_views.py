@@ -1,6 +1,7 @@
-"""``--json`` views of the commands that judge or list stored results (``history``, ``compare``):
-the stored records' figures by their catalogue names (results/catalogue.py), the same values the
-tables show, so a script reads what the person read."""
+"""``--json`` views: the stored records (``run``, ``sweep``, ``scale``, ``check``, ``probe``) and
+what ``history`` and ``compare`` list and judge, with each case's figures by their catalogue
+names (results/catalogue.py), the same values the tables show, so a script reads what the person
+read."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.compare import MachineRow, Pair, Verdict, WorkloadComparison
-from accelbench.results import CaseResult, rate_unit
+from accelbench.parity.shown import verdict_of
+from accelbench.results import CaseResult, RunRecord, rate_unit
 from accelbench.results.catalogue import case_figures, headline
 from accelbench.results.key import KEY_FIELDS, comparability_key, config_label
 from accelbench.store.history import RunSummaryRow, TimelinePoint
@@ -31,6 +33,27 @@ def case_view(case: CaseResult | None) -> dict[str, Any] | None:
             "rate": case.throughput(), "rate_ci": case.throughput_ci(),
             "rate_name": headline(case.mode).name, "rate_unit": rate_unit(case.mode),
             "figures": case_figures(case)}
+
+
+#: What a case's view adds to the case as stored.
+_ADDED = ("config", "key", "rate", "rate_ci", "rate_name", "rate_unit", "figures")
+
+
+def record_view(record: RunRecord) -> dict[str, Any]:
+    """A record as stored, each case with what ``case_view`` adds (its configuration words,
+    comparability key, headline rate and catalogue figures) and a check case with its verdict."""
+    data = record.to_dict()
+    for stored, case in zip(data["cases"], record.cases, strict=True):
+        view = case_view(case) or {}
+        stored.update({name: view[name] for name in _ADDED})
+        if record.kind == "check":
+            stored["verdict"] = verdict_of(case)
+    return data
+
+
+def record_json(record: RunRecord) -> str:
+    """``--json`` of a command that measures: its record (``record_view``)."""
+    return dumps(record_view(record))
 
 
 def verdict_view(verdict: Verdict | None) -> dict[str, Any] | None:

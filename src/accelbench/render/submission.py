@@ -1,4 +1,5 @@
-""""What will be sent": a submission to a hub (``share --push``) as the confirmation shows it."""
+""""What will be shared": a bundle's lines as a table, for ``share --dry-run`` and for the
+confirmation of a submission to a hub (``share --push``)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,26 @@ from accelbench.render.format import format_rate
 COLUMNS = ("workload", "mode", "configuration", "device model", "rate", "unit")
 
 
-def submission_renderable(target: str, sub: Submission) -> Group:
-    """Where it goes, the file and its size, and one row per line of the bundle."""
+def lines_table(title: str, sub: Submission) -> FittedTable:
+    """One row per line of the bundle: the work, the device model and the headline rate (or the
+    status of a case that did not finish)."""
     rows = [[row.workload, row.mode, row.config, row.device_model,
              format_rate(row.rate) if row.rate is not None else "", row.unit] for row in sub.rows]
+    return FittedTable(title, COLUMNS, rows, right=("rate",), stack=("workload", "mode"))
+
+
+def submission_renderable(target: str, sub: Submission) -> Group:
+    """Where it goes, the file and its size, and one row per line of the bundle."""
     title = (f"to {target}: {sub.path} ({sub.lines} line(s), {len(sub.text.encode('utf-8')):,} bytes, "
              f"machine {sub.machine_id})")
     note = Prose("every line as sent: accelbench share --dry-run --json (the same runs)", "dim")
-    return Group(FittedTable(title, COLUMNS, rows, right=("rate",), stack=("workload", "mode")), note)
+    return Group(lines_table(title, sub), note)
+
+
+def dry_run_renderable(sub: Submission) -> Group:
+    """``share --dry-run``: what would be shared, readable; the lines themselves with --json."""
+    title = (f"would be shared: {sub.lines} line(s), {len(sub.text.encode('utf-8')):,} bytes, "
+             f"as machine {sub.machine_id}")
+    note = Prose("every line as it would be written: accelbench share --dry-run --json (the same "
+                 "runs)", "dim")
+    return Group(lines_table(title, sub), note)

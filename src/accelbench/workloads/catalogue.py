@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from accelbench.errors import UsageError
+from accelbench.errors import UsageError, did_you_mean
 from accelbench.workloads import registry
 from accelbench.workloads.base import Workload, register
 from accelbench.workloads.userfile import run_user_file
@@ -63,7 +63,8 @@ def get_workload_class(name: str) -> type[Workload]:
     if name in registry.BUILTIN:
         importlib.import_module(registry.BUILTIN[name])
         return registry.registered()[name]
-    raise UsageError(f"unknown workload {name!r}; known: {', '.join(workload_names())}"
+    raise UsageError(f"unknown workload {name!r}{did_you_mean(name, workload_names())}; known: "
+                     f"{', '.join(workload_names())}"
                      f"{registry.MODEL_NAME_HINT}")
 
 

@@ -13,7 +13,7 @@ import fnmatch
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from accelbench.errors import UsageError
+from accelbench.errors import UsageError, did_you_mean
 
 #: Built-in workload name -> the module that defines (and registers) it.
 BUILTIN: dict[str, str] = {
@@ -82,7 +82,8 @@ def match_known(pattern: str) -> list[str]:
     names = known_names()
     hits = matching(pattern, names)
     if not hits:
-        raise UsageError(f"unknown workload {pattern!r}; known: {', '.join(names)}{MODEL_NAME_HINT}")
+        raise UsageError(f"unknown workload {pattern!r}{did_you_mean(pattern, names)}; known: "
+                         f"{', '.join(names)}{MODEL_NAME_HINT}")
     return hits
 
 
