@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from accelbench.compare.collection import Collection, collect, model_groups
+from accelbench.compare.collection import Collection, KeySummary, collect, model_groups
 from accelbench.compare.peers import ModelGroup, PeerResult, model_key
 from accelbench.reference.published import PUBLISHED_LABEL
 from accelbench.render.format import format_rate
@@ -158,13 +158,12 @@ def render_site(peers: Iterable[PeerResult] | Collection, generated_at: str = ""
         models = {model_key(g.device_model) for key in keys for g in measured[key].measured}
         index_rows.append(el("tr", el("td", el("a", name[0], href=_bench_file(name))), el("td", name[1]),
                              el("td", name[2]), _number(str(len(keys))), _number(str(len(models))),
-                             _number(str(results))))
+                             _number(str(results)), *_index_figures(name, keys, measured)))
     for model, (spelling, counts) in collection.settings.items():
         pages[_device_file(spelling)] = _device_page(spelling, model_groups(collection, model), counts)
     flagged = collection.apart
     index = el("table", el("caption", "Workloads, modes and precisions"),
-               el("thead", el("tr", *(el("th", h) for h in ("workload", "mode", "precision", "configurations",
-                                                            "device models", "results")))),
+               el("thead", el("tr", *(el("th", h) for h in INDEX_HEADERS))),
                el("tbody", *index_rows))
     fields = ", ".join(name.replace("_", " ") for name in KEY_FIELDS)
     pages["index.html"] = _page(
@@ -174,12 +173,55 @@ def render_site(peers: Iterable[PeerResult] | Collection, generated_at: str = ""
                 f"generated {generated_at}. Figures are each work's headline rate: samples per second at "
                 "the median step time, or a generation case's decode tokens per second over the batch. "
                 "Medians, bands and bests are over machines (each machine's median result). A result is "
-                f"compared only with results of the same work (the same {fields})."
+                f"compared only with results of the same work (the same {fields}). {INDEX_NOTE}"
                 + (f" {flagged:,} result(s) flagged invalid (implausible on their own machine, or "
                    "quarantined beyond the 99.5th percentile of their device class) are left out."
                    if flagged else ""), class_="note"),
         index, _published_note())
     return pages
+
+
+INDEX_HEADERS = ("workload", "mode", "precision", "configurations", "device models", "results",
+                 "configuration shown", "best", "median", "device models' medians")
+INDEX_NOTE = ("Each row's figures are of its configuration with the most results (named): best is "
+              "the fastest machine's result, median the fastest device model's median over its "
+              "machines, and the chart each device model's median, fastest first (a bar's title "
+              "names it).")
+#: Bars in an index row's chart; the bench page lists every device model.
+CHART_BARS = 6
+
+
+def _index_figures(name: tuple[str, str, str], keys: Sequence[KeyTuple],
+                   measured: dict[KeyTuple, KeySummary]) -> list[Markup]:
+    """The index cells of one workload, mode and precision: the configuration with the most
+    results, its best and median figures (with their unit), and a small chart of its device
+    models' medians."""
+    key = max(keys, key=lambda k: sum(g.count for g in measured[k].measured))
+    groups = sorted(measured[key].measured, key=lambda g: -g.median)
+    if not groups:
+        return [el("td", ""), el("td", ""), el("td", ""), el("td", "")]
+    unit = rate_unit(name[1])
+    best = max(groups, key=lambda g: g.best)
+    return [el("td", _heading(key, keys)),
+            _number(f"{format_rate(best.best)} {unit} ({best.device_model})"),
+            _number(f"{format_rate(groups[0].median)} {unit} ({groups[0].device_model})"),
+            el("td", _chart(groups[:CHART_BARS], unit))]
+
+
+def _chart(groups: Sequence[ModelGroup], unit: str) -> Markup:
+    """Inline SVG bars (the page's policy loads nothing, and SVG in the page is no load): one
+    per device model, its length its median against the fastest's."""
+    top = max(g.median for g in groups) or 1.0
+    width, bar, gap = 120, 8, 2
+    bars = [el("rect", el("title", f"{g.device_model}: median {format_rate(g.median)} {unit} over "
+                                   f"{g.machines} machine(s)"),
+               x="0", y=str(i * (bar + gap)), height=str(bar),
+               width=f"{max(g.median / top * width, 1.0):.1f}", fill="#4a78b5")
+            for i, g in enumerate(groups)]
+    height = len(groups) * (bar + gap) - gap
+    label = "; ".join(f"{g.device_model} {format_rate(g.median)}" for g in groups)
+    return el("svg", *bars, xmlns="http://www.w3.org/2000/svg", width=str(width), height=str(height),
+              viewBox=f"0 0 {width} {height}", role="img", aria_label=f"medians ({unit}): {label}")
 
 
 def _device_page(model: str, work: Sequence[tuple[KeyTuple, ModelGroup]],
