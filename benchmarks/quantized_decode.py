@@ -1,0 +1,262 @@
+"""llama-1b-shaped decode in bf16 and int8-wo: accelbench against a plain loop, PyTorch's own gpt-fast
+benchmark and transformers' ``generate()`` (issue 28; target: accelbench within 3% of the plain loop).
+
+Every contender generates from the same 6-token prompt (PyTorch CI's gpt-fast prompt length) the
+same number of new tokens, batch 1, on a Llama-3.2-1B-shaped model (2048 wide, 16 layers, 32 query
+and 8 key/value heads, SwiGLU 8192, vocabulary 128256; ``--layers`` takes fewer of its layers) with
+random weights, in bfloat16 or int8 weight-only. Each figure is gpt-fast's: new tokens / the whole
+generation (prefill included), so the four read the same work:
+
+- ``plain``:      accelbench's decoder (workloads/decoder.py) in the loop a user writes by hand
+                  (``greedy_generate``), int8-wo through accelbench's quantizer (PyTorch's
+                  ``_weight_int8pack_mm``);
+- ``accelbench``: ``measure_generation`` on that model (what a generate case runs);
+- ``gpt_fast``:   PyTorch's ``benchmarks/gpt_fast`` (``--gpt-fast-dir``: a copy of that folder of
+                  the pytorch repository, not shipped here): its ``model.Transformer`` at the same
+                  shape with random weights as its ``_load_model`` makes them, its ``generate()``
+                  as CI calls it (top-k 200 sampling at temperature 0.8, eager unless ``--compile``),
+                  int8 through its ``WeightOnlyInt8QuantHandler`` (``F.linear(x, w.to(x.dtype)) *
+                  scales``);
+- ``generate``:   transformers' ``LlamaForCausalLM`` of the same shape, ``generate(max_new_tokens=N,
+                  min_new_tokens=N, do_sample=False)``; int8-wo through accelbench's quantizer.
+
+Each in a fresh process per round, ``--threads 1`` by default, the order rotating every round; per
+process the median over ``--repeats`` generations after a warm-up one. Ratios per round, geometric
+mean with a 90% t interval (benchmarks/isolation.py); "within 3%" is that interval inside
+0.97-1.03. The load average is recorded each round: the machine is shared.
+
+    .venv/bin/python benchmarks/quantized_decode.py --gpt-fast-dir /tmp/gpt_fast --precision bf16
+    .venv/bin/python benchmarks/quantized_decode.py --gpt-fast-dir /tmp/gpt_fast --precision int8-wo
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+from generation import PINNED_MALLOC  # benchmarks/ is this script's path
+from isolation import log_ratio_interval, within_margin
+
+PROMPT_LEN = 6
+WIDTH, HEADS, KV_HEADS, FFN, VOCAB, ROPE_THETA = 2048, 32, 8, 8192, 128_256, 500_000.0
+
+
+def _median_rate(times: list[float], new_tokens: int) -> dict[str, Any]:
+    return {"seconds": times, "tokens_per_s": new_tokens / statistics.median(times)}
+
+
+def _timed(generate_once: Any, repeats: int) -> list[float]:
+    import torch
+
+    times = []
+    with torch.no_grad():
+        for repeat in range(1 + repeats):
+            start = time.perf_counter()
+            generate_once()
+            if repeat:  # the first is the warm-up
+                times.append(time.perf_counter() - start)
+    return times
+
+
+def _accelbench_model(args: argparse.Namespace) -> tuple[Any, Any]:
+    import torch
+
+    from accelbench.workloads.decoder import Decoder, DecoderConfig
+    from accelbench.workloads.llama import LLAMA3_SCALING, Llama1B
+
+    config = DecoderConfig(vocab=VOCAB, context=4096, layers=args.layers, width=WIDTH, heads=HEADS,
+                           kv_heads=KV_HEADS, ffn=FFN, layout="llama", rope_theta=ROPE_THETA,
+                           rope_scaling=LLAMA3_SCALING)
+    torch.manual_seed(0)
+    model = Decoder(config).to(torch.bfloat16).eval()
+    _quantize(model, args)
+    workload = Llama1B("published")
+    workload.preset = type(workload.preset)(batch_size=workload.preset.batch_size,  # type: ignore[call-arg]
+                                            dataset_size=workload.preset.dataset_size,
+                                            seq_len=1024, model=config)
+    return workload, model
+
+
+def _quantize(model: Any, args: argparse.Namespace) -> None:
+    if args.precision == "int8-wo":
+        from accelbench.devices import DeviceSet
+        from accelbench.measure.quantize import quantize_weights
+
+        quantize_weights(model, "int8-wo", DeviceSet.current().select("cpu")[0])
+
+
+def plain_child(args: argparse.Namespace) -> dict[str, Any]:
+    from accelbench.workloads.decoder import greedy_generate
+
+    workload, model = _accelbench_model(args)
+    prompt = workload.make_prompt(1, PROMPT_LEN, 0)
+    return _median_rate(_timed(lambda: greedy_generate(model, prompt, args.new_tokens), args.repeats),
+                        args.new_tokens)
+
+
+def accelbench_child(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    from accelbench.devices import DeviceSet
+    from accelbench.measure.generation import measure_generation
+
+    workload, model = _accelbench_model(args)
+    with torch.no_grad():
+        figures = measure_generation(workload, model, DeviceSet.current().select("cpu")[0],
+                                     prompt_len=PROMPT_LEN, new_tokens=args.new_tokens,
+                                     rounds=args.repeats, warmup_rounds=1)
+    return _median_rate([r.ttft_s + r.decode_s for r in figures.rounds], args.new_tokens)
+
+
+def gpt_fast_child(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
+    # Its generate.py imports torchao and the Mixtral model at the top; only LLaMA runs here.
+    for name in ("torchao", "mixtral_moe_model", "mixtral_moe_quantize", "benchmark"):
+        sys.modules.setdefault(name, types.ModuleType(name))
+    for name, attributes in (("mixtral_moe_model", ("ConditionalFeedForward", "Transformer")),
+                             ("mixtral_moe_quantize", ("ConditionalFeedForwardInt8",
+                                                       "WeightOnlyInt8QuantHandler"))):
+        for attribute in attributes:
+            setattr(sys.modules[name], attribute, type(attribute, (), {}))
+    sys.path.insert(0, str(args.gpt_fast_dir))
+    import generate as gpt_fast  # type: ignore[import-not-found]
+    from model import ModelArgs, Transformer  # type: ignore[import-not-found]
+    from quantize import WeightOnlyInt8QuantHandler  # type: ignore[import-not-found]
+
+    config = ModelArgs(block_size=4096, vocab_size=VOCAB, n_layer=args.layers, n_head=HEADS, dim=WIDTH,
+                       intermediate_size=FFN, n_local_heads=KV_HEADS, rope_base=ROPE_THETA)
+    # Its _load_model: built on the meta device, cast, quantized, then random weights assigned.
+    with torch.device("meta"):
+        model = Transformer(config)
+    model = model.to(dtype=torch.bfloat16)
+    if args.precision == "int8-wo":
+        model = WeightOnlyInt8QuantHandler(model).convert_for_runtime()
+    torch.manual_seed(0)
+    state = {k: torch.nn.Parameter(torch.randn(v.shape).to(dtype=v.dtype), requires_grad=v.requires_grad)
+             for k, v in model.state_dict().items()}
+    model.load_state_dict(state, assign=True)
+    model.eval()
+    if args.compile:
+        gpt_fast.decode_one_token = torch.compile(gpt_fast.decode_one_token, fullgraph=True)
+        gpt_fast.prefill = torch.compile(gpt_fast.prefill, fullgraph=True)
+    prompt = torch.tensor([1, 15043, 29892, 590, 1024, 338], dtype=torch.int32)
+
+    def once() -> None:
+        out = gpt_fast.generate(model, prompt, args.new_tokens, temperature=0.8, top_k=200)
+        assert out.shape[0] == PROMPT_LEN + args.new_tokens
+
+    return _median_rate(_timed(once, args.repeats), args.new_tokens)
+
+
+def generate_child(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(hidden_size=WIDTH, num_hidden_layers=args.layers, num_attention_heads=HEADS,
+                         num_key_value_heads=KV_HEADS, intermediate_size=FFN, vocab_size=VOCAB,
+                         tie_word_embeddings=True, rope_theta=ROPE_THETA, max_position_embeddings=4096)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).to(torch.bfloat16).eval()
+    _quantize(model, args)
+    prompt = torch.randint(1, VOCAB, (1, PROMPT_LEN), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones_like(prompt)
+
+    def once() -> None:
+        out = model.generate(input_ids=prompt, attention_mask=mask, max_new_tokens=args.new_tokens,
+                             min_new_tokens=args.new_tokens, do_sample=False, use_cache=True,
+                             pad_token_id=0)
+        assert out.shape[1] == PROMPT_LEN + args.new_tokens
+
+    return _median_rate(_timed(once, args.repeats), args.new_tokens)
+
+
+CHILDREN = {"plain": plain_child, "accelbench": accelbench_child, "gpt_fast": gpt_fast_child,
+            "generate": generate_child}
+
+
+def run_child(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--child", name, "--precision", args.precision,
+               "--layers", str(args.layers), "--new-tokens", str(args.new_tokens), "--repeats",
+               str(args.repeats), "--threads", str(args.threads)]
+    if args.gpt_fast_dir:
+        command += ["--gpt-fast-dir", str(args.gpt_fast_dir)]
+    if args.compile:
+        command.append("--compile")
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **PINNED_MALLOC})
+    if done.returncode:
+        raise SystemExit(f"{name} failed:\n{done.stderr.strip()[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def summarise(data: dict[str, Any]) -> list[str]:
+    runs = data["runs"]
+    loads = data["load"]
+    lines = [f"llama-1b-shaped ({data['layers']} layers) {data['precision']}: prompt {PROMPT_LEN}, "
+             f"{data['new_tokens']} new tokens, batch 1, {data['threads']} thread(s); "
+             f"{len(runs['plain'])} rounds x {data['repeats']} generations; load average "
+             f"{min(loads):.1f}-{max(loads):.1f} over {os.cpu_count()} CPUs"]
+    for name, series in runs.items():
+        rates = [r["tokens_per_s"] for r in series]
+        lines.append(f"  {name:10s} {statistics.median(rates):8.3f} tokens/s (median of the "
+                     "processes; new tokens / whole generation)")
+    for other in [n for n in runs if n != "accelbench"]:
+        ratios = [a["tokens_per_s"] / b["tokens_per_s"] for a, b in zip(runs["accelbench"], runs[other],
+                                                                          strict=True)]
+        centre, low, high = log_ratio_interval(ratios, level=0.90)
+        judged = within_margin(ratios) if other == "plain" else f"90% CI {low:.3f}-{high:.3f}"
+        lines.append(f"  accelbench / {other:9s} geometric mean {centre:.3f} ({judged}); rounds: "
+                     + ", ".join(f"{r:.3f}" for r in ratios))
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--precision", choices=("bf16", "int8-wo"), default="bf16")
+    parser.add_argument("--layers", type=int, default=16, help="of Llama-3.2-1B's 16")
+    parser.add_argument("--new-tokens", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=2, help="timed generations per process")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--gpt-fast-dir", type=Path,
+                        help="a copy of pytorch/pytorch's benchmarks/gpt_fast (without it, gpt-fast "
+                        "is left out)")
+    parser.add_argument("--compile", action="store_true", help="gpt-fast: torch.compile as CI does")
+    parser.add_argument("--no-generate", action="store_true", help="leave transformers' generate() out")
+    parser.add_argument("--save", type=Path, metavar="FILE.json")
+    parser.add_argument("--child", choices=tuple(CHILDREN), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(args.threads)
+    if args.child:
+        print(json.dumps(CHILDREN[args.child](args)))
+        return
+    contenders = ["plain", "accelbench"] + (["gpt_fast"] if args.gpt_fast_dir else []) \
+        + ([] if args.no_generate else ["generate"])
+    data: dict[str, Any] = {"precision": args.precision, "layers": args.layers, "new_tokens": args.new_tokens,
+                            "repeats": args.repeats, "threads": args.threads, "load": [],
+                            "runs": {name: [] for name in contenders}}
+    for round_ in range(args.rounds):
+        shift = round_ % len(contenders)
+        for name in contenders[shift:] + contenders[:shift]:
+            data["runs"][name].append(run_child(name, args))
+        data["load"].append(os.getloadavg()[0])
+        if args.save:
+            args.save.write_text(json.dumps(data))
+        print(f"round {round_ + 1}: " + ", ".join(
+            f"{name} {data['runs'][name][-1]['tokens_per_s']:.2f}" for name in contenders)
+            + f" tokens/s (load {data['load'][-1]:.1f})", flush=True)
+    print("\n".join(summarise(data)))
+
+
+if __name__ == "__main__":
+    main()
