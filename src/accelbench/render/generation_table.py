@@ -33,7 +33,8 @@ def _label(case: CaseResult) -> str:
         label += " streamed"
     protocol = figures.get("protocol")
     if isinstance(protocol, dict):
-        label += f" [{protocol.get('name')} {protocol.get('test')}]"
+        name, test = protocol.get("name"), protocol.get("test")
+        label += f" [{name}]" if test == name else f" [{name} {test}]"
     elif case.protocol:
         label += f" [{case.protocol}]"
     return label
