@@ -115,6 +115,20 @@ def comma_list(text: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in text.split(",") if item.strip())
 
 
+def say(line: str) -> None:
+    """A note, warning or summary on stderr: wrapped by the tables' rule on a terminal (a line
+    the terminal broke would split a path or a figure), one line where a script reads it.
+    Errors stay one line everywhere (``main``)."""
+    if sys.stderr.isatty():
+        from rich.console import Console
+
+        from accelbench.render.fit import Prose
+
+        Console(stderr=True, highlight=False).print(Prose(line))
+    else:
+        sys.stderr.write(line + "\n")
+
+
 def fail(message: str) -> NoReturn:
     raise UsageError(message)
 

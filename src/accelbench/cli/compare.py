@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from accelbench.cli import optiongroups as groups
-from accelbench.cli.common import add_json_argument, add_quiet_argument
+from accelbench.cli.common import add_json_argument, add_quiet_argument, say
 from accelbench.cli.history import add_db_option
 from accelbench.compare import LabelledRun, compare_runs
 from accelbench.errors import UsageError
@@ -52,7 +52,7 @@ def print_against(console: Console, runs: list[tuple[str, RunRecord]], sources: 
 
     def warn(message: str) -> None:
         if not quiet:
-            sys.stderr.write(f"accelbench: warning: {message}\n")
+            say(f"accelbench: warning: {message}")
 
     comparisons, loaded = compare_against(runs, sources, warn, latest_selftest)
     if not comparisons:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from accelbench.cli.common import add_quiet_argument
+from accelbench.cli.common import add_quiet_argument, say
 from accelbench.cli.history import add_db_option, open_db
 from accelbench.files import write_atomic
 from accelbench.render.export import FORMATS, export
@@ -34,7 +34,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     if args.output:
         write_atomic(args.output, text)
         if not args.quiet:
-            print(f"run {record.run_id} written to {args.output}", file=sys.stderr)
+            say(f"run {record.run_id} written to {args.output}")
     else:
         sys.stdout.write(text)
     return 0

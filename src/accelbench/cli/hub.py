@@ -4,11 +4,10 @@ a hub's bundles as Parquet shards, and its bands as a table that places a result
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
-from accelbench.cli.common import add_quiet_argument
+from accelbench.cli.common import add_quiet_argument, say
 from accelbench.errors import UsageError
 
 SOURCES_HELP = ("bundle files, folders of bundles or of Parquet shards, http(s) addresses or "
@@ -51,7 +50,7 @@ def _no_command(parser: argparse.ArgumentParser) -> int:
 def _say(args: argparse.Namespace, line: str) -> None:
     """A warning or the summary line on stderr, unless ``--quiet``."""
     if not args.quiet:
-        sys.stderr.write(line + "\n")
+        say(line)
 
 
 def execute_compact(args: argparse.Namespace, argv: list[str]) -> int:

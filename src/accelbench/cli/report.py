@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from accelbench.cli.common import add_quiet_argument, positive_int
+from accelbench.cli.common import add_quiet_argument, positive_int, say
 from accelbench.cli.compare import load_runs
 from accelbench.cli.history import add_db_option
 from accelbench.compare import compare_runs
@@ -62,5 +61,5 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     write_atomic(args.output, render_report(runs, comparisons, timelines, args.title, generated,
                                                   published=args.reference))
     if not args.quiet:
-        print(f"Report on {len(runs)} run(s) written to {args.output}", file=sys.stderr)
+        say(f"Report on {len(runs)} run(s) written to {args.output}")
     return 0

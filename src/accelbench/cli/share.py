@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from accelbench.cli.common import add_json_argument, add_quiet_argument
+from accelbench.cli.common import add_json_argument, add_quiet_argument, say
 from accelbench.cli.compare import load_runs
 from accelbench.cli.history import add_db_option, open_db
 from accelbench.errors import UsageError
@@ -86,7 +86,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     bundle = build_bundle(records, identity,
                           selftest=latest_selftest, with_samples=args.with_samples)
     for note in [] if args.quiet else bundle.skipped:
-        sys.stderr.write(f"accelbench: note: {note}\n")
+        say(f"accelbench: note: {note}")
     if not bundle.lines:
         raise UsageError("nothing to share: the runs given hold no timing cases")
     if args.dry_run:
@@ -96,14 +96,13 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         stored = ("a new id, not stored: sharing for real draws its own"
                   if args.new_machine_id or stored_machine_id() is None else "this install's id")
         if not args.quiet:
-            sys.stderr.write(f"dry run: {len(bundle.lines)} result(s) would be shared as machine "
-                             f"{identity} ({stored}); nothing written\n")
+            say(f"dry run: {len(bundle.lines)} result(s) would be shared as machine {identity} "
+                f"({stored}); nothing written")
         return 0
     if args.output is not None:
         write_atomic(args.output, bundle.text())
         if not args.quiet:
-            sys.stderr.write(f"{len(bundle.lines)} result(s) from {len(runs)} run(s) written to "
-                             f"{args.output}\n")
+            say(f"{len(bundle.lines)} result(s) from {len(runs)} run(s) written to {args.output}")
     if args.push is not None:
         return _push(args.push, bundle.text(), identity, dry_run=False, yes=args.yes)
     return 0
@@ -144,7 +143,7 @@ def _push(target: str, text: str, identity: str, *, dry_run: bool, yes: bool) ->
     sub = submission(text, identity)
     Console().print(submission_renderable(target, sub))
     if dry_run:
-        sys.stderr.write(f"dry run: {sub.lines} result(s) would be sent to {target}; nothing sent\n")
+        say(f"dry run: {sub.lines} result(s) would be sent to {target}; nothing sent")
         return 0
     if not yes:
         sys.stdout.write(f"Send {sub.lines} result(s) to {target}? [y/N] ")

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from accelbench.cli.common import add_quiet_argument
+from accelbench.cli.common import add_quiet_argument, say
 from accelbench.errors import UsageError
 
 
@@ -33,7 +32,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
 
     def warn(message: str) -> None:
         if not args.quiet:
-            sys.stderr.write(f"accelbench: warning: {message}\n")
+            say(f"accelbench: warning: {message}")
 
     collection, loaded = read_collection(args.sources, warn)
     if not collection.results:
@@ -47,6 +46,6 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         raise UsageError(f"cannot write the site into {folder}: {error.strerror or error}") from None
     if args.quiet:
         return 0
-    sys.stderr.write(f"site of {collection.results:,} result(s) ({len(pages)} pages) written to "
-                     f"{folder / 'index.html'}; {loaded.summary()}\n")
+    say(f"site of {collection.results:,} result(s) ({len(pages)} pages) written to "
+        f"{folder / 'index.html'}; {loaded.summary()}")
     return 0

@@ -9,9 +9,10 @@ break):
    a ``whole`` column (a figure column) its longest line;
 2. while even those widths do not fit, the columns the table names in ``drop`` are left out, in
    that order, and a line under the table names them and what shows them (``hint``);
-3. should the rest still not fit, a table that names its ``stack`` columns (a row's name: workload,
-   mode, device) is split into parts one under the other, each repeating those columns; a table
-   that cannot be split has its rows stacked, each a block of "column  value" lines;
+3. should the rest still not fit (all the columns are then kept), a table that names its
+   ``stack`` columns (a row's name: workload, mode, device) is split into parts one under the
+   other, each repeating those columns; a table that cannot be split has its rows stacked, each a
+   block of "column  value" lines;
 4. otherwise each column starts at its natural width and, while the table is too wide, the column
    that costs the fewest extra lines gives up one character.
 
@@ -32,6 +33,8 @@ from rich.text import Text
 from accelbench.render.words import line_breaks, lines_at, longest_chunk, measure
 
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+#: A column split into parts is given this much room where its text is longer (render/fit.py 3).
+COMFORTABLE = 16
 #: What a table's dropped columns are shown by, unless it says otherwise.
 WIDE_HINT = "a wider terminal or --json shows them"
 
@@ -180,21 +183,30 @@ class FittedTable:
 
     def sections(self, kept: list[int], least: list[int], width: int) -> list[list[int]] | None:
         """``kept`` as one table, or as tables one under the other that each repeat the ``stack``
-        columns (the row's name) and take the others in order, as many as fit; None when not
-        even one column fits beside the name."""
+        columns (the row's name) and take the others in order, as many as fit at a comfortable
+        width (their natural width up to ``COMFORTABLE``, their least where that is more); None
+        when not even one column fits beside the name."""
         if self._fits(kept, least, width):
             return [kept]
         key = [i for i in kept if self.columns[i] in self.stack]
         if not key:
             return None
+        natural = self.natural_widths()
+        comfortable = [min(natural[i], max(least[i], COMFORTABLE)) for i in range(len(least))]
         parts: list[list[int]] = [[]]
         for i in (i for i in kept if i not in key):
             if not self._fits(key + [i], least, width):
                 return None
-            if not self._fits(key + parts[-1] + [i], least, width):
+            if parts[-1] and not self._fits(key + parts[-1] + [i], comfortable, width):
                 parts.append([])
             parts[-1].append(i)
         return [key + part for part in parts]
+
+    def natural_widths(self) -> list[int]:
+        """Each column's width unwrapped: its longest line (the header's included)."""
+        return [max(_width(line) for text in (column, *(_plain(row[i]) for row in self.rows))
+                    for line in text.split("\n"))
+                for i, column in enumerate(self.columns)]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width
@@ -203,6 +215,9 @@ class FittedTable:
             yield Prose(self.title, "bold")
         kept, dropped = self.shown(width)
         least = self.least_widths()
+        if dropped and not self._fits(kept, least, width) and self.stack:
+            # Leaving columns out does not make one table of it: the parts show them all.
+            kept, dropped = list(range(len(self.columns))), []
         parts = self.sections(kept, least, width)
         if parts is None:
             yield from self._stacked(width)

@@ -93,12 +93,13 @@ def _fitting(text: str, width: int) -> int:
 
 def shorten(text: str, width: int) -> str:
     """The first line of ``text`` in at most ``width`` characters, cut only between chunks and
-    then marked "…" (an error's start in a cell; the whole text stays in the result)."""
+    then marked " …" (an error's start in a cell; the whole text stays in the result): the mark
+    stands apart, so it is never read as the end of a figure."""
     line = text.splitlines()[0] if text else ""
     if len(line) <= width:
         return line
-    ends = [end for _, end in chunks(line) if end <= width - 1]
-    return line[:ends[-1] if ends else width - 1].rstrip() + "…"
+    ends = [end for _, end in chunks(line) if end <= width - 2]
+    return (line[:ends[-1]] + " …") if ends else line[:width - 1] + "…"
 
 
 def wrap(text: str, width: int) -> list[str]:
