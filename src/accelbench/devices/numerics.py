@@ -230,6 +230,26 @@ def precision_settings(precision: Precision, device: Device | None = None, *,
         _restore(saved)
 
 
+
+def switches_as_now() -> Callable[[], None]:
+    """A function that puts every switch :func:`backend_flags` reads back as it is now: a reused
+    worker process gives each case the switches a fresh process starts with (engine/launchers/
+    fresh.py), whatever the case before set and left."""
+    saved, matmul, cudnn = _save(), torch.backends.cuda.matmul, torch.backends.cudnn
+    others = (bool(cudnn.deterministic), torch.are_deterministic_algorithms_enabled(),
+              torch.is_deterministic_algorithms_warn_only_enabled(),
+              bool(matmul.allow_fp16_reduced_precision_reduction),
+              bool(matmul.allow_bf16_reduced_precision_reduction))
+
+    def put_back() -> None:
+        _restore(saved)
+        deterministic, algorithms, warn_only, fp16, bf16 = others
+        cudnn.deterministic = deterministic
+        torch.use_deterministic_algorithms(algorithms, warn_only=warn_only)
+        matmul.allow_fp16_reduced_precision_reduction = fp16
+        matmul.allow_bf16_reduced_precision_reduction = bf16
+    return put_back
+
 def backend_flags(device: Device | None = None) -> dict[str, str | bool]:
     """The global numeric switches in force now (call it inside :func:`precision_settings`), for
     the result: they decide whether an "fp32" figure is fp32, whether it is reproducible and,

@@ -81,7 +81,8 @@ def drive(work: CaseWork[Item], items: Sequence[Item], record: RunRecord, *,
     round one is ``interrupted``. ``live`` shows the progress display (on a terminal), besides
     any ``progress`` callback.
     """
-    with progress_display([work.label(item) for item in items], quiet=not live) as display:
+    with work.launching(items), \
+            progress_display([work.label(item) for item in items], quiet=not live) as display:
         return _drive(work, items, record, _both(progress, display), on_case, repeat, cooldown)
 
 

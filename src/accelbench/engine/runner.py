@@ -35,6 +35,8 @@ class RunWork(CaseWork[Case]):
         self.options = options
         # A sustained run's minutes come on top of the set-up time the timeout allows for.
         self.isolation, self.timeout = options.isolation, options.case_timeout_s
+        # Every repeat is a process of its own: its figures are what compare holds as independent.
+        self.warm = options.warm_worker and options.repeat == 1
 
     def label(self, case: Case) -> str:
         return case.label

@@ -10,7 +10,9 @@ worker process, torchrun: ``engine/launchers/``) is the work's ``launcher``, by 
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from accelbench.engine.launchers.base import Launcher, Progress
@@ -21,6 +23,7 @@ if TYPE_CHECKING:  # the spec's case imports torch; the driver only passes specs
     from accelbench.engine.spec import CaseSpec
 
 Item = TypeVar("Item")
+
 
 def launcher_for(isolation: str, timeout: float, echo: bool = False) -> Launcher:
     """The launcher ``--isolation`` names: "process" (a worker process per case) or "none"."""
@@ -44,6 +47,9 @@ class CaseWork(ABC, Generic[Item]):
     #: Another launcher than ``isolation``'s (a TorchrunLauncher: each case's ranks under
     #: torchrun); None takes ``isolation``'s.
     launcher: Launcher | None = None
+    #: With isolation "process": consecutive cases on a device share one warm worker process
+    #: (engine/launchers/warm.py), held by ``launching`` from the plan's first case to its last.
+    warm: bool = False
 
     @abstractmethod
     def label(self, item: Item) -> str:
@@ -74,6 +80,26 @@ class CaseWork(ABC, Generic[Item]):
     def next_round(self, item: Item, first: CaseResult) -> Item:
         """The item a later repeat runs, given the first round's result."""
         return item
+
+    @contextlib.contextmanager
+    def launching(self, items: Sequence[Item]) -> Iterator[None]:
+        """Around a whole plan of ``items``. A warm work's cases share the launcher held here:
+        the worker of the first case starts at once (its start-up overlaps what the caller does
+        before that case), every worker ends with the block. Any other work launches each case
+        on its own, and an entered block (or a launcher set by hand) is used as it is."""
+        if not (self.warm and self.isolation == "process" and self.launcher is None and items):
+            yield
+            return
+        from accelbench.engine.launchers.warm import WarmLauncher
+
+        launcher = WarmLauncher(self.timeout, self.worker, self.echo)
+        self.launcher = launcher
+        try:
+            launcher.prestart(self.spec(items[0]))
+            yield
+        finally:
+            self.launcher = None
+            launcher.close()
 
     def run(self, item: Item, progress: Progress | None) -> CaseResult:
         """One case through the work's launcher."""

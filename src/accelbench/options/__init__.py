@@ -61,6 +61,10 @@ class RunOptions(Codec):
     workload_files: tuple[str, ...] = ()
     #: "process" runs each case in its own worker process; "none" runs it inline.
     isolation: str = "process"
+    #: With "process" and one process a case: consecutive cases on a device share one worker
+    #: process, each begun as in a fresh one and marked warm (engine/launchers/warm.py). The
+    #: default at --size tiny where --isolation is not given (options/values.py).
+    warm_worker: bool = False
     #: Seconds a case may take (set-up, warm-up and measurement) before it is stopped.
     case_timeout: float = DEFAULT_CASE_TIMEOUT_S
     auto_batch: bool = False
@@ -115,6 +119,7 @@ class RunOptions(Codec):
         check_number("--cooldown", self.cooldown, whole=False, zero_ok=True, most=MOST_SECONDS)
         for flag, switch in (("--channels-last", self.channels_last),
                              ("--auto-batch", self.auto_batch), ("--profile", self.profile),
+                             ("warm_worker", self.warm_worker),
                              ("cudnn_benchmark", self.cudnn_benchmark)):
             _check_flag(flag, switch)
         for name in self.precisions:
@@ -126,6 +131,9 @@ class RunOptions(Codec):
         _check_choice("--size", self.size, SIZES)
         if self.repeat > 1 and self.isolation != "process":
             raise UsageError("--repeat N needs --isolation process: each repeat is a fresh worker process")
+        if self.warm_worker and (self.isolation != "process" or self.repeat > 1):
+            raise UsageError("a warm worker shares one worker process between cases: it needs "
+                             "--isolation process and one process a case (no --repeat)")
         _check_choice("--data", self.data, DATA_MODES)
         if self.data == "real":
             if self.data_dir is None:

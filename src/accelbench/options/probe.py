@@ -25,6 +25,8 @@ class ProbeOptions(Codec):
     debug: bool = False
 
     def __post_init__(self) -> None:
+        if self.isolation is None:  # the flag left out (the shared flag's default is None)
+            object.__setattr__(self, "isolation", "process")
         _check_choice("--isolation", self.isolation, ISOLATIONS)
         check_number("--case-timeout", self.case_timeout, whole=False, zero_ok=False,
                      most=MOST_SECONDS)

@@ -39,7 +39,7 @@ class MeasureKeywords(TypedDict, total=False):
     compile: bool | str | Sequence[str] | None  # --compile: True = inductor; a list runs each
     channels_last: bool  # --channels-last
     threads: int | None  # --threads
-    isolation: str  # --isolation process|none
+    isolation: str | None  # --isolation process|none (left out: process, warm at --size tiny)
     case_timeout: float  # --case-timeout
     cooldown: float  # --cooldown
     repeat: int  # --repeat
@@ -86,7 +86,8 @@ DEFAULTS: dict[str, Any] = {
     "suite": None, "workload_file": (), "steps": None, "time_budget": None, "epochs": None,
     "target_ci": None, "warmup": DEFAULT_WARMUP_STEPS, "precision": ("fp32",), "compile": None,
     "channels_last": False, "size": "published", "batch_size": None, "threads": None,
-    "data": "synthetic", "data_dir": None, "workers": 0, "isolation": "process",
+    # Isolation left out is "process", with a warm worker at --size tiny (resolve_isolation).
+    "data": "synthetic", "data_dir": None, "workers": 0, "isolation": None,
     "case_timeout": DEFAULT_CASE_TIMEOUT_S, "auto_batch": False, "cooldown": 0.0, "repeat": 1,
     "profile": False, "cudnn_benchmark": True, "prompt_len": None, "new_tokens": None,
     "sustained": None, "sustained_interval": None, "stream": False,
@@ -169,6 +170,32 @@ def stop_rule(steps: int | None = None, time_budget: float | None = None,
     return StopRule(kind, value, target_ci)
 
 
+#: ``--size tiny`` shows that each case works, not how fast it is: when no stop rule is given, a
+#: budget of this many seconds (still at least MIN_SAMPLES samples) that ends as soon as the
+#: median's 95% CI is within +-TINY_TARGET_CI_PCT (from MIN_ADAPTIVE_SAMPLES samples on).
+TINY_TIME_BUDGET_S = 1.0
+TINY_TARGET_CI_PCT = 5.0
+
+
+def size_stop_rule(size: str, given: StopRule, stop_given: bool, target_ci: float | None) -> StopRule:
+    """The stop rule of a run at ``size``: what the user gave (``stop_given``: --steps,
+    --time-budget, --epochs or --sustained), else at --size tiny the tiny budget, with the user's
+    --target-ci where given."""
+    if size != "tiny" or stop_given:
+        return given
+    return StopRule("time", TINY_TIME_BUDGET_S,
+                    TINY_TARGET_CI_PCT if target_ci is None else target_ci)
+
+
+def resolve_isolation(isolation: str | None, size: str, repeat: int) -> tuple[str, bool]:
+    """(isolation, warm worker): a given --isolation stands as given, each case in a fresh worker
+    process or inline; left out, it is "process", and at --size tiny with one process a case the
+    cases share a warm worker (start-up paid once per device, each case begun fresh)."""
+    if isolation is not None:
+        return isolation, False
+    return "process", size == "tiny" and repeat == 1
+
+
 def _paths(value: PathLike | Sequence[PathLike] | None) -> tuple[Path, ...]:
     if value is None:
         return ()
@@ -221,6 +248,9 @@ def build_run_options(workloads: str | Sequence[str] | None, device: str | None,
     # The stop rule first: it needs no workload, and resolving workloads imports torch.
     stop = stop_rule(values["steps"], values["time_budget"], values["epochs"], values["target_ci"],
                      values["sustained"], values["sustained_interval"])
+    stop = size_stop_rule(values["size"], stop, any(values[name] is not None for name in (
+        "steps", "time_budget", "epochs", "sustained")), values["target_ci"])
+    isolation, warm = resolve_isolation(values["isolation"], values["size"], values["repeat"])
     chosen, named = select_workloads(workloads, values["suite"], files)
     suite = None if named else values["suite"] or suites.DEFAULT_SUITE
     chosen_modes = names(modes, "--mode")
@@ -236,7 +266,7 @@ def build_run_options(workloads: str | Sequence[str] | None, device: str | None,
         compile_backends=compile_backends(values["compile"]),
         channels_last=values["channels_last"],
         workload_files=tuple(str(path.resolve()) for path in files),
-        isolation=values["isolation"], case_timeout=values["case_timeout"],
+        isolation=isolation, warm_worker=warm, case_timeout=values["case_timeout"],
         auto_batch=values["auto_batch"], cooldown=values["cooldown"], repeat=values["repeat"],
         profile=values["profile"], cudnn_benchmark=values["cudnn_benchmark"], stream=values["stream"],
         protocol=values["protocol"] or "",

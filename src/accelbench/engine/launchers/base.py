@@ -27,6 +27,8 @@ Item = TypeVar("Item")
 
 #: A worker's or rank's stdout line that carries progress, not output.
 PROGRESS_PREFIX = "@@accelbench-progress "
+#: A warm worker's stdout line that says the case it was given is done (warm.py).
+DONE_PREFIX = "@@accelbench-done"
 
 
 class Launcher(Protocol):
@@ -34,7 +36,7 @@ class Launcher(Protocol):
     timeout, a rank that failed) is the result's status, never an exception. KeyboardInterrupt
     and other BaseExceptions stop what it started and propagate."""
 
-    #: "inline", "process" or "torchrun".
+    #: "inline", "process", "warm" or "torchrun".
     name: str
 
     def launch(self, work: CaseWork[Any], item: Any, progress: Progress | None) -> Any:

@@ -60,9 +60,16 @@ def in_worker(spec: CaseSpec, failed: CaseResult, timeout: float,
     """The worker's result; when it dies or overruns ``timeout``, ``failed`` (a skeleton of the
     case, or the partial result the worker left) with status ``crashed`` or ``timeout``."""
     outcome, data = worker_call(spec, timeout, progress, echo)
+    return case_result(outcome, outcome.returncode == 0, data, failed, timeout)
+
+
+def case_result(outcome: ChildOutcome, finished: bool, data: dict[str, Any] | None,
+                failed: CaseResult, timeout: float) -> CaseResult:
+    """The result a worker left (``data``) when it ``finished`` the case; else ``failed`` (a
+    skeleton of the case), or the partial result it left, with how the worker ended."""
     if data is not None:
         result = CaseResult.from_dict(data)
-        if outcome.returncode == 0:
+        if finished:
             return result
         failed = result  # a partial result: what finished before the worker ended
     failed.status, failed.error = ending(outcome, timeout)
