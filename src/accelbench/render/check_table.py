@@ -14,7 +14,7 @@ _COLOURS = {"pass": "green", "drift": "yellow", "diverged": "red", "non-finite":
 COLUMNS = ("workload", "device", "config", "batch", "verdict", "judged steps", "first bad step",
            "max rel. loss diff", "output rel. diff", "tolerance pass/drift", "detail")
 #: Figures: never wrapped (an exponent is the whole figure).
-_WHOLE = ("batch", "first bad step", "max rel. loss diff", "output rel. diff",
+_WHOLE = ("batch", "judged steps", "first bad step", "max rel. loss diff", "output rel. diff",
           "tolerance pass/drift")
 JUDGED_NOTE = ("judged steps: those before the reference, re-run with a rounding of the "
                "candidate precision's size every step, left the pass tolerance; later "

@@ -1,0 +1,76 @@
+"""Issue 30 (item A): the one line-break rule (render/words.py) and the one table fitter
+(render/fit.py): what they never split, and how a table too wide for the terminal drops, splits
+into parts or stacks its rows."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.text import Text
+
+from accelbench.render.fit import FittedTable, Prose
+from accelbench.render.words import GLUE, longest_chunk, shorten, wrap
+
+
+def _render(renderable: object, width: int) -> list[str]:
+    console = Console(file=io.StringIO(), width=width, color_system=None)
+    console.print(renderable)
+    return [line.rstrip() for line in console.file.getvalue().splitlines()]  # type: ignore[attr-defined]
+
+
+def test_rich_breaks_at_a_no_break_space_so_the_glue_is_ours() -> None:
+    """Why the wrapping is done here: rich's word pattern treats U+00A0 as a space."""
+    assert _render(Text(f"xxxx 42.6{GLUE}ms"), 9) == ["xxxx 42.6", "ms"]
+    assert _render(Prose(f"xxxx 42.6{GLUE}ms"), 9) == ["xxxx", "42.6 ms"]
+    assert _render(Prose("xxxx 42.6 ms"), 9) == ["xxxx", "42.6 ms"]  # a unit is glued anyway
+
+
+def test_numbers_keep_their_units_and_signs_their_numbers() -> None:
+    text = ("read 42.6 ms and ≥ 3.0 GiB (set-up 5.8 GiB) at 8.18 GFLOPs, --prompt-len "
+            "2026-11-26T01:39:03+00:00")
+    for width in range(12, 40):
+        joined = "\n".join(wrap(text, width))
+        for whole in ("42.6 ms", "≥ 3.0 GiB", "5.8 GiB)", "8.18 GFLOPs,", "--prompt-len"):
+            assert whole in joined, (width, joined)
+        # only a chunk longer than the line (the date, below 25) is ever cut, as a last resort
+        assert all(len(line) <= width for line in wrap(text, width))
+    assert longest_chunk(text) == len("2026-11-26T01:39:03+00:00")
+    assert wrap(f"a b{GLUE}c", 3) == ["a", "b c"]  # the glue is shown as a space
+
+
+def test_a_shortened_error_is_cut_between_words_and_says_so_apart() -> None:
+    assert shorten("CUDA out of memory: tried 2.00 GiB more", 30) == "CUDA out of memory: tried …"
+    assert shorten("short", 30) == "short"
+
+
+ROWS = [["transformer-small", "train", "cuda:0", "20,699 ±0.8%", "launch-bound noisy", "3.25 s proj."],
+        ["vae", "eval", "cpu", "2,560 ±54.5%", "", "32.81 s proj."]]
+COLUMNS = ("workload", "mode", "device", "samples/s", "notes", "epoch")
+
+
+def test_a_table_leaves_out_its_declared_columns_first_and_says_which() -> None:
+    table = FittedTable("t", COLUMNS, ROWS, whole=("samples/s",), drop=("epoch",))
+    lines = _render(table, 62)
+    assert "epoch" not in lines[1] and any("1 column left out to fit 62 columns: epoch" in line
+                                          for line in lines)
+    assert all(len(line) <= 62 for line in lines)
+
+
+def test_a_table_that_cannot_fit_by_dropping_is_split_into_parts_naming_each_row() -> None:
+    table = FittedTable("t", COLUMNS, ROWS, whole=("samples/s",), drop=("epoch",),
+                        stack=("workload", "mode", "device"))
+    lines = _render(table, 45)
+    headers = [line for line in lines if line.startswith("workload")]
+    assert len(headers) >= 2  # each part repeats the row's name
+    text = "\n".join(lines)
+    assert "20,699 ±0.8%" in text and "3.25 s proj." in text  # nothing left out, nothing split
+    assert "left out" not in text and all(len(line) <= 45 for line in lines)
+
+
+def test_a_table_with_no_row_name_stacks_its_rows_as_blocks() -> None:
+    table = FittedTable("t", COLUMNS, ROWS, whole=("samples/s",))
+    lines = _render(table, 30)
+    assert any(line.startswith("workload") and "transformer-small" in line for line in lines)
+    assert any("20,699 ±0.8%" in line for line in lines)
+    assert all(len(line) <= 30 for line in lines)
