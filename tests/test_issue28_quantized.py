@@ -34,7 +34,7 @@ CPU = DeviceSet.current().select("cpu")[0]
 
 
 def test_the_precision_table_names_the_quantized_precisions() -> None:
-    assert QUANTIZED_PRECISIONS == ("int8-wo", "int4-wo")
+    assert QUANTIZED_PRECISIONS == ("int8-wo", "int4-wo", "int8-wo-torchao", "int4-wo-torchao")
     assert precision_spec("int4-wo").group_size == 128 and precision_spec("int8-wo").weight_bits == 8
     assert precision_spec("int8-wo").param_dtype == "bfloat16" and not precision_spec("bf16").quantized
     with pytest.raises(UsageError, match="int4-wo goes with --mode generate only"):

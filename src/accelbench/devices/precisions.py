@@ -18,6 +18,8 @@ int8 with one bf16 scale per output channel, int4 in groups of 128 input channel
 scale and zero point each; activations, norms, embeddings and biases stay bfloat16, and each
 product reads its weight packed (``measure/quantize.py``, through PyTorch's own kernels:
 ``_weight_int8pack_mm``, ``_weight_int4pack_mm``); they are inference precisions, never trained.
+``int8-wo-torchao`` and ``int4-wo-torchao`` are the same schemes through torchao's ``quantize_``
+(``Int8WeightOnlyConfig``, ``Int4WeightOnlyConfig(group_size=128)``), where torchao is installed.
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ class PrecisionSpec:
     #: precisions that store weights as they compute.
     weight_bits: int | None = None
     group_size: int | None = None
+    #: Who quantizes: PyTorch's own kernels ("torch"), or torchao's ``quantize_`` ("torchao", an
+    #: optional extra: unsupported where it is not installed).
+    library: str = "torch"
 
     @property
     def quantized(self) -> bool:
@@ -79,6 +84,10 @@ PRECISION_SPECS: dict[str, PrecisionSpec] = {
                       unit_roundoff=2.0**-8, weight_bits=8),
         PrecisionSpec("int4-wo", param_dtype="bfloat16", tolerance=Tolerance(2.5e-1, 6e-1),
                       unit_roundoff=2.0**-4, weight_bits=4, group_size=128),
+        PrecisionSpec("int8-wo-torchao", param_dtype="bfloat16", tolerance=Tolerance(1e-1, 3e-1),
+                      unit_roundoff=2.0**-8, weight_bits=8, library="torchao"),
+        PrecisionSpec("int4-wo-torchao", param_dtype="bfloat16", tolerance=Tolerance(2.5e-1, 6e-1),
+                      unit_roundoff=2.0**-4, weight_bits=4, group_size=128, library="torchao"),
     )
 }
 PRECISION_NAMES: tuple[str, ...] = tuple(PRECISION_SPECS)

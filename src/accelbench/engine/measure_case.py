@@ -108,12 +108,15 @@ def quantized_unsupported(case: Case) -> str | None:
     """Why the case's weight-only quantized precision cannot run here (no kernel on the device,
     or a mode other than generation); None where it can, or the precision is not quantized."""
     from accelbench.devices.quantized import probe
+    from accelbench.measure.quantize import torchao_unsupported
 
     spec = precision_spec(case.precision)
     if spec.weight_bits is None:
         return None
     if case.mode != GENERATE:
         return f"{case.precision} quantizes weights for generation (--mode generate) only"
+    if spec.library == "torchao":
+        return torchao_unsupported(case.device, case.precision)
     return probe(case.device, spec.weight_bits, get_precision(case.precision).param_dtype,
                  spec.group_size or 128)
 

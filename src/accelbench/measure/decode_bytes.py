@@ -153,7 +153,17 @@ def unique_parameters(model: nn.Module) -> dict[int, torch.Tensor]:
 
 
 def parameter_bytes(parameters: list[nn.Parameter] | Any) -> int:
-    return sum(p.numel() * p.element_size() for p in parameters)
+    return sum(stored_bytes(p) for p in parameters)
+
+
+def stored_bytes(tensor: torch.Tensor) -> int:
+    """The bytes a tensor holds: a tensor subclass that packs its data (torchao's quantized
+    weights) by its inner tensors (``__tensor_flatten__``), not by its logical shape and dtype."""
+    flatten = getattr(type(tensor), "__tensor_flatten__", None)
+    if flatten is None or type(tensor) in (torch.Tensor, nn.Parameter):
+        return tensor.numel() * tensor.element_size()
+    names, _ = tensor.__tensor_flatten__()  # type: ignore[attr-defined]
+    return sum(stored_bytes(getattr(tensor, name)) for name in names)
 
 
 def weight_reads(step: Callable[[], object], model: nn.Module, *, casts_cached: bool = True) -> WeightReads:
@@ -171,7 +181,9 @@ def weight_reads(step: Callable[[], object], model: nn.Module, *, casts_cached: 
         stored, elements = parameter.dtype, parameter.numel()
         to = casts.cast.get(key)
         if to is None:
-            how, nbytes = f"{_dtype_name(stored)} as stored", elements * parameter.element_size()
+            packed = type(parameter) not in (torch.Tensor, nn.Parameter)
+            what = f"{type(parameter).__name__} (packed)" if packed else _dtype_name(stored)
+            how, nbytes = f"{what} as stored", stored_bytes(parameter)
         elif cached and key not in reads.converted and _autocast_keeps(parameter):
             how = f"{_dtype_name(to)} autocast copy (cast cache)"
             nbytes = elements * to.itemsize

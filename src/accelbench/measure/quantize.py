@@ -141,9 +141,15 @@ def _group_for(k: int, asked: int) -> int | None:
 
 
 def tensor_bytes(model: nn.Module) -> int:
-    """Bytes of every parameter and buffer ``model`` holds, each storage once."""
+    """Bytes of every parameter and buffer ``model`` holds, each storage once (a packed tensor
+    subclass, torchao's, by its inner tensors)."""
+    from accelbench.measure.decode_bytes import stored_bytes
+
     seen: dict[int, int] = {}
     for tensor in (*model.parameters(), *model.buffers()):
+        if type(tensor) not in (torch.Tensor, nn.Parameter):
+            seen[id(tensor)] = stored_bytes(tensor)
+            continue
         storage = tensor.untyped_storage()
         seen[storage.data_ptr() or id(tensor)] = storage.nbytes()
     return sum(seen.values())
@@ -185,6 +191,58 @@ def _untie_output(model: nn.Module) -> None:
         untie()
 
 
+def _torchao() -> Any:
+    """torchao's quantization API, or NotImplementedError (the case's status: unsupported)."""
+    try:
+        from torchao import quantization  # type: ignore[import-not-found]
+    except ImportError:
+        raise NotImplementedError("torchao is not installed (an optional extra: pip install torchao); "
+                                  "int8-wo and int4-wo use PyTorch's own kernels without it") from None
+    return quantization
+
+
+def _torchao_config(spec: Any) -> Any:
+    api = _torchao()
+    if spec.weight_bits == 8:
+        return api.Int8WeightOnlyConfig()
+    return api.Int4WeightOnlyConfig(group_size=spec.group_size)
+
+
+def torchao_unsupported(device: Device, precision: str) -> str | None:
+    """Why torchao's ``quantize_`` cannot run ``precision`` on ``device``: not installed, or one
+    small quantized product fails there (in torchao's or the device's words); None when it runs."""
+    spec = precision_spec(precision)
+    try:
+        layer = nn.Linear(256, 64, bias=False, dtype=torch.bfloat16, device=device.torch_device)
+        _torchao().quantize_(layer, _torchao_config(spec))
+        with torch.no_grad():
+            layer(torch.ones(1, 256, dtype=torch.bfloat16, device=device.torch_device)).sum().item()
+    except Exception as error:  # torchao's or the device's words are the reason
+        return f"{precision} on {device.name}: {type(error).__name__}: {error}".splitlines()[0][:300]
+    return None
+
+
+def _quantize_with_torchao(model: nn.Module, precision: str) -> QuantizedLayers:
+    """torchao's ``quantize_`` over every ``nn.Linear`` (its default filter): each weight becomes
+    torchao's packed tensor, counted by its inner tensors (decode_bytes.stored_bytes)."""
+    from accelbench.measure.decode_bytes import stored_bytes
+
+    spec = precision_spec(precision)
+    config = _torchao_config(spec)
+    before = tensor_bytes(model)
+    _untie_output(model)
+    linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
+    _torchao().quantize_(model, config)
+    packed = [m.weight for m in linears if type(m.weight) not in (torch.Tensor, nn.Parameter)]
+    return QuantizedLayers(
+        precision=precision, kernel=f"torchao quantize_ ({type(config).__name__})",
+        group_size=spec.group_size, quantized=len(packed),
+        kept={f"{type(m).__name__}#{i}": "left as it is by torchao" for i, m in enumerate(linears)
+              if type(m.weight) in (torch.Tensor, nn.Parameter)},
+        weight_bytes=tensor_bytes(model), packed_bytes=sum(stored_bytes(w) for w in packed),
+        unquantized_bytes=before, library="torchao")
+
+
 @torch.no_grad()
 def quantize_weights(model: nn.Module, precision: str, device: Device) -> QuantizedLayers:
     """Replace every linear layer of ``model`` (on ``device``, in its activation dtype) by its
@@ -193,6 +251,8 @@ def quantize_weights(model: nn.Module, precision: str, device: Device) -> Quanti
     spec = precision_spec(precision)
     if spec.weight_bits is None:
         raise ValueError(f"{precision} is not a weight-only quantized precision")
+    if spec.library == "torchao":
+        return _quantize_with_torchao(model, precision)
     kernel = kernel_for(device, spec.weight_bits)
     if isinstance(kernel, str):
         raise NotImplementedError(kernel)
