@@ -51,7 +51,10 @@ class ProtocolTest:
     def label(self) -> str:
         if not self.scaled_from:
             return self.name
-        return f"{self.name} ({self.scaled_from} scaled to fit the model's context)"
+        # pp63 names its lengths; a category keeps its name, so the lengths are said beside it.
+        name = self.name if self.name != self.scaled_from else \
+            f"{self.name} {self.prompt_len}+{self.new_tokens}"
+        return f"{name} ({self.scaled_from} scaled to fit the model's context)"
 
 
 @dataclass(frozen=True)
