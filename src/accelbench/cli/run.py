@@ -62,6 +62,10 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     from accelbench.store.jsonfile import check_writable
 
     options = options_from_args(args)
+    if options.warm_worker:  # its start-up overlaps ours (engine/launchers/warm.py)
+        from accelbench.engine.launchers.warm import start_ahead
+
+        start_ahead()
     if args.output:
         check_writable(args.output)
     check_data(options)

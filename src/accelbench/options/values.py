@@ -173,7 +173,7 @@ def stop_rule(steps: int | None = None, time_budget: float | None = None,
 #: ``--size tiny`` shows that each case works, not how fast it is: when no stop rule is given, a
 #: budget of this many seconds (still at least MIN_SAMPLES samples) that ends as soon as the
 #: median's 95% CI is within +-TINY_TARGET_CI_PCT (from MIN_ADAPTIVE_SAMPLES samples on).
-TINY_TIME_BUDGET_S = 1.0
+TINY_TIME_BUDGET_S = 0.5
 TINY_TARGET_CI_PCT = 5.0
 
 

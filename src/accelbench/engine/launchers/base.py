@@ -15,11 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from accelbench.results import CaseResult, DeviceProbe
-
 if TYPE_CHECKING:  # the work and the spec import torch; a launcher passes them on
     from accelbench.engine.spec import CaseSpec
     from accelbench.engine.work import CaseWork
+    from accelbench.results import CaseResult, DeviceProbe
 
 #: A case's progress: (phase, done, total or None).
 Progress = Callable[[str, float, "float | None"], None]

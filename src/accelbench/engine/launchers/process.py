@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from accelbench.engine.launchers.base import Progress, progress_line
 from accelbench.engine.supervise import ChildOutcome, supervise
-from accelbench.results import CaseResult
 
 if TYPE_CHECKING:
     from accelbench.engine.spec import CaseSpec
     from accelbench.engine.work import CaseWork
+    from accelbench.results import CaseResult
 
 #: The entry every worker process and torchrun rank runs.
 WORKER_MODULE = "accelbench.engine.launchers.worker"
@@ -67,6 +67,8 @@ def case_result(outcome: ChildOutcome, finished: bool, data: dict[str, Any] | No
                 failed: CaseResult, timeout: float) -> CaseResult:
     """The result a worker left (``data``) when it ``finished`` the case; else ``failed`` (a
     skeleton of the case), or the partial result it left, with how the worker ended."""
+    from accelbench.results import CaseResult  # numpy: not before a worker is started
+
     if data is not None:
         result = CaseResult.from_dict(data)
         if finished:

@@ -14,10 +14,14 @@ counts the cases before it in its worker, so its first-use figures are marked wa
 A worker that dies or overruns the case timeout costs only its case (status crashed or timeout,
 with the partial result it left, as with a worker per case), and the next case on that device
 starts a fresh worker.
+
+The command can start the first worker before it imports torch itself (:func:`start_ahead`), so
+the two imports overlap; the launcher takes that worker for its first case.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import sys
 import tempfile
@@ -28,18 +32,48 @@ from typing import TYPE_CHECKING, Any
 from accelbench.engine.launchers.base import DONE_PREFIX, Progress, progress_line
 from accelbench.engine.launchers.process import WORKER_MODULE, case_result
 from accelbench.engine.supervise import ServedChild
-from accelbench.results import CaseResult
 
 if TYPE_CHECKING:
     from accelbench.engine.spec import CaseSpec
     from accelbench.engine.work import CaseWork
+    from accelbench.results import CaseResult
 
 #: ``CaseResult.isolation`` of a case run in a warm worker begins with this.
 WARM_WORKER = "warm worker"
 
 
+#: A worker started ahead (start_ahead), until a launcher takes it.
+_ahead: list[ServedChild] = []
+
+
 def warm_isolation(pid: int) -> str:
     return f"{WARM_WORKER}, pid {pid}"
+
+
+def _serve_command(work: str = "") -> list[str]:
+    return [sys.executable, "-m", WORKER_MODULE, "--serve", *([work] if work else [])]
+
+
+def start_ahead() -> None:
+    """Start a warm worker now, before this process imports torch: it imports torch and the
+    engine meanwhile, and the first warm launcher takes it. One not taken is ended at exit (it
+    would end anyway at the end of its input, when this process exits)."""
+    if not _ahead:
+        _ahead.append(ServedChild(_serve_command(), DONE_PREFIX))
+        atexit.register(_end_ahead)
+
+
+def _end_ahead() -> None:
+    while _ahead:
+        _ahead.pop().close(grace=0)
+
+
+def _taken_ahead() -> ServedChild | None:
+    worker = _ahead.pop() if _ahead else None
+    if worker is not None and not worker.alive:
+        worker.close(grace=0)
+        return None
+    return worker
 
 
 def device_key(spec: CaseSpec) -> str:
@@ -68,8 +102,8 @@ class WarmLauncher:
     def _worker(self, key: str) -> ServedChild:
         worker = self.workers.get(key)
         if worker is None:
-            worker = ServedChild([sys.executable, "-m", WORKER_MODULE, "--serve", self.work],
-                                 DONE_PREFIX, echo=self.echo)
+            worker = (None if self.echo else _taken_ahead()) or \
+                ServedChild(_serve_command(self.work), DONE_PREFIX, echo=self.echo)
             self.workers[key] = worker
             self.started += 1
         return worker
@@ -97,7 +131,8 @@ class WarmLauncher:
         return result
 
     def close(self) -> None:
-        """End every worker (each exits at the end of its input)."""
+        """End every worker. They are idle (a case that was running was ended with it) and hold
+        nothing to save: killed at once, they spare the run their interpreter's teardown."""
         workers, self.workers = list(self.workers.values()), {}
         for worker in workers:
-            worker.close()
+            worker.close(grace=0)
