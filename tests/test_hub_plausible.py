@@ -125,7 +125,7 @@ def test_outliers_beyond_the_99_5th_percentile_are_quarantined_from_200_machines
     flagged = [p for p in marked if p.outlier]
     assert len(marked) == 250 and {p.machine_id for p in flagged} == \
         {p.machine_id for p in peers if p.throughput > threshold} and len(flagged) == 2
-    assert flagged[0].outlier == outlier_reason(flagged[0].throughput, threshold, 250, "cuda")
+    assert flagged[0].outlier == outlier_reason(threshold, 250, "cuda")
     mine = PeerResult(peers[0].key, "cuda", H100_MODEL, peers[0].throughput, machine_id="me")
     placement = place(mine, marked)
     assert placement.outliers == 2 and placement.own is not None and placement.own.machines == 248

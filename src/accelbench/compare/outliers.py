@@ -21,10 +21,11 @@ OUTLIER_PERCENTILE = 99.5
 OUTLIER_MIN_MACHINES = 200
 
 
-def outlier_reason(value: float, threshold: float, machines: int, kind: str) -> str:
-    """The one wording of a quarantine (the Parquet path writes the same words)."""
-    return (f"beyond the {OUTLIER_PERCENTILE:g}th percentile of the {machines:,} {kind} machines that did "
-            f"this work ({value:.4g} against {threshold:.4g})")
+def outlier_reason(threshold: float, machines: int, kind: str) -> str:
+    """The one wording of a quarantine (the Parquet path writes the same words): one per group,
+    so that a footnote lists groups, not every quarantined machine."""
+    return (f"beyond the {OUTLIER_PERCENTILE:g}th percentile ({threshold:.4g}) of the {machines:,} {kind} "
+            "machines that did this work")
 
 
 def mark_outliers(peers: Sequence[PeerResult]) -> list[PeerResult]:
@@ -47,7 +48,7 @@ def mark_outliers(peers: Sequence[PeerResult]) -> list[PeerResult]:
         for machine, value in values.items():
             if value > threshold:
                 for peer in machines[machine]:
-                    reasons[id(peer)] = outlier_reason(value, threshold, len(machines), kind)
+                    reasons[id(peer)] = outlier_reason(threshold, len(machines), kind)
     if not reasons:
         return list(peers)
     return [replace(p, outlier=reasons[id(p)]) if id(p) in reasons and not p.outlier else p for p in peers]

@@ -38,6 +38,7 @@ from accelbench.sharing.bundle import BUNDLE_MARK, BadLine
 from accelbench.sharing.shards import (
     COLUMNS,
     MANIFEST,
+    NO_MACHINE,
     PARTITIONS,
     REFUSED,
     SHARD_VERSION,
@@ -200,7 +201,7 @@ def _outlier_table(connection: Any, keys: str) -> None:
     flagged = connection.execute(f"""
         WITH machines AS (
             SELECT {keys}, device_class, machine_id, median(rate) AS rate FROM kept
-            WHERE implausible = '' AND machine_id <> '' GROUP BY ALL),
+            WHERE implausible = '' AND NOT starts_with(machine_id, '{NO_MACHINE}') GROUP BY ALL),
         thresholds AS (
             SELECT {keys}, device_class, count(*) AS machines,
                    quantile_cont(rate, {OUTLIER_PERCENTILE / 100}) AS threshold
@@ -215,8 +216,7 @@ def _outlier_table(connection: Any, keys: str) -> None:
         data = dict(zip(columns, row, strict=True))
         records.append({"machine_id": data["machine_id"], "device_class": data["device_class"],
                         **{name: data[name] for name in KEY_FIELDS},
-                        "reason": outlier_reason(data["rate"], data["threshold"], data["machines"],
-                                                 data["device_class"])})
+                        "reason": outlier_reason(data["threshold"], data["machines"], data["device_class"])})
     table = pa.Table.from_pylist(records) if records else None
     if table is None:
         connection.execute(f"CREATE TEMP TABLE quarantined AS SELECT {keys}, device_class, machine_id, "
@@ -258,7 +258,7 @@ def _finish(connection: Any, work: Path, out: Path, report: Compacted) -> list[d
     new = work / "shards"
     connection.execute(f"""
         COPY (SELECT {columns} FROM kept k LEFT JOIN quarantined q USING ({keys}, device_class, machine_id)
-              ORDER BY {keys}, k.model_key)
+              ORDER BY k.key_id, k.model_key)
         TO '{new}' (FORMAT parquet, PARTITION_BY ({', '.join(PARTITIONS)}), COMPRESSION zstd,
                     ROW_GROUP_SIZE {ROW_GROUP_ROWS}, WRITE_PARTITION_COLUMNS true)""")
     report.rows, report.implausible, report.outliers = connection.execute(

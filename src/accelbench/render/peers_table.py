@@ -67,16 +67,26 @@ def _group_cells(group: ModelGroup, notes: Footnotes) -> list[str]:
             format_rate(group.best)]
 
 
+#: Reasons named in one footnote; the rest are counted.
+MAX_NAMED_REASONS = 3
+
+
+def _few(reasons: Sequence[str]) -> str:
+    named = "; ".join(reasons[:MAX_NAMED_REASONS])
+    more = len(reasons) - MAX_NAMED_REASONS
+    return named + (f"; and {more} more reason(s)" if more > 0 else "")
+
+
 def _verdict_cell(placement: Placement, notes: Footnotes) -> str:
     word = _WORD[placement.verdict]
     if placement.note:
         word += notes.add(placement.note)
     if placement.invalid:
         word += notes.add(f"{placement.invalid} result(s) of this work flagged invalid (implausible on "
-                          "their own machine) and left out: " + "; ".join(placement.invalid_reasons))
+                          "their own machine) and left out: " + _few(placement.invalid_reasons))
     if placement.outliers:
         word += notes.add(f"{placement.outliers} result(s) of this work quarantined and left out: "
-                          + "; ".join(placement.outlier_reasons))
+                          + _few(placement.outlier_reasons))
     if placement.verdict == TOO_FEW:
         have = placement.own.machines if placement.own else 0
         whose = "in this band" if placement.note else "of this device model"

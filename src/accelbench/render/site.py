@@ -130,7 +130,8 @@ def _settings_table(counts: Counter[tuple[str, str]]) -> Markup:
 def _apart_note(apart: Counter[str]) -> Markup | None:
     if not apart:
         return None
-    reasons = "; ".join(sorted(apart))
+    named = sorted(apart)
+    reasons = "; ".join(named[:3]) + (f"; and {len(named) - 3} more reason(s)" if len(named) > 3 else "")
     return el("p", f"{sum(apart.values())} result(s) of this configuration flagged invalid and left out: "
                    f"{reasons}", class_="note")
 

@@ -30,7 +30,7 @@ from accelbench.compare.peers import (
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.key import KEY_FIELDS
 from accelbench.sharing.bands import is_band_table, read_table
-from accelbench.sharing.build import SHARED_KINDS, SelftestLookup, case_line
+from accelbench.sharing.build import SHARED_KINDS, SelftestLookup, case_id, case_line
 from accelbench.sharing.bundle import BadLine, dump_line, parse_line
 from accelbench.sharing.machine_id import stored_machine_id
 from accelbench.sharing.peer_view import peer_of
@@ -59,8 +59,8 @@ def own_peers(record: RunRecord, selftest: SelftestLookup | None = None,
     return out
 
 
-def _summaries(sources: list[str], warn: Warn, mine: list[tuple[str, CaseResult, PeerResult]],
-               machine: str) -> tuple[dict[tuple[Any, ...], KeyPeers] | None, list[PeerResult], Loaded]:
+def _summaries(sources: list[str], warn: Warn, mine: list[tuple[str, CaseResult, PeerResult]], machine: str,
+               cases: set[str]) -> tuple[dict[tuple[Any, ...], KeyPeers] | None, list[PeerResult], Loaded]:
     """The shared results of the user's keys: bundles read line by line (returned as peers), or,
     where the sources hold Parquet shards, summarised in DuckDB with the bundles (only the
     partitions and rows of those keys; returned as each (key, device model)'s summary)."""
@@ -73,12 +73,13 @@ def _summaries(sources: list[str], warn: Warn, mine: list[tuple[str, CaseResult,
     try:
         modes = {str(key[KEY_FIELDS.index("mode")]) for key in keys}
         rel = collection_relation(connection, files, peers, modes)
-        summaries = shard_key_peers(connection, rel, {(p.key, p.model_key) for _, _, p in mine}, machine,
-                                    {p.content_hash for _, _, p in mine})
-        (rows,) = connection.execute("SELECT count(*) FROM work").fetchone()
+        wanted = {(p.key, p.model_key) for _, _, p in mine}
+        summaries = shard_key_peers(connection, rel, wanted, machine, cases)
     finally:
         connection.close()
-    loaded.shard_rows = rows - len(peers)
+    by_key = {key[0]: found for key, found in summaries.items()}
+    loaded.shard_rows = sum(sum(g.count for g in found.groups) + found.apart.get("invalid", 0)
+                            + found.apart.get("outliers", 0) for found in by_key.values()) - len(peers)
     return summaries, [], loaded
 
 
@@ -92,7 +93,8 @@ def compare_against(runs: Sequence[tuple[str, RunRecord]], sources: Sequence[str
             for case, peer in own_peers(record, selftest, machine)]
     tables = [spec for spec in sources if is_band_table(spec)]
     collections = [spec for spec in sources if spec not in tables]
-    summaries, peers, loaded = (_summaries(collections, warn, mine, machine) if collections
+    cases = {case_id(record, case) for _, record in runs for case in record.cases}
+    summaries, peers, loaded = (_summaries(collections, warn, mine, machine, cases) if collections
                                 else (None, [], Loaded()))
     loaded.sources = list(sources)
     by_key: dict[tuple[object, ...], list[PeerResult]] = {}

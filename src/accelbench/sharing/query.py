@@ -30,6 +30,7 @@ from accelbench.compare.peers import KeyPeers, ModelGroup, PeerResult, setting_s
 from accelbench.results.key import KEY_FIELDS
 from accelbench.sharing.shards import (
     COLUMNS,
+    NO_MACHINE,
     duckdb_connection,
     key_columns,
     key_condition,
@@ -73,75 +74,75 @@ def _settings(text: str, cache: dict[str, dict[str, str]]) -> dict[str, str]:
 
 
 def shard_key_peers(connection: Any, rel: str, wanted: set[tuple[KeyTuple, str]], machine: str,
-                    exclude: set[str]) -> dict[tuple[KeyTuple, str], KeyPeers]:
+                    cases: set[str]) -> dict[tuple[KeyTuple, str], KeyPeers]:
     """For each (key, device model) of ``wanted`` (model_key), what ``compare/peers.judge`` reads,
     computed in DuckDB: every device model's group, the user's model's machine values and settings,
-    what was kept apart. ``machine``: this install's id (its results are no peers); ``exclude``:
-    the content hashes of the user's own results."""
-    keys, width = key_columns(), len(KEY_FIELDS)
-    own = sql_list(sorted({model for _, model in wanted}))
-    connection.execute(
-        f"CREATE OR REPLACE TEMP VIEW work AS SELECT * FROM {rel} "
-        f"WHERE {key_condition({key for key, _ in wanted})} AND machine_id <> {literal(machine or chr(0))} "
-        f"AND NOT list_contains({sql_list(sorted(exclude))}, hash)")
-    groups: dict[KeyTuple, list[ModelGroup]] = {}
-    for row in _model_groups(connection, "work"):
-        groups.setdefault(tuple(row[:width]), []).append(ModelGroup(*row[width + 1:]))
-    values = {(tuple(row[:width]), row[width]): [float(v) for v in row[width + 1]]
-              for row in connection.execute(
-                  f"SELECT {keys}, model_key, list(rate) FROM machines "
-                  f"WHERE list_contains({own}, model_key) GROUP BY {keys}, model_key").fetchall()}
+    what was kept apart. Left out: every result of ``machine`` (this install's id), and the user's
+    own results shared before under another id (``cases``: their case ids; the bundle path knows
+    them by content hash). One key at a time: grouping by machine alone is what makes ten million
+    rows of one key fast."""
+    found: dict[tuple[KeyTuple, str], KeyPeers] = {}
+    for key in sorted({key for key, _ in wanted}, key=lambda k: tuple(str(v) for v in k)):
+        models = {model for other, model in wanted if other == key}
+        connection.execute(
+            "CREATE OR REPLACE TEMP VIEW work AS SELECT model_key, device_model, machine_id, rate, "
+            f"implausible, outlier, settings FROM {rel} WHERE {key_condition({key})} "
+            f"AND machine_id <> {literal(machine or chr(0))} "
+            f"AND NOT list_contains({sql_list(sorted(cases))}, case_id)")
+        groups = [ModelGroup(*row[1:]) for row in _model_groups(connection, "work", keyed=False)]
+        found.update({(key, model): KeyPeers(sorted(groups, key=lambda g: -g.median), *rest)
+                      for model, rest in _own_models(connection, models).items()})
+    return found
+
+
+def _own_models(connection: Any, models: set[str]) -> dict[str, tuple[Any, ...]]:
+    """Of the key in ``work``: each of ``models``' machine values and settings stats, and what was
+    kept apart (the same for every model of the key)."""
+    own = sql_list(sorted(models))
+    values = {model: [float(v) for v in rates] for model, rates in connection.execute(
+        f"SELECT model_key, list(rate) FROM machines WHERE list_contains({own}, model_key) "
+        "GROUP BY model_key").fetchall()}
     cache: dict[str, dict[str, str]] = {}
-    pairs: dict[tuple[KeyTuple, str], list[tuple[dict[str, str], list[float]]]] = {}
-    for row in connection.execute(
-            f"SELECT {keys}, model_key, settings, list(rate) FROM work "
-            f"WHERE implausible = '' AND outlier = '' AND list_contains({own}, model_key) "
-            f"GROUP BY {keys}, model_key, settings").fetchall():
-        pairs.setdefault((tuple(row[:width]), row[width]), []).append((_settings(row[width + 1], cache),
-                                                                       row[width + 2]))
-    apart: dict[KeyTuple, dict[str, Any]] = {}
-    for row in connection.execute(
-            f"SELECT {keys}, implausible, outlier, count(*) FROM work "
-            "WHERE implausible <> '' OR outlier <> '' GROUP BY ALL").fetchall():
-        kept = apart.setdefault(tuple(row[:width]), {"invalid": 0, "invalid_reasons": [], "outliers": 0,
-                                                     "outlier_reasons": []})
-        kind = "invalid" if row[width] else "outliers"
-        kept[kind] += row[width + 2]
-        kept["invalid_reasons" if row[width] else "outlier_reasons"].append(row[width] or row[width + 1])
-    for kept in apart.values():
-        kept["invalid_reasons"] = sorted(set(kept["invalid_reasons"]))
-        kept["outlier_reasons"] = sorted(set(kept["outlier_reasons"]))
-    return {(key, model): KeyPeers(sorted(groups.get(key, []), key=lambda g: -g.median),
-                                   values.get((key, model), []), setting_stats(pairs.get((key, model), [])),
-                                   apart.get(key, {}))
-            for key, model in wanted}
+    pairs: dict[str, list[tuple[dict[str, str], list[float]]]] = {}
+    for model, settings, rates in connection.execute(
+            "SELECT model_key, settings, list(rate) FROM work WHERE implausible = '' AND outlier = '' "
+            f"AND list_contains({own}, model_key) GROUP BY model_key, settings").fetchall():
+        pairs.setdefault(model, []).append((_settings(settings, cache), rates))
+    apart: dict[str, Any] = {"invalid": 0, "invalid_reasons": [], "outliers": 0, "outlier_reasons": []}
+    for implausible, outlier, count in connection.execute(
+            "SELECT implausible, outlier, count(*) FROM work WHERE implausible <> '' OR outlier <> '' "
+            "GROUP BY ALL ORDER BY ALL").fetchall():
+        apart["invalid" if implausible else "outliers"] += count
+        apart["invalid_reasons" if implausible else "outlier_reasons"].append(implausible or outlier)
+    return {model: (values.get(model, []), setting_stats(pairs.get(model, [])), apart) for model in models}
 
 
-def _model_groups(connection: Any, rel: str) -> list[tuple[Any, ...]]:
-    """Per key and device model: the spelling, results, machines, median, 10th and 90th
-    percentile and best over the machines' medians (``compare/peers._group`` in SQL). Leaves the
-    machines' medians in the temporary table ``machines`` (one pass over the rows)."""
-    keys = key_columns()
-    connection.execute(f"CREATE OR REPLACE TEMP TABLE machines AS {_machines(rel, 'model_key')}")
-    spellings = (f"SELECT {keys}, model_key, first(device_model ORDER BY n DESC, device_model) AS spelling "
-                 f"FROM (SELECT {keys}, model_key, device_model, count(*) AS n FROM {rel} "
+def _model_groups(connection: Any, rel: str, keyed: bool = True) -> list[tuple[Any, ...]]:
+    """Per key (where ``keyed``: ``rel`` holds several) and device model: the spelling, results,
+    machines, median, 10th and 90th percentile and best over the machines' medians
+    (``compare/peers._group`` in SQL). Leaves the machines' medians in the temporary table
+    ``machines`` (one pass over the rows)."""
+    keys = key_columns() + ", " if keyed else ""
+    connection.execute(f"CREATE OR REPLACE TEMP TABLE machines AS {_machines(rel, 'model_key', keyed)}")
+    spellings = (f"SELECT {keys}model_key, first(device_model ORDER BY n DESC, device_model) AS spelling "
+                 f"FROM (SELECT {keys}model_key, device_model, count(*) AS n FROM {rel} "
                  "WHERE implausible = '' AND outlier = '' GROUP BY ALL) GROUP BY ALL")
     return connection.execute(
-        f"SELECT {keys}, model_key, s.spelling, g.* EXCLUDE ({keys}, model_key) FROM ("
-        f"  SELECT {keys}, model_key, sum(n) AS n, count(*) AS machines, quantile_cont(rate, 0.5) AS median, "
+        f"SELECT {keys}model_key, s.spelling, g.* EXCLUDE ({keys}model_key) FROM ("
+        f"  SELECT {keys}model_key, sum(n) AS n, count(*) AS machines, quantile_cont(rate, 0.5) AS median, "
         "   quantile_cont(rate, 0.1) AS low, quantile_cont(rate, 0.9) AS high, max(rate) AS best "
-        f"  FROM machines GROUP BY {keys}, model_key) g "
-        f"JOIN ({spellings}) s USING ({keys}, model_key)").fetchall()
+        f"  FROM machines GROUP BY {keys}model_key) g "
+        f"JOIN ({spellings}) s USING ({keys}model_key)").fetchall()
 
 
-def _machines(rel: str, by: str) -> str:
+def _machines(rel: str, by: str, keyed: bool = True) -> str:
     """One row per machine (its median rate and result count) within each group of the key and
-    ``by``; a result without a machine id is a machine of its own. Rows kept apart take no part."""
-    keys = key_columns()
-    return (f"SELECT {keys}, {by}, machine_id, median(rate) AS rate, count(*) AS n, "
-            "min(NULLIF(date, '')) AS first_date, max(NULLIF(date, '')) AS last_date "
-            f"FROM {rel} WHERE implausible = '' AND outlier = '' "
-            f"GROUP BY {keys}, {by}, machine_id, CASE WHEN machine_id = '' THEN hash END")
+    ``by``; rows kept apart take no part. Shards never hold a blank machine id (``hub compact``
+    names a result without one by its hash, a machine of its own)."""
+    keys = key_columns() + ", " if keyed else ""
+    dates = ", min(NULLIF(date, '')) AS first_date, max(NULLIF(date, '')) AS last_date" if keyed else ""
+    return (f"SELECT {keys}{by}, machine_id, median(rate) AS rate, count(*) AS n{dates} "
+            f"FROM {rel} WHERE implausible = '' AND outlier = '' GROUP BY {keys}{by}, machine_id")
 
 
 def shard_collection(connection: Any, rel: str) -> Collection:
@@ -177,8 +178,8 @@ def shard_collection(connection: Any, rel: str) -> Collection:
             counter[(label, value)] += n
     collection.settings = {model: (spellings[model], counter) for model, counter in counts.items()}
     collection.results, collection.machines = connection.execute(
-        f"SELECT count(*), count(DISTINCT NULLIF(machine_id, '')) FROM {rel} "
-        "WHERE implausible = '' AND outlier = ''").fetchone()
+        f"SELECT count(*), count(DISTINCT machine_id) FILTER (NOT starts_with(machine_id, '{NO_MACHINE}')) "
+        f"FROM {rel} WHERE implausible = '' AND outlier = ''").fetchone()
     return collection
 
 

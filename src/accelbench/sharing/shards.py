@@ -8,14 +8,16 @@ Layout (hive style, which DuckDB, pyarrow and the Hugging Face dataset viewer re
     DIR/compacted.json      what was compacted, when, by which version (SHARD_VERSION)
 
 Columns: ``shard_version``; ``hash`` (the line's content hash, recomputed when compacted),
-``machine_id``, ``case_id`` (the identity two shares of one case have in common), ``date``,
+``machine_id`` (``NO_MACHINE`` and the hash for a line without one), ``case_id`` (the identity two
+shares of one case have in common), ``date``,
 ``accelbench_version``; every field of the comparability key by its name (``results/key.py``
 KEY_FIELDS, typed from KEY_DEFAULTS: a field added there is a column here with no edit, and an
-older shard without it reads as the default); ``device_kind``, ``device_class``, ``device_model``,
-``model_key`` (the grouping form of the model), ``rate`` (the headline rate of the key's mode,
-``results/catalogue.headline``), ``dataset_size``; ``implausible`` and ``outlier`` (why the row is
-kept apart, "" when it is not); ``settings`` (the recorded settings as JSON, label -> value).
-Rows are sorted by key and device model, so a reader skips the row groups of other work.
+older shard without it reads as the default) and ``key_id`` (the key as one short column);
+``device_kind``, ``device_class``, ``device_model``, ``model_key`` (the grouping form of the model),
+``rate`` (the headline rate of the key's mode, ``results/catalogue.headline``), ``dataset_size``;
+``implausible`` and ``outlier`` (why the row is kept apart, "" when it is not); ``settings`` (the
+recorded settings as JSON, label -> value).
+Rows are sorted by key id and device model, so a reader skips the row groups of other work.
 
 JSON lines stay the interchange format and the record: shards are derived from the hub's bundles
 (``hub compact`` reads them again to refresh the shards), and every row's hash names the bundle
@@ -25,6 +27,7 @@ would cost more than the whole compaction, and a reader never reads them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -46,7 +49,7 @@ KEY_TYPES: dict[str, str] = {name: _SQL_TYPES[type(default)] for name, default i
 COLUMNS: dict[str, str] = {
     "shard_version": "INTEGER", "hash": "VARCHAR", "machine_id": "VARCHAR", "case_id": "VARCHAR",
     "date": "VARCHAR", "accelbench_version": "VARCHAR",
-    **KEY_TYPES,
+    **KEY_TYPES, "key_id": "VARCHAR",
     "device_kind": "VARCHAR", "device_class": "VARCHAR", "device_model": "VARCHAR", "model_key": "VARCHAR",
     "rate": "DOUBLE", "dataset_size": "BIGINT", "implausible": "VARCHAR", "outlier": "VARCHAR",
     "settings": "VARCHAR",
@@ -54,11 +57,25 @@ COLUMNS: dict[str, str] = {
 assert set(DEVICE_CLASSES) >= {"cpu", "other"}
 
 
+#: A result without a machine id (a hand-made line) is a machine of its own, named by its hash after
+#: this mark (no machine id, which is hex, starts with it), so that a query groups by machine alone.
+NO_MACHINE = "~"
+
+
+def key_id(key: tuple[Any, ...]) -> str:
+    """The key as one short column (what a reader filters on, and the shards are sorted by): a
+    digest of its fields that differ from their defaults, so that a field added to the key later
+    leaves the key id of every older row as it was."""
+    fields = {name: value for name, value in zip(KEY_FIELDS, key, strict=True) if value != KEY_DEFAULTS[name]}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+
+
 def row_of(peer: PeerResult, line: dict[str, Any], case: str) -> dict[str, Any]:
     """The shard row of a bundle line read as ``peer`` (all its settings)."""
-    return {"shard_version": SHARD_VERSION, "hash": peer.content_hash, "machine_id": peer.machine_id,
+    machine = peer.machine_id or NO_MACHINE + peer.content_hash[:15]
+    return {"shard_version": SHARD_VERSION, "hash": peer.content_hash, "machine_id": machine,
             "case_id": case, "date": peer.date, "accelbench_version": str(line.get("accelbench_version", "")),
-            **dict(zip(KEY_FIELDS, peer.key, strict=True)),
+            **dict(zip(KEY_FIELDS, peer.key, strict=True)), "key_id": key_id(peer.key),
             "device_kind": peer.device_kind, "device_class": peer.device_class,
             "device_model": peer.device_model, "model_key": peer.model_key, "rate": peer.throughput,
             "dataset_size": peer.dataset_size, "implausible": peer.invalid, "outlier": peer.outlier,
@@ -139,6 +156,11 @@ def relation(connection: Any, files: list[str], modes: set[str] | None = None) -
         connection.execute("CREATE SECRET IF NOT EXISTS hf (TYPE huggingface, PROVIDER credential_chain)")
     scan = f"read_parquet({sql_list(files)}, hive_partitioning = true, union_by_name = true)"
     present = {row[0] for row in connection.execute(f"DESCRIBE SELECT * FROM {scan}").fetchall()}
+    missing = [name for name in ("key_id", "model_key", "rate") if name not in present]
+    if missing:
+        raise UsageError(f"the Parquet files {files[0]}... are not accelbench shards of this version "
+                         f"(no {', '.join(missing)}): compact the hub's bundles again with accelbench hub "
+                         "compact")
     keyed = [f'COALESCE("{name}", {literal(KEY_DEFAULTS[name])}) AS "{name}"' if name in present
              else f'{literal(KEY_DEFAULTS[name])} AS "{name}"' for name in KEY_FIELDS]
     excluded = [f'"{name}"' for name in KEY_FIELDS if name in present]
@@ -156,11 +178,8 @@ def literal(value: Any) -> str:
 
 
 def key_condition(keys: set[tuple[Any, ...]]) -> str:
-    """A WHERE clause matching any of ``keys`` (every key field equal; values as SQL literals)."""
-    clauses = ["(" + " AND ".join(f'"{name}" = {literal(value)}' for name, value in zip(KEY_FIELDS, key,
-                                                                                        strict=True)) + ")"
-               for key in sorted(keys, key=lambda k: tuple(str(v) for v in k))]
-    return "(" + " OR ".join(clauses) + ")" if clauses else "FALSE"
+    """A WHERE clause matching any of ``keys`` (one column; the row groups of other work skipped)."""
+    return f"list_contains({sql_list(sorted(key_id(key) for key in keys))}, key_id)"
 
 
 def key_columns() -> str:
