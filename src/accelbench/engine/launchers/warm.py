@@ -40,8 +40,6 @@ if TYPE_CHECKING:
 
 #: ``CaseResult.isolation`` of a case run in a warm worker begins with this.
 WARM_WORKER = "warm worker"
-
-
 #: A worker started ahead (start_ahead), until a launcher takes it.
 _ahead: list[ServedChild] = []
 
@@ -89,8 +87,6 @@ class WarmLauncher:
     work: str
     #: Write the workers' stderr to ours as it comes (--debug).
     echo: bool = False
-    #: Worker processes started so far, the replacements of dead ones included.
-    started: int = 0
     workers: dict[str, ServedChild] = field(default_factory=dict)
     name = "warm"
 
@@ -105,7 +101,6 @@ class WarmLauncher:
             worker = (None if self.echo else _taken_ahead()) or \
                 ServedChild(_serve_command(self.work), DONE_PREFIX, echo=self.echo)
             self.workers[key] = worker
-            self.started += 1
         return worker
 
     def launch(self, work: CaseWork[Any], item: Any, progress: Progress | None) -> CaseResult:
