@@ -37,8 +37,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peers import _record, timed  # noqa: E402
 
+from accelbench.results.key import comparability_key  # noqa: E402
 from accelbench.sharing.build import build_bundle  # noqa: E402
 from accelbench.sharing.bundle import canonical, parse_line  # noqa: E402
+from accelbench.sharing.shards import key_id  # noqa: E402
 from accelbench.store.jsonfile import save_record  # noqa: E402
 
 WORKLOADS = ("mnist", "vae", "resnet50")
@@ -73,33 +75,39 @@ def _line(parts: list[str], values: dict[str, str], machine: str) -> str:
     return f'{{"hash":"{digest}","machine_id":"{machine}",' + body[1:]
 
 
-def _machine(number: int) -> tuple[int, list[tuple[str, str, str, int]], random.Random]:
-    rng = random.Random(number)
-    works = [(w, m, p, b) for w in WORKLOADS for m in MODES for p in PRECISIONS for b in BATCHES]
-    return number % len(DEVICE_MODELS), rng.sample(works, 3), rng
+_WORKS = [(w, m, p, b) for w in WORKLOADS for m in MODES for p in PRECISIONS for b in BATCHES]
+
+
+def _machine(number: int) -> tuple[int, list[tuple[str, str, str, int]]]:
+    """A machine's device model and the 3 kinds of work it runs (fixed per machine)."""
+    return number % len(DEVICE_MODELS), random.Random(number).sample(_WORKS, 3)
 
 
 def _write_bundles(task: tuple[str, int, int, int]) -> int:
     """Bundles ``first`` to ``last`` - 1 (each LINES_PER_BUNDLE lines) into ``folder``."""
     folder, first, last, total = task
     parts = _template()
+    text = {value: json.dumps(value) for value in (*WORKLOADS, *MODES, *PRECISIONS, *KINDS, *DEVICE_MODELS,
+                                                   "2.4.1", "2.5.1", "2.6.0")}
+    dates = [json.dumps(f"2026-{1 + i % 11:02d}-{1 + i % 28:02d}") for i in range(11 * 28)]
+    machines: dict[int, tuple[int, list[tuple[str, str, str, int]]]] = {}
     for bundle in range(first, last):
+        rng = random.Random(bundle)
         lines = []
         for index in range(bundle * LINES_PER_BUNDLE, min((bundle + 1) * LINES_PER_BUNDLE, total)):
             number = index % MACHINES
-            model, works, rng = _machine(number)
-            rng.seed(index)
-            workload, mode, precision, batch = rng.choice(works)
+            if number not in machines:
+                machines[number] = _machine(number)
+            model, works = machines[number]
+            workload, mode, precision, batch = works[rng.randrange(3)]
             speed = (1000 + 200 * model) * (1.6 if precision == "bf16" else 1.0) * rng.uniform(0.85, 1.15)
-            values = {"workload": json.dumps(workload), "mode": json.dumps(mode),
-                      "precision": json.dumps(precision), "batch": str(batch),
-                      "kind": json.dumps(KINDS[model]),
-                      "model": json.dumps(DEVICE_MODELS[model]), "threads": str(rng.choice((4, 8, 16))),
+            values = {"workload": text[workload], "mode": text[mode], "precision": text[precision],
+                      "batch": str(batch), "kind": text[KINDS[model]], "model": text[DEVICE_MODELS[model]],
+                      "threads": ("4", "8", "16")[rng.randrange(3)],
                       "tf32": "true" if rng.random() > 0.1 else "false",
-                      "torch": json.dumps(rng.choice(("2.4.1", "2.5.1", "2.6.0"))),
-                      "rate": json.dumps(float(f"{speed:.6g}")),
-                      "date": json.dumps(f"2026-{1 + index % 11:02d}-{1 + index % 28:02d}"),
-                      "case": json.dumps(f"{index:016x}")}
+                      "torch": text[("2.4.1", "2.5.1", "2.6.0")[rng.randrange(3)]],
+                      "rate": repr(float(f"{speed:.6g}")), "date": dates[index % len(dates)],
+                      "case": f'"{index:016x}"'}
             lines.append(_line(parts, values, f"{number:016x}"))
         Path(folder, f"bundle{bundle:05d}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return last - first
@@ -117,15 +125,16 @@ def generate(folder: Path, count: int, processes: int) -> None:
             parse_line(handle.readline().rstrip("\n"))
 
 
-def same_work(shards: Path, out: Path) -> None:
-    """The shards with every row's key set to the user's (mnist train fp32 batch 64)."""
+def same_work(shards: Path, out: Path, key: tuple[Any, ...]) -> None:
+    """The shards with every row's key (and key id) set to the user's ``key`` (mnist train fp32
+    batch 64)."""
     import duckdb
 
     connection = duckdb.connect()
     connection.execute("SET memory_limit = '2GB'")
     connection.execute(f"SET temp_directory = '{out.parent / 'spill'}'")
     connection.execute(f"""COPY (SELECT * REPLACE ('mnist' AS workload, 'train' AS mode, 'fp32' AS precision,
-                                                64 AS batch_size)
+                                                64 AS batch_size, '{key_id(key)}' AS key_id)
                                 FROM read_parquet('{shards}/**/*.parquet', hive_partitioning = false))
                            TO '{out}' (FORMAT parquet, PARTITION_BY (mode, device_class), COMPRESSION zstd,
                                        ROW_GROUP_SIZE 122880, WRITE_PARTITION_COLUMNS true)""")
@@ -163,7 +172,7 @@ def main() -> None:
             figures["hub compact"] = {**compacted, "load": _load()}
             figures["shards bytes"] = sum(p.stat().st_size for p in shards.rglob("*.parquet"))
         if not (args.reuse and worst.exists()):
-            same_work(shards, worst)
+            same_work(shards, worst, comparability_key(record.cases[0]))
         print(json.dumps(figures, indent=1), flush=True)
         if args.prepare_only:
             return

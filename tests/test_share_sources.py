@@ -10,6 +10,7 @@ import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest_report import assert_one_line_error
@@ -112,3 +113,41 @@ def test_a_real_selftest_is_remembered_and_shared(tmp_path: Path, cli, inline_cl
     assert shared.returncode == 0, shared.stderr
     validity = json.loads(shared.stdout.splitlines()[0])["validity"]
     assert validity["selftest"] == "passed" and validity["selftest_groups"] == ["precision"]
+
+
+def test_a_large_collection_is_read_by_a_process_per_cpu_with_the_same_result(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 29 (the 100,000-result figures): a collection above PARALLEL_BYTES is read by forked
+    processes, one per CPU; the peers, duplicates, skipped lines and warnings are what one process
+    reads, in the same order."""
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    from accelbench.sharing import sources
+
+    folder = write_peer_bundles(tmp_path / "peers")
+    copy = (folder / "machine003.jsonl").read_bytes()
+    (folder / "zz-copy.jsonl").write_bytes(copy + b'{"bundle": 2, broken\n')
+
+    def read() -> tuple[Any, list[str]]:
+        warnings: list[str] = []
+        return sources.load_peers([str(folder)], warnings.append), warnings
+
+    monkeypatch.setattr(sources, "PARALLEL_BYTES", 10**12)
+    serial, serial_warnings = read()
+    monkeypatch.setattr(sources, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    pools: list[int] = []
+
+    class Recorded(ProcessPoolExecutor):
+        def __init__(self, workers: int, **options: Any) -> None:
+            pools.append(workers)
+            super().__init__(workers, **options)
+
+    monkeypatch.setattr(sources, "ProcessPoolExecutor", Recorded)
+    parallel, parallel_warnings = read()
+    assert pools == [2]
+    assert parallel.peers == serial.peers and len(serial.peers) == 33
+    assert (parallel.duplicates, parallel.skipped, parallel.lines) == (1, serial.skipped, serial.lines)
+    assert parallel_warnings == serial_warnings
+    assert any("zz-copy.jsonl line 2 skipped" in w for w in serial_warnings)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from accelbench.compare.peers import PeerResult, by_machine
+from accelbench.compare.peers import PeerResult, by_machine, median
 
 #: A result beyond this percentile of its device class (over machines, for its key) is quarantined.
 OUTLIER_PERCENTILE = 99.5
@@ -42,8 +42,7 @@ def mark_outliers(peers: Sequence[PeerResult]) -> list[PeerResult]:
         machines = by_machine(members)
         if len(machines) < OUTLIER_MIN_MACHINES:
             continue
-        values = {machine: float(np.median([p.throughput for p in results]))
-                  for machine, results in machines.items()}
+        values = {machine: median([p.throughput for p in results]) for machine, results in machines.items()}
         threshold = float(np.percentile(list(values.values()), OUTLIER_PERCENTILE))
         for machine, value in values.items():
             if value > threshold:

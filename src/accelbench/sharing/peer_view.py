@@ -88,8 +88,25 @@ _KEY_TYPES = tuple((name, KEY_DEFAULTS[name], type(KEY_DEFAULTS[name])) for name
 _MODE = KEY_FIELDS.index("mode")
 
 
+#: Keys already checked, by their raw values and those values' types (True and 1 are equal and hash
+#: alike, so the types are part of what was checked). A collection repeats a few keys many times.
+_CHECKED: dict[tuple[tuple[Any, ...], tuple[type, ...]], tuple[Any, ...]] = {}
+_CHECKED_MAX = 100_000
+
+
 def key_of(line: dict[str, Any]) -> tuple[Any, ...]:
     key = section(line, "key")
+    raw = tuple(key.get(name) for name in KEY_FIELDS)
+    seen = (raw, tuple(map(type, raw)))
+    found = _CHECKED.get(seen)
+    if found is None:
+        found = _check_key(key)
+        if len(_CHECKED) < _CHECKED_MAX:
+            _CHECKED[seen] = found
+    return found
+
+
+def _check_key(key: dict[str, Any]) -> tuple[Any, ...]:
     values = []
     for name, default, kind in _KEY_TYPES:
         value = key.get(name)

@@ -158,5 +158,7 @@ def implausible(line: dict[str, Any]) -> str:
     if not isinstance(figures, dict) or not isinstance(key, dict):
         return ""
     limits = limits if isinstance(limits, dict) else {}
-    return (_bandwidth(limits, figures) or _flops(line, limits, figures)
-            or (_generation(key, figures) if key.get("mode") == "generate" else "") or _tokens(line, key))
+    flops = _flops(line, limits, figures) if figures.get("achieved_flops") is not None else ""
+    if key.get("mode") != "generate":  # the other checks read generation figures
+        return flops
+    return _bandwidth(limits, figures) or flops or _generation(key, figures) or _tokens(line, key)
