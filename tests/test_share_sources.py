@@ -137,6 +137,7 @@ def test_a_large_collection_is_read_by_a_process_per_cpu_with_the_same_result(
     serial, serial_warnings = read()
     monkeypatch.setattr(sources, "PARALLEL_BYTES", 0)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(sources, "_fork_is_safe", lambda: True)  # this test process may hold torch
     pools: list[int] = []
 
     class Recorded(ProcessPoolExecutor):

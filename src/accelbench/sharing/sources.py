@@ -327,6 +327,12 @@ def _read_file(task: tuple[str, set[tuple[Any, ...]] | None, set[str] | None, li
 PARALLEL_BYTES = 16 * 2**20
 
 
+def _fork_is_safe() -> bool:
+    """Forking is cheap and safe on Linux, and not after a run loaded torch (run --against: a
+    device runtime may hold threads and handles a forked child must not touch)."""
+    return sys.platform == "linux" and "torch" not in sys.modules
+
+
 def _reads(spec: str, keys: set[tuple[Any, ...]] | None, settings_for: set[str] | None,
            needles: list[bytes] | None) -> Iterator[tuple[str, _Read]]:
     """Each document of ``spec`` read, in order; a large local collection by a process per CPU
@@ -334,8 +340,7 @@ def _reads(spec: str, keys: set[tuple[Any, ...]] | None, settings_for: set[str] 
     docs = list(documents(spec))
     files = [name for name, _ in docs if Path(name).is_file()]
     workers = min(os.cpu_count() or 1, 8, len(files))
-    # Forked only where forking is cheap and safe: Linux, and not after a run loaded torch (run --against).
-    if (workers > 1 and len(files) == len(docs) and sys.platform == "linux" and "torch" not in sys.modules
+    if (workers > 1 and len(files) == len(docs) and _fork_is_safe()
             and sum(Path(name).stat().st_size for name in files) > PARALLEL_BYTES):
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(workers, mp_context=context) as pool:
