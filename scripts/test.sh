@@ -17,5 +17,11 @@ fi
 .venv/bin/lint-imports --no-cache
 # Style: the project is ruff-clean (pyproject.toml [tool.ruff]), and CI keeps it so.
 .venv/bin/ruff check --output-format concise .
+# The documentation site (mkdocs.yml, docs/): a broken link or a page left out fails the build.
+if ! docs_log=$(NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$(mktemp -d)" 2>&1); then
+  echo "$docs_log" | grep -v '^INFO'
+  echo "mkdocs build --strict failed"
+  exit 1
+fi
 
 exec .venv/bin/python -m pytest -q "$@"

@@ -76,9 +76,9 @@ def test_error_text_with_brackets_is_shown_verbatim() -> None:
 
 
 def _readme_snippet() -> str:
-    """The Python block of the README's "Your own model" section."""
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("### Your own model"):]
+    """The Python block of the documentation's "Your own model" section (docs/your-own-model.md)."""
+    text = (REPO / "docs" / "your-own-model.md").read_text()
+    section = text[text.index("## Your own model"):]
     return section.split("```python\n", 1)[1].split("```", 1)[0]
 
 
