@@ -158,3 +158,27 @@ def test_compact_quarantines_the_same_machines_with_the_same_words(tmp_path: Pat
         "WHERE outlier <> ''").fetchall()
     assert dict(rows) == expected
     assert f"{len(expected)} quarantined" in done.stderr
+
+
+def test_a_line_naming_no_reference_is_held_to_the_shipped_tokens() -> None:
+    """Issues 28/29: the fp64 reference's tokens ship with accelbench (reference/expected_tokens.json);
+    a line that names no reference of its own is held to them (a forged line cannot drop its
+    reference to escape the check)."""
+    from accelbench.reference.expected_tokens import TokenKey, expected
+
+    shipped = expected(TokenKey("nanogpt-char", 1, "tiny", 0, 1, 16, 16))
+    assert shipped is not None, "the shipped tokens cover nanogpt-char tiny, batch 1, 16 + 16"
+
+    def line(tokens_hash: str) -> dict[str, Any]:
+        record = _generate_record(tokens_hash=tokens_hash)
+        case = record.cases[0]
+        case.batch_size, case.prompt_len, case.new_tokens = 1, 16, 16
+        rounds = tuple(GenerationRound(0.004, 15 * 0.002, (0.002,) * 15) for _ in range(5))
+        case.generation = {**GenerationFigures(
+            batch_size=1, prompt_len=16, new_tokens=16, timing_method="host", rounds=rounds,
+            warmup_rounds=1, kv_cache_bytes=1000, weight_bytes_per_step=10_000,
+            cache_bytes_per_step=100).to_dict(), "tokens_hash": tokens_hash}
+        return _line(record)
+
+    assert _forged(line(shipped["hash"])).invalid == ""
+    assert "do not match the reference hash" in _forged(line("ef" * 32)).invalid

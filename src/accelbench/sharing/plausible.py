@@ -28,6 +28,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from accelbench.reference.expected_tokens import TokenKey
+from accelbench.reference.expected_tokens import expected as expected_tokens
 from accelbench.sharing.bundle import number
 
 #: Achieved FLOP/s above the carried peak by more than this factor is impossible: the peak is
@@ -53,9 +55,6 @@ PUBLISHED_PEAKS: tuple[tuple[str, tuple[str, ...], float, str], ...] = (
 _PEAK_PATTERNS = tuple((re.compile(pattern), precisions, flops) for pattern, precisions, flops, _ in
                        PUBLISHED_PEAKS)
 
-#: Reference hashes of generated tokens by (workload, size, prompt_len, new_tokens), where known
-#: (issue 28 ships them); a line may also name its own expected hash.
-REFERENCE_TOKEN_HASHES: dict[tuple[str, str, int, int], str] = {}
 
 
 def _real(value: Any) -> float | None:
@@ -144,9 +143,12 @@ def _tokens(line: dict[str, Any], key: dict[str, Any]) -> str:
         return ""
     expected = line.get("tokens_reference_hash", validity.get("tokens_reference_hash"))
     if not isinstance(expected, str) or not expected:
-        expected = REFERENCE_TOKEN_HASHES.get((str(key.get("workload")), str(key.get("size")),
-                                               int(key.get("prompt_len") or 0),
-                                               int(key.get("new_tokens") or 0)))
+        # The fp64 reference's tokens accelbench ships (reference/expected_tokens.json), for
+        # the CLI's seed: a line that names no reference is held to them.
+        shipped = expected_tokens(TokenKey(str(key.get("workload")), int(key.get("workload_version") or 1),
+                                           str(key.get("size")), 0, int(key.get("batch_size") or 0),
+                                           int(key.get("prompt_len") or 0), int(key.get("new_tokens") or 0)))
+        expected = shipped["hash"] if shipped else None
     if expected and mine != expected:
         return "generated tokens do not match the reference hash"
     return ""
