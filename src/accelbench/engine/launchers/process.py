@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,17 +36,30 @@ def worker_call(spec: CaseSpec, timeout: float, progress: Progress | None,
 
     KeyboardInterrupt and other BaseExceptions stop the worker and propagate to the caller.
     """
+    with spec_files(spec) as (spec_path, result_path, left):
+        outcome = supervise([sys.executable, "-m", WORKER_MODULE, str(spec_path),
+                             str(result_path)], timeout, on_line=line_reader(progress), echo=echo)
+        data = left()
+    return outcome, data
+
+
+def line_reader(progress: Progress | None) -> Callable[[str], bool]:
+    """What a worker's stdout line is: a progress message for us; anything else is dropped."""
     def on_line(line: str) -> bool:
         progress_line(line, progress)
-        return True  # stdout carries only messages for us; anything else there is dropped
+        return True
+    return on_line
 
+
+@contextmanager
+def spec_files(spec: CaseSpec) -> Iterator[tuple[Path, Path, Callable[[], dict[str, Any] | None]]]:
+    """The spec written for a worker, where it leaves its result, and a reader of that result
+    (None where it left none); the folder goes when the case is done."""
     with tempfile.TemporaryDirectory(prefix="accelbench-case-") as folder:
         spec_path, result_path = Path(folder) / "spec.json", Path(folder) / "result.json"
         spec_path.write_text(spec.to_json())
-        outcome = supervise([sys.executable, "-m", WORKER_MODULE, str(spec_path),
-                             str(result_path)], timeout, on_line=on_line, echo=echo)
-        data = json.loads(result_path.read_text()) if result_path.exists() else None
-    return outcome, data
+        yield spec_path, result_path, lambda: (json.loads(result_path.read_text())
+                                               if result_path.exists() else None)
 
 
 def ending(outcome: ChildOutcome, timeout: float) -> tuple[str, str]:

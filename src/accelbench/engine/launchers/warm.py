@@ -24,13 +24,11 @@ from __future__ import annotations
 import atexit
 import json
 import sys
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from accelbench.engine.launchers.base import DONE_PREFIX, Progress, progress_line
-from accelbench.engine.launchers.process import WORKER_MODULE, case_result
+from accelbench.engine.launchers.base import DONE_PREFIX, Progress
+from accelbench.engine.launchers.process import WORKER_MODULE, case_result, line_reader, spec_files
 from accelbench.engine.supervise import ServedChild
 
 if TYPE_CHECKING:
@@ -108,16 +106,10 @@ class WarmLauncher:
         key = device_key(spec)
         worker = self._worker(key)
 
-        def on_line(line: str) -> bool:
-            progress_line(line, progress)
-            return True  # stdout carries only messages for us; anything else there is dropped
-
-        with tempfile.TemporaryDirectory(prefix="accelbench-case-") as folder:
-            spec_path, result_path = Path(folder) / "spec.json", Path(folder) / "result.json"
-            spec_path.write_text(spec.to_json())
+        with spec_files(spec) as (spec_path, result_path, left):
             outcome, finished = worker.call(json.dumps([str(spec_path), str(result_path)]),
-                                            self.timeout, on_line)
-            data = json.loads(result_path.read_text()) if result_path.exists() else None
+                                            self.timeout, line_reader(progress))
+            data = left()
         if not finished:  # it died or was killed: the next case on the device starts a fresh one
             self.workers.pop(key, None)
             worker.close(grace=0)
