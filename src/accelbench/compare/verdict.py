@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats as sps
 
 from accelbench.results.stats import MIN_EFFECT
 
@@ -92,6 +91,8 @@ def _rank_depth(n: int, m: int, confidence: float) -> int:
     alpha = (1 - confidence) / 2
     if n + m > EXACT_LIMIT:
         centre, sd = n * m / 2, math.sqrt(n * m * (n + m + 1) / 12)
+        from scipy import stats as sps  # scipy takes ~0.7 s to import: only when it is needed
+
         return max(0, int(math.floor(centre - float(sps.norm.ppf(1 - alpha)) * sd)))
     counts = _u_counts(n, m)
     total, below, depth = sum(counts), 0, 0

@@ -12,7 +12,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats as sps
 
 CONFIDENCE = 0.95
 
@@ -29,6 +28,9 @@ def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple
         raise ValueError("median_ci needs at least one sample")
     alpha = 1.0 - confidence
     # Largest j with P(Binom(n, .5) < j) <= alpha/2: the interval is [x_(j), x_(n-j+1)] (1-based).
+    # scipy takes ~0.7 s to import (every --help paid it): only when an interval is needed.
+    from scipy import stats as sps
+
     j = int(sps.binom.ppf(alpha / 2, n, 0.5))
     if sps.binom.cdf(j - 1, n, 0.5) > alpha / 2:
         j -= 1

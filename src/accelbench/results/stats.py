@@ -14,7 +14,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from accelbench.measure.median_ci import CONFIDENCE, median_ci
 
@@ -77,6 +76,8 @@ def t_interval(values: Sequence[float], minus: Sequence[float] | None = None,
         return centre, centre, centre
     df = sum(squared) ** 2 / sum(part ** 2 / (len(sample) - 1)
                                  for part, sample in zip(squared, samples, strict=True))
+    from scipy import stats as sps  # scipy takes ~0.7 s to import: only when it is needed
+
     half = float(sps.t.ppf(0.5 + confidence / 2, df)) * se
     return centre, centre - half, centre + half
 
@@ -134,6 +135,8 @@ def drift(samples: Sequence[float]) -> dict[str, Any] | None:
     quarter = len(samples) // 4
     first, last = list(samples[:quarter]), list(samples[-quarter:])
     ratio = float(np.median(last) / np.median(first)) if np.median(first) > 0 else 1.0
+    from scipy import stats as sps
+
     p_value = float(sps.mannwhitneyu(last, first, alternative="greater").pvalue)
     return {"ratio": ratio, "p_value": p_value,
             "drifting": ratio >= DRIFT_MIN_RATIO and p_value < DRIFT_ALPHA}
