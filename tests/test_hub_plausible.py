@@ -182,3 +182,30 @@ def test_a_line_naming_no_reference_is_held_to_the_shipped_tokens() -> None:
 
     assert _forged(line(shipped["hash"])).invalid == ""
     assert "do not match the reference hash" in _forged(line("ef" * 32)).invalid
+
+
+def test_the_shipped_reference_wins_over_the_one_a_line_names() -> None:
+    """A forger controls the reference hash a line names: where accelbench ships the reference
+    for the line's work and seed, that one is held, and a line naming another is marked; a line
+    from another seed is held to its own seed's reference (none shipped: not marked)."""
+    from accelbench.reference.expected_tokens import TokenKey, expected
+
+    shipped = expected(TokenKey("nanogpt-char", 1, "tiny", 0, 1, 16, 16))
+    assert shipped is not None
+
+    def line(tokens_hash: str, seed: int = 0, **validity: Any) -> PeerResult:
+        record = _generate_record(tokens_hash=tokens_hash, **validity)
+        record.options["seed"] = seed
+        case = record.cases[0]
+        case.batch_size, case.prompt_len, case.new_tokens = 1, 16, 16
+        rounds = tuple(GenerationRound(0.004, 15 * 0.002, (0.002,) * 15) for _ in range(5))
+        case.generation = {**GenerationFigures(
+            batch_size=1, prompt_len=16, new_tokens=16, timing_method="host", rounds=rounds,
+            warmup_rounds=1, kv_cache_bytes=1000, weight_bytes_per_step=10_000,
+            cache_bytes_per_step=100).to_dict(), "tokens_hash": tokens_hash, **validity}
+        return _forged(_line(record))
+
+    forged = line("ef" * 32, tokens_reference_hash="ef" * 32)
+    assert "not the one accelbench ships" in forged.invalid
+    assert line(shipped["hash"], tokens_reference_hash=shipped["hash"]).invalid == ""
+    assert line("ef" * 32, seed=7).invalid == ""  # no reference shipped for seed 7

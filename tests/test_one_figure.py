@@ -146,7 +146,7 @@ def test_the_catalogue_defines_each_figure_once_and_the_docs_list_it() -> None:
     page = (Path(__file__).resolve().parent.parent / "docs" / "figures.md").read_text()
     missing = [name for name in names if f"`{name}`" not in page]
     assert not missing, f"docs/figures.md lacks {missing}"
-    assert markdown_table() in page, "docs/figures.md's table is not markdown_table(): run scripts/figure_catalogue.py"
+    assert markdown_table() in page, "docs/figures.md is stale: run scripts/figure_catalogue.py"
 
 
 def test_a_streamed_generation_is_other_work() -> None:

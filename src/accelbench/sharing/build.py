@@ -131,7 +131,7 @@ def _limits(case: CaseResult) -> dict[str, Any]:
 TOKEN_FACTS = ("tokens_hash", "tokens_reference_hash", "tokens_match")
 
 
-def _validity(case: CaseResult, selftest: Mapping[str, Any] | None) -> dict[str, Any]:
+def _validity(case: CaseResult, selftest: Mapping[str, Any] | None, seed: int = 0) -> dict[str, Any]:
     summary, trend = case.summary(), case.drift() if case.step_times else None
     validity = {"selftest": ("passed" if selftest.get("passed") else "failed") if selftest else "not run",
                 "selftest_date": str(selftest.get("date", ""))[:10] if selftest else None,
@@ -142,7 +142,15 @@ def _validity(case: CaseResult, selftest: Mapping[str, Any] | None) -> dict[str,
                 "precision_reached": case.precision_reached(), "stop_reason": case.stop_reason}
     generation = case.generation or {}
     validity.update({name: _scalar(generation[name]) for name in TOKEN_FACTS if name in generation})
+    if "tokens_hash" in generation:
+        # The tokens follow from the weights' seed: a reader looks the reference up by it.
+        validity["tokens_seed"] = seed
     return validity
+
+
+def _seed(options: Mapping[str, Any]) -> int:
+    seed = options.get("seed", 0)
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else 0
 
 
 def case_id(record: RunRecord, case: CaseResult) -> str:
@@ -190,7 +198,8 @@ def case_line(record: RunRecord, case: CaseResult, machine_id: str,
         "settings": {"backend_flags": {str(k): _scalar(v) for k, v in case.backend_flags.items()},
                      "threads": case.threads, "loader_workers": _scalar(record.options.get("workers")),
                      "power": _power(record.environment)},
-        "figures": _figures(case), "validity": _validity(case, selftest),
+        "figures": _figures(case),
+        "validity": _validity(case, selftest, _seed(record.options)),
     }
     if case.repeats:
         line["processes"] = _processes(case)

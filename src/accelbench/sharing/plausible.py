@@ -135,20 +135,28 @@ def _generation(key: dict[str, Any], figures: dict[str, Any]) -> str:
 
 
 def _tokens(line: dict[str, Any], key: dict[str, Any]) -> str:
+    """Whether the line's generated tokens are the reference's. The reference accelbench ships
+    (the fp64 CPU reference's tokens, reference/expected_tokens.json, for the weights' seed the
+    line names) wins over the one the line names itself, which a forger controls; a line that
+    names another reference than the shipped one is caught too."""
     validity = line.get("validity") if isinstance(line.get("validity"), dict) else {}
     mine = line.get("tokens_hash", validity.get("tokens_hash"))
     if validity.get("tokens_match") is False:
         return "generated tokens do not match the reference (the line says so)"
     if not isinstance(mine, str) or not mine:
         return ""
-    expected = line.get("tokens_reference_hash", validity.get("tokens_reference_hash"))
-    if not isinstance(expected, str) or not expected:
-        # The fp64 reference's tokens accelbench ships (reference/expected_tokens.json), for
-        # the CLI's seed: a line that names no reference is held to them.
-        shipped = expected_tokens(TokenKey(str(key.get("workload")), int(key.get("workload_version") or 1),
-                                           str(key.get("size")), 0, int(key.get("batch_size") or 0),
-                                           int(key.get("prompt_len") or 0), int(key.get("new_tokens") or 0)))
-        expected = shipped["hash"] if shipped else None
+    named = line.get("tokens_reference_hash", validity.get("tokens_reference_hash"))
+    seed = validity.get("tokens_seed", 0)
+    shipped = expected_tokens(TokenKey(
+        str(key.get("workload")), int(key.get("workload_version") or 1), str(key.get("size")),
+        seed if isinstance(seed, int) and not isinstance(seed, bool) else 0,
+        int(key.get("batch_size") or 0), int(key.get("prompt_len") or 0), int(key.get("new_tokens") or 0)))
+    if shipped is not None:
+        if isinstance(named, str) and named and named != shipped["hash"]:
+            return "names a reference hash that is not the one accelbench ships for this work"
+        expected = shipped["hash"]
+    else:
+        expected = named if isinstance(named, str) and named else None
     if expected and mine != expected:
         return "generated tokens do not match the reference hash"
     return ""
