@@ -22,6 +22,7 @@ FILE_KEYS = [
     "workload", "mode", "device", "batch_size", "workload_version", "device_name", "precision",
     "compile_backend", "channels_last", "data", "size", "status", "error", "threads", "stop_rule",
     "dataset_size", "steps_per_epoch", "prompt_len", "new_tokens", "tokens_per_sample", "streamed",
+    "protocol",
     "step_times", "steps_per_sample", "warmup_steps",
     "time_to_first_step_s", "warmup_time_s", "input_wait_s", "measured_time_s", "measured_steps",
     "epoch_times", "epoch_end_s", "metrics", "input_wait_method", "input_fetch_s", "target_ci_pct",
