@@ -8,7 +8,7 @@ state), with the same model (seeded random weights), prompt, batch, threads and 
 
 - ``plain``:      the loop a user writes by hand (this file, ``--child plain``): prefill, argmax,
                   then one decode step per token, host clock (CPU);
-- ``accelbench``: ``accelbench.measure.generation.measure_generation`` (what a generate case runs);
+- ``accelbench``: ``accelbench.measure.generation.rounds.measure_generation`` (what a generate case runs);
 - ``generate``:   (``hf:gpt2`` only) ``model.generate(max_new_tokens=N, min_new_tokens=N,
                   do_sample=False, use_cache=True)``; its time to first token is a
                   ``max_new_tokens=1`` generation, its decode time the full one minus that.
@@ -144,7 +144,7 @@ def accelbench_child(args: argparse.Namespace) -> dict[str, list[float]]:
     import torch
 
     from accelbench.devices import DeviceSet
-    from accelbench.measure.generation import measure_generation
+    from accelbench.measure.generation.rounds import measure_generation
 
     workload, model = build(args.workload, args.size)
     device = DeviceSet.current().select("cpu")[0]

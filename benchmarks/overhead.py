@@ -18,7 +18,7 @@ from accelbench.data.options import DataOptions
 from accelbench.devices import DeviceSet
 from accelbench.engine.case import Case
 from accelbench.engine.measure_case import run_case
-from accelbench.measure.loop import BatchStream, StepLoop
+from accelbench.measure.loop.step_loop import BatchStream, StepLoop
 from accelbench.options import RunOptions, StopRule
 from accelbench.workloads import get_workload_class
 

@@ -7,7 +7,7 @@ and 8 key/value heads, SwiGLU 8192, vocabulary 128256; ``--layers`` takes fewer 
 random weights, in bfloat16 or int8 weight-only. Each figure is gpt-fast's: new tokens / the whole
 generation (prefill included), so the four read the same work:
 
-- ``plain``:      accelbench's decoder (workloads/decoder.py) in the loop a user writes by hand
+- ``plain``:      accelbench's decoder (workloads/builtin/decoder.py) in the loop a user writes by hand
                   (``greedy_generate``), int8-wo through accelbench's quantizer (PyTorch's
                   ``_weight_int8pack_mm``);
 - ``accelbench``: ``measure_generation`` on that model (what a generate case runs);
@@ -74,8 +74,8 @@ def _timed(generate_once: Any, repeats: int) -> list[tuple[float, float]]:
 def _accelbench_model(args: argparse.Namespace) -> tuple[Any, Any]:
     import torch
 
-    from accelbench.workloads.decoder import Decoder, DecoderConfig
-    from accelbench.workloads.llama import LLAMA3_SCALING, Llama1B
+    from accelbench.workloads.builtin.decoder import Decoder, DecoderConfig
+    from accelbench.workloads.builtin.llama import LLAMA3_SCALING, Llama1B
 
     config = DecoderConfig(vocab=VOCAB, context=4096, layers=args.layers, width=WIDTH, heads=HEADS,
                            kv_heads=KV_HEADS, ffn=FFN, layout="llama", rope_theta=ROPE_THETA,
@@ -93,13 +93,13 @@ def _accelbench_model(args: argparse.Namespace) -> tuple[Any, Any]:
 def _quantize(model: Any, args: argparse.Namespace) -> None:
     if args.precision == "int8-wo":
         from accelbench.devices import DeviceSet
-        from accelbench.measure.quantize import quantize_weights
+        from accelbench.measure.generation.quantize import quantize_weights
 
         quantize_weights(model, "int8-wo", DeviceSet.current().select("cpu")[0])
 
 
 def plain_child(args: argparse.Namespace) -> dict[str, Any]:
-    from accelbench.workloads.decoder import greedy_generate
+    from accelbench.workloads.builtin.decoder import greedy_generate
 
     workload, model = _accelbench_model(args)
     prompt = workload.make_prompt(1, PROMPT_LEN, 0)
@@ -114,7 +114,7 @@ def accelbench_child(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from accelbench.devices import DeviceSet
-    from accelbench.measure.generation import clock_maker, greedy_round
+    from accelbench.measure.generation.rounds import clock_maker, greedy_round
 
     workload, model = _accelbench_model(args)
     device = DeviceSet.current().select("cpu")[0]

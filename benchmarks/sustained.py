@@ -30,7 +30,7 @@ import torch
 from accelbench.devices import Device
 from accelbench.devices.cpu import CpuAdapter
 from accelbench.devices.power import load_per_cpu
-from accelbench.measure.sustained import DeviceSensors, run_sustained
+from accelbench.measure.loop.sustained import DeviceSensors, run_sustained
 from accelbench.results.sustained import SustainedRecord, parts
 
 BURN = "import os, sys\nos.sched_setaffinity(0, {int(c) for c in sys.argv[1].split(',')})\n" \

@@ -37,7 +37,7 @@ def main(folder: Path) -> None:
     from accelbench.cli.probe import _show as probe_show
     from accelbench.cli.run import _show as run_show
     from accelbench.cli.sweep import _show as sweep_show
-    from accelbench.measure.roofline import Roofline
+    from accelbench.measure.ceilings.roofline import Roofline
     from accelbench.render.check_table import check_table
     from accelbench.render.doctor import render_doctor
     from accelbench.render.fit import Prose

@@ -12,16 +12,16 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-import accelbench.measure.clock as clock_module
-import accelbench.measure.input_wait as input_wait_module
-import accelbench.measure.loop as loop_module
+import accelbench.measure.loop.clock as clock_module
+import accelbench.measure.loop.input_wait as input_wait_module
+import accelbench.measure.loop.step_loop as loop_module
 from accelbench.data.synthetic import EpochBatches
 from accelbench.devices.base import Device
 from accelbench.devices.cpu import CpuAdapter
 from accelbench.errors import UsageError
-from accelbench.measure.loop import MIN_ADAPTIVE_SAMPLES, StepLoop
-from accelbench.measure.stop import DEFAULT_TARGET_CI_PCT, MIN_SAMPLES, StopRule
-from accelbench.measure.trackers import Tracker
+from accelbench.measure.loop.step_loop import MIN_ADAPTIVE_SAMPLES, StepLoop
+from accelbench.measure.loop.stop import DEFAULT_TARGET_CI_PCT, MIN_SAMPLES, StopRule
+from accelbench.measure.trackers.region import Tracker
 from accelbench.options import RunOptions
 from accelbench.results import CaseResult
 

@@ -12,7 +12,7 @@ from fakes import FakeQueueAdapter
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from accelbench.devices import Device
-from accelbench.measure import bandwidth
+from accelbench.measure.ceilings import bandwidth
 
 COPY_S = 0.001
 SYNC_S = 0.004

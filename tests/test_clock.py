@@ -1,4 +1,4 @@
-"""Issue 27, "The loop owns its stop rule": the synced timers become one (``measure/clock.py``).
+"""Issue 27, "The loop owns its stop rule": the synced timers become one (``measure/loop/clock.py``).
 
 The peak's products, the bandwidth's repeats, the queued windows, the probes' stretches, the
 loop's sync cost and epoch end and the selftest's work sizing each synchronised and read
@@ -16,7 +16,9 @@ import pytest
 import torch
 
 from accelbench.devices.numerics import get_precision
-from accelbench.measure import bandwidth, clock, loop, peak, queued
+from accelbench.measure.ceilings import bandwidth, peak
+from accelbench.measure.loop import clock, queued
+from accelbench.measure.loop import step_loop as loop
 from accelbench.probes import cells as probes
 from accelbench.selftest.work import Work
 

@@ -19,8 +19,8 @@ from rich.console import Console
 
 from accelbench.compare import LabelledRun, compare_runs
 from accelbench.engine.repeat import merge_repeats
-from accelbench.measure.generation import GenerationFigures, GenerationRound
-from accelbench.measure.sustained import SustainedSeries
+from accelbench.measure.generation.rounds import GenerationFigures, GenerationRound
+from accelbench.measure.loop.sustained import SustainedSeries
 from accelbench.render.compare_table import comparison_renderable, epoch_cell
 from accelbench.render.export import to_csv, to_markdown
 from accelbench.render.format import format_rate, format_seconds

@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 from accelbench.devices import Device, DeviceSet
-from accelbench.measure import generation as gen
-from accelbench.measure.decode_bytes import (
+from accelbench.measure.generation import rounds as gen
+from accelbench.measure.generation.decode_bytes import (
     CACHE_SIZE_UNKNOWN,
     MEASUREMENT_ERROR,
     cache_element_size,
@@ -19,8 +19,8 @@ from accelbench.measure.decode_bytes import (
     weight_reads,
 )
 from accelbench.workloads import get_workload_class
-from accelbench.workloads.decoder import Decoder
-from accelbench.workloads.language_model import DecoderLM
+from accelbench.workloads.builtin.decoder import Decoder
+from accelbench.workloads.builtin.language_model import DecoderLM
 
 
 @pytest.fixture(autouse=True)

@@ -13,9 +13,9 @@ from torch import nn
 
 from accelbench.workloads import get_workload_class
 from accelbench.workloads.base import GENERATION, Workload, WorkloadContractError, check_contract, generates
-from accelbench.workloads.decoder import Decoder, DecoderConfig, greedy_generate, rope_frequencies
+from accelbench.workloads.builtin.decoder import Decoder, DecoderConfig, greedy_generate, rope_frequencies
+from accelbench.workloads.builtin.language_model import DecoderLM
 from accelbench.workloads.facts import model_facts
-from accelbench.workloads.language_model import DecoderLM
 
 DECODERS = ("nanogpt-char", "gpt2", "llama-1b")
 
@@ -217,7 +217,7 @@ def test_the_cache_is_static_and_its_bytes_are_declared(name: str) -> None:
 
 
 def test_torch_2_6s_repeated_key_value_heads_give_the_same_logits(monkeypatch) -> None:
-    import accelbench.workloads.decoder as decoder
+    import accelbench.workloads.builtin.decoder as decoder
 
     workload, model = tiny_model("llama-1b")
     assert model.config.kv_heads < model.config.heads

@@ -14,7 +14,7 @@ import pytest
 
 from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
-from accelbench.measure.profile import analyse_trace, roofline_ceilings
+from accelbench.measure.trackers.profile import analyse_trace, roofline_ceilings
 from accelbench.render.diagnosis import bytes_moved_per_step, diagnose
 from accelbench.results import CaseResult, Ceilings, Flops, Profile, ProfileFigures
 
@@ -25,7 +25,7 @@ H100_CEILINGS = {"memory_bandwidth_bytes_per_s": 3.35e12, "launch_latency_s": 4e
 
 @dataclass(frozen=True)
 class Roofline:
-    """The interface ``accelbench.measure.roofline.device_roofline`` returns (built elsewhere)."""
+    """The interface ``accelbench.measure.ceilings.roofline.device_roofline`` returns (built elsewhere)."""
 
     matmul_flops: dict[str, float] = field(default_factory=dict)
     memory_bandwidth_bytes_per_s: float = 0.0
@@ -133,23 +133,23 @@ def test_a_device_without_profiler_activity_is_not_called_launch_bound() -> None
 
 
 def test_ceilings_come_from_the_roofline_interface(monkeypatch: pytest.MonkeyPatch) -> None:
-    module = types.ModuleType("accelbench.measure.roofline")
+    module = types.ModuleType("accelbench.measure.ceilings.roofline")
     module.device_roofline = lambda device, refresh=False: Roofline(  # type: ignore[attr-defined]
         matmul_flops={"float32": 8e10}, memory_bandwidth_bytes_per_s=2e10, launch_latency_s=3e-6)
-    monkeypatch.setitem(sys.modules, "accelbench.measure.roofline", module)
+    monkeypatch.setitem(sys.modules, "accelbench.measure.ceilings.roofline", module)
     (cpu,) = DeviceSet.current().select("cpu")
     assert roofline_ceilings(cpu) == {"memory_bandwidth_bytes_per_s": 2e10, "launch_latency_s": 3e-6,
                                       "matmul_flops": {"float32": 8e10}}
 
 
 def test_a_failing_roofline_leaves_its_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    module = types.ModuleType("accelbench.measure.roofline")
+    module = types.ModuleType("accelbench.measure.ceilings.roofline")
 
     def broken(device: Any, refresh: bool = False) -> Roofline:
         raise RuntimeError("no timer")
 
     module.device_roofline = broken  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "accelbench.measure.roofline", module)
+    monkeypatch.setitem(sys.modules, "accelbench.measure.ceilings.roofline", module)
     (cpu,) = DeviceSet.current().select("cpu")
     assert roofline_ceilings(cpu) == {"error": "RuntimeError: no timer"}
 
@@ -225,7 +225,7 @@ def _mps_input_wait_method() -> str:
     from fakes import FakeAsyncAdapter
 
     from accelbench.devices import Device
-    from accelbench.measure.input_wait import InputWait
+    from accelbench.measure.loop.input_wait import InputWait
 
     adapter = FakeAsyncAdapter()
     adapter.step_events_safe = False

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from accelbench.devices import DeviceSet
-from accelbench.measure.energy import (
+from accelbench.measure.trackers.energy import (
     EnergyMeter,
     EnergySource,
     EnergyUnavailable,
@@ -20,8 +20,8 @@ from accelbench.measure.energy import (
     energy_meter_for,
     mean_power_joules,
 )
-from accelbench.measure.energy_nvml import NvmlSource
-from accelbench.measure.energy_powermetrics import (
+from accelbench.measure.trackers.energy_nvml import NvmlSource
+from accelbench.measure.trackers.energy_powermetrics import (
     PowermetricsSource,
     parse_powermetrics,
 )

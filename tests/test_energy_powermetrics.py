@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from accelbench.measure.energy import EnergyMeter
-from accelbench.measure.energy_powermetrics import (
+from accelbench.measure.trackers.energy import EnergyMeter
+from accelbench.measure.trackers.energy_powermetrics import (
     PowermetricsSource,
     parse_powermetrics,
     powermetrics_conditions,

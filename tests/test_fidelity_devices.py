@@ -111,14 +111,14 @@ def test_an_nvml_error_leaves_the_gpu_described(nvml_reversed: FakeNvml, monkeyp
 
 
 def test_case_sensors_give_the_cpu_and_the_right_gpu(nvml_reversed: FakeNvml) -> None:
-    from accelbench.measure.sensors import case_sensors
+    from accelbench.measure.trackers.sensors import case_sensors
 
     readings = case_sensors(Device(CudaAdapter(fake_cuda_torch(count=2)), "cuda", 0))
     assert readings["gpu_temperature_c"] == 41 and readings["gpu_sm_clock_mhz"] == 1001
 
 
 def test_energy_and_sensors_share_one_mapping(nvml_reversed: FakeNvml) -> None:
-    from accelbench.measure.energy_nvml import NvmlSource
+    from accelbench.measure.trackers.energy_nvml import NvmlSource
 
     source = NvmlSource(0, torch_module=fake_cuda_torch(count=2))
     assert source.available() == (True, "")

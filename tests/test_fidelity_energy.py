@@ -8,8 +8,8 @@ import sys
 import pytest
 from fakes import FakeClock, FakeNvml, fake_cuda_torch, fake_gpu_uuid
 
-from accelbench.measure.energy import EnergyMeter, EnergySource
-from accelbench.measure.energy_nvml import MIN_COUNTER_WINDOW_S, NvmlSource
+from accelbench.measure.trackers.energy import EnergyMeter, EnergySource
+from accelbench.measure.trackers.energy_nvml import MIN_COUNTER_WINDOW_S, NvmlSource
 
 WATTS = 300.0
 

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from accelbench.devices import DeviceSet
-from accelbench.measure import generation as gen
-from accelbench.measure.generation import GenerationFigures, GenerationRound
+from accelbench.measure.generation import rounds as gen
+from accelbench.measure.generation.rounds import GenerationFigures, GenerationRound
 from accelbench.render.steady import break_even_cell, break_even_lines, first_use_cell, steady_rows
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.first_use import GENERATION, BreakEven

@@ -33,7 +33,7 @@ from rich.cells import cell_len
 from test_table import _widest_record
 
 from accelbench.cli import COMMANDS
-from accelbench.measure.generation import GenerationFigures, GenerationRound
+from accelbench.measure.generation.rounds import GenerationFigures, GenerationRound
 from accelbench.results import CaseResult, Parity, ParityTolerance, RunRecord
 
 REPO = Path(__file__).resolve().parent.parent

@@ -128,7 +128,7 @@ FAULTY = '''
 import torch
 
 import accelbench
-from accelbench.workloads.nanogpt_char import NanoGPTChar
+from accelbench.workloads.builtin.nanogpt_char import NanoGPTChar
 
 
 @accelbench.register
@@ -236,7 +236,7 @@ def test_decode_bandwidth_is_held_against_the_roofline(monkeypatch: pytest.Monke
     from types import SimpleNamespace
 
     from accelbench.engine import measure_case
-    from accelbench.measure import roofline
+    from accelbench.measure.ceilings import roofline
 
     cpu = DeviceSet.current().select("cpu")[0]
     figures = SimpleNamespace(effective_bandwidth_bytes_per_s=30e9, bytes_per_step=10**6)

@@ -1,4 +1,4 @@
-"""Generation: the figures measure/generation.py records (per device timing path), what a decode
+"""Generation: the figures measure/generation/rounds.py records (per device timing path), what a decode
 step reads, decode against the measured bandwidth, and check --mode generate's verdicts."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from torch import nn
 from accelbench.devices import Device, DeviceSet
 from accelbench.devices.numerics import get_precision
 from accelbench.errors import UsageError
-from accelbench.measure import generation as gen
-from accelbench.measure.decode_bytes import (
+from accelbench.measure.generation import rounds as gen
+from accelbench.measure.generation.decode_bytes import (
     CACHE_RESIDENT,
     MEASUREMENT_ERROR,
     WITHIN,
@@ -31,8 +31,8 @@ from accelbench.parity.generation import (
     tolerance_for,
 )
 from accelbench.workloads import get_workload_class
-from accelbench.workloads.decoder import Decoder, greedy_generate
-from accelbench.workloads.language_model import DecoderLM
+from accelbench.workloads.builtin.decoder import Decoder, greedy_generate
+from accelbench.workloads.builtin.language_model import DecoderLM
 
 DECODERS = ("nanogpt-char", "gpt2", "llama-1b")
 

@@ -17,7 +17,7 @@ from conftest_share import EPYC_MODEL, H100_MODEL, environment, result, run, wri
 
 from accelbench.compare.outliers import OUTLIER_MIN_MACHINES, mark_outliers, outlier_reason
 from accelbench.compare.peers import PeerResult, place
-from accelbench.measure.generation import GenerationFigures, GenerationRound
+from accelbench.measure.generation.rounds import GenerationFigures, GenerationRound
 from accelbench.results.figures import Flops
 from accelbench.results.records import RunRecord
 from accelbench.sharing.build import build_bundle

@@ -21,14 +21,14 @@ from fakes import (
 
 from accelbench.devices.base import Device
 from accelbench.devices.mps import MpsAdapter
-from accelbench.measure.input_wait import (
+from accelbench.measure.loop.input_wait import (
     EVENTS,
     HOST,
     UPPER_BOUND,
     UPPER_BOUND_EVENT_FAILED,
     UPPER_BOUND_UNSAFE_EVENTS,
 )
-from accelbench.measure.loop import StepLoop
+from accelbench.measure.loop.step_loop import StepLoop
 from accelbench.options import StopRule
 from accelbench.results import CaseResult
 

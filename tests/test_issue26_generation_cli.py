@@ -26,12 +26,12 @@ from accelbench.devices.numerics import get_precision
 from accelbench.engine.case import plan
 from accelbench.engine.measure_case import compile_for_generation, run_case
 from accelbench.errors import UsageError
-from accelbench.measure.generation import measure_generation
+from accelbench.measure.generation.rounds import measure_generation
 from accelbench.options import RunOptions
 from accelbench.options.values import build_run_options
 from accelbench.parity.generation import run_generation_check
+from accelbench.workloads.builtin.nanogpt_char import NanoGPTChar
 from accelbench.workloads.catalogue import get_workload_class
-from accelbench.workloads.nanogpt_char import NanoGPTChar
 from accelbench.workloads.presets import DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_LEN
 
 COUNTING = "accelbench-test-counting"
@@ -95,7 +95,7 @@ def test_compiled_generation_gives_the_eager_tokens(counting: CountingBackend) -
     """The compiled path writes the cache as the eager one does (its in-place writes, through
     AOTAutograd's functionalisation as inductor's, reach the cache object), so the greedy tokens
     are the same: Llama's layout (rotary positions, grouped key/value heads)."""
-    from accelbench.workloads.decoder import greedy_generate
+    from accelbench.workloads.builtin.decoder import greedy_generate
 
     workload = get_workload_class("llama-1b")("tiny")
     torch.manual_seed(0)

@@ -12,13 +12,13 @@ import statistics
 import pytest
 
 from accelbench.errors import UsageError
-from accelbench.measure.generation import GenerationFigures, GenerationRound
-from accelbench.measure.protocols import (
+from accelbench.measure.generation.protocols import (
     INTERACTIVE_TPOT_S,
     LLAMA_3_1_8B,
     interactive_budget,
     protocol_figures,
 )
+from accelbench.measure.generation.rounds import GenerationFigures, GenerationRound
 from accelbench.options import RunOptions
 from accelbench.options.values import build_run_options
 from accelbench.results import CaseResult, RunRecord
@@ -164,7 +164,7 @@ def test_the_interactive_budget_is_judged_only_on_a_llama_3_1_8b_shape() -> None
     assert judged["tpot_p99_s"] <= INTERACTIVE_TPOT_S
     assert interactive_budget({**LLAMA_3_1_8B, "layers": 16}, fast) is None
     assert interactive_budget(None, fast) is None
-    from accelbench.workloads.llama import Llama1B
+    from accelbench.workloads.builtin.llama import Llama1B
 
     assert Llama1B("published").decoder_shape()["vocab"] == LLAMA_3_1_8B["vocab"]
     assert interactive_budget(Llama1B("published").decoder_shape(), fast) is None  # 1B is not 8B

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from accelbench.measure.generation import GenerationFigures, GenerationRound
+from accelbench.measure.generation.rounds import GenerationFigures, GenerationRound
 from accelbench.reference.published import APPLE_CHIPS, DECODE_REFERENCES, decode_references
 from accelbench.render.published_generation import published_rows
 from accelbench.results import CaseResult, RunRecord

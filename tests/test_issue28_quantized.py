@@ -16,8 +16,8 @@ from accelbench.devices import DeviceSet
 from accelbench.devices.precisions import QUANTIZED_PRECISIONS, precision_spec
 from accelbench.devices.quantized import kernel_for, probe
 from accelbench.errors import UsageError
-from accelbench.measure.decode_bytes import weight_reads
-from accelbench.measure.quantize import (
+from accelbench.measure.generation.decode_bytes import weight_reads
+from accelbench.measure.generation.quantize import (
     Int4WeightOnlyLinear,
     Int8WeightOnlyLinear,
     dequantized_int4,
@@ -27,8 +27,8 @@ from accelbench.measure.quantize import (
     tensor_bytes,
 )
 from accelbench.options.values import build_run_options
-from accelbench.workloads.decoder import greedy_generate
-from accelbench.workloads.llama import Llama1B
+from accelbench.workloads.builtin.decoder import greedy_generate
+from accelbench.workloads.builtin.llama import Llama1B
 
 CPU = DeviceSet.current().select("cpu")[0]
 

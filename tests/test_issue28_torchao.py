@@ -21,9 +21,14 @@ from torch import nn
 from torch.utils._pytree import tree_map
 
 from accelbench.devices import DeviceSet
-from accelbench.measure.decode_bytes import stored_bytes, weight_reads
-from accelbench.measure.quantize import int8_weights, quantize_weights, tensor_bytes, torchao_unsupported
-from accelbench.workloads.llama import Llama1B
+from accelbench.measure.generation.decode_bytes import stored_bytes, weight_reads
+from accelbench.measure.generation.quantize import (
+    int8_weights,
+    quantize_weights,
+    tensor_bytes,
+    torchao_unsupported,
+)
+from accelbench.workloads.builtin.llama import Llama1B
 
 CPU = DeviceSet.current().select("cpu")[0]
 

@@ -16,7 +16,7 @@ from accelbench.engine.driver import drive
 from accelbench.engine.launchers import torchrun
 from accelbench.engine.launchers.torchrun import TorchrunLauncher, World
 from accelbench.engine.runner import RunWork
-from accelbench.measure.stop import MIN_SAMPLES, StopRule
+from accelbench.measure.loop.stop import MIN_SAMPLES, StopRule
 from accelbench.options import RunOptions
 from accelbench.options.check import CheckOptions
 from accelbench.options.scale import ScaleOptions
@@ -96,7 +96,7 @@ def test_a_rank_refuses_a_stop_rule_its_world_could_not_keep_in_step(kind: str) 
     """After warm-up a rank times single steps, keeps a step count, and refuses what would end
     on different steps in different ranks (a hang in their collectives), as the case's status."""
     from accelbench.engine.launchers.rank import RankContext, RankEnv
-    from accelbench.measure.timing import Timing
+    from accelbench.measure.loop.timing import Timing
 
     context, warm = RankContext(RankEnv(0), "ddp"), Timing(steps_per_sample=8)
     assert context._agree(StopRule("steps", 4), warm, None) == StopRule("steps", 4)

@@ -13,9 +13,9 @@ from accelbench.data.synthetic import EpochBatches
 from accelbench.devices.base import Device
 from accelbench.devices.cpu import CpuAdapter
 from accelbench.errors import UsageError
-from accelbench.measure.loop import NonFiniteError, StepLoop
-from accelbench.measure.stop import MIN_SAMPLES, StopRule
-from accelbench.measure.trackers import SensorTracker, Tracker
+from accelbench.measure.loop.step_loop import NonFiniteError, StepLoop
+from accelbench.measure.loop.stop import MIN_SAMPLES, StopRule
+from accelbench.measure.trackers.region import SensorTracker, Tracker
 
 
 def epoch(dataset_size: int = 10, batch: int = 4) -> EpochBatches:
@@ -181,7 +181,7 @@ def test_trackers_bracket_only_the_measured_steps() -> None:
 
 
 def test_energy_figures_reach_the_result_and_the_table() -> None:
-    from accelbench.measure.energy import energy_figures
+    from accelbench.measure.trackers.energy import energy_figures
     from accelbench.render.table import energy_lines
     from accelbench.results import CaseResult, Energy, RunRecord
 
@@ -272,7 +272,7 @@ class TimedAsyncAdapter(FakeAsyncAdapter):
 
 @pytest.fixture
 def virtual_time(monkeypatch: pytest.MonkeyPatch):
-    import accelbench.measure.loop as loop_module
+    import accelbench.measure.loop.step_loop as loop_module
 
     def install(tick: float, sync_s: float, step_s: float) -> tuple[Device, CountingStep]:
         clock = VirtualClock(tick)

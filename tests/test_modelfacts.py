@@ -9,7 +9,7 @@ import torch
 import torchvision
 
 from accelbench.devices import DeviceSet
-from accelbench.measure import peak
+from accelbench.measure.ceilings import peak
 from accelbench.workloads import facts as modelfacts
 from accelbench.workloads import get_workload_class
 from accelbench.workloads.facts import (

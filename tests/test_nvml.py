@@ -17,7 +17,7 @@ from fakes import FakeNvml, fake_cuda_torch, fake_gpu_uuid
 
 from accelbench.devices import nvml as nvml_module
 from accelbench.devices.cuda import CudaAdapter
-from accelbench.measure.energy_nvml import NvmlSource
+from accelbench.measure.trackers.energy_nvml import NvmlSource
 
 GPU0, GPU1 = f"GPU-{fake_gpu_uuid(0)}", f"GPU-{fake_gpu_uuid(1)}"
 #: The MIG UUID CUDA gives a slice (torch prints it bare, like a GPU's).

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from accelbench.compare import LabelledRun, compare_cases, compare_runs
-from accelbench.measure.generation import GenerationFigures, GenerationRound
+from accelbench.measure.generation.rounds import GenerationFigures, GenerationRound
 from accelbench.render.export import to_csv
 from accelbench.render.format import format_rate
 from accelbench.results import CaseResult, RunRecord

@@ -19,7 +19,8 @@ from accelbench.devices import Device, DeviceSet, contention
 from accelbench.devices.numerics import get_precision
 from accelbench.engine.case import Case, skeleton_result
 from accelbench.engine.measure_case import achieved_flops
-from accelbench.measure import clock, peak
+from accelbench.measure.ceilings import peak
+from accelbench.measure.loop import clock
 from accelbench.options import RunOptions
 
 

@@ -12,8 +12,8 @@ import pytest
 from accelbench.devices import DeviceSet
 from accelbench.engine.case import plan
 from accelbench.engine.measure_case import run_case
-from accelbench.measure import profile as profile_module
-from accelbench.measure.profile import STEP_MARK, analyse_trace, profiler_activities
+from accelbench.measure.trackers import profile as profile_module
+from accelbench.measure.trackers.profile import STEP_MARK, analyse_trace, profiler_activities
 from accelbench.options import RunOptions, StopRule
 from accelbench.render.diagnosis import diagnose
 from accelbench.results import Ceilings

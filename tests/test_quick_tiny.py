@@ -21,7 +21,7 @@ from accelbench.engine.driver import drive
 from accelbench.engine.launchers.warm import WARM_WORKER
 from accelbench.engine.runner import RunWork
 from accelbench.engine.supervise import ServedChild
-from accelbench.measure.stop import StopRule
+from accelbench.measure.loop.stop import StopRule
 from accelbench.options import RunOptions
 from accelbench.options.values import (
     TINY_TARGET_CI_PCT,

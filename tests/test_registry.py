@@ -96,4 +96,4 @@ def test_a_workload_file_cannot_take_a_builtin_name(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"clash\.py \(line \d+\): workload class Mine takes the name "
                                          r"'mnist' of a built-in workload; choose another name$"):
         catalogue.load_workload_file(path)
-    assert catalogue.get_workload_class("mnist").__module__ == "accelbench.workloads.mnist"
+    assert catalogue.get_workload_class("mnist").__module__ == "accelbench.workloads.builtin.mnist"

@@ -13,8 +13,8 @@ from accelbench.devices import Device, DeviceSet, contention
 from accelbench.devices.numerics import get_precision
 from accelbench.engine.case import Case, skeleton_result
 from accelbench.engine.measure_case import achieved_flops
-from accelbench.measure import bandwidth, peak, roofline
-from accelbench.measure.roofline import Roofline, device_roofline, merge_best
+from accelbench.measure.ceilings import bandwidth, peak, roofline
+from accelbench.measure.ceilings.roofline import Roofline, device_roofline, merge_best
 from accelbench.options import RunOptions
 
 
@@ -161,8 +161,8 @@ def test_a_held_peak_is_shown_beside_the_stored_burst_and_says_what_its_verdict_
     gives the share of the stored burst (64%), and names what the verdict compares with, at its
     rate; the JSON carries the same two figures."""
     from accelbench.cli import roofline as roofline_cli
-    from accelbench.measure import sustained
-    from accelbench.measure.sustained import SustainedSeries
+    from accelbench.measure.loop import sustained
+    from accelbench.measure.loop.sustained import SustainedSeries
     from accelbench.render.format import format_bytes_rate
     from accelbench.render.roofline_table import roofline_rows
 

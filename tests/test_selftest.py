@@ -18,9 +18,9 @@ from fakes import FakeGpuProducts, FakeQueueAdapter
 from accelbench.cli import main
 from accelbench.devices import Device, DeviceSet
 from accelbench.devices.cpu import CpuAdapter
-from accelbench.measure import clock as clock_module
-from accelbench.measure import loop as loop_module
-from accelbench.measure.roofline import Roofline
+from accelbench.measure.ceilings.roofline import Roofline
+from accelbench.measure.loop import clock as clock_module
+from accelbench.measure.loop import step_loop as loop_module
 from accelbench.selftest import ceilings, memory, parity, precision, timing
 from accelbench.selftest import work as timing_work
 from accelbench.selftest.result import FAIL, PASS
@@ -136,7 +136,7 @@ class VirtualGpuProducts(FakeGpuProducts):
 @pytest.fixture
 def virtual() -> Iterator[VirtualQueueAdapter]:
     """A FakeQueueAdapter whose clock the test controls, read by the loop and the work sizing."""
-    from accelbench.measure import input_wait
+    from accelbench.measure.loop import input_wait
 
     loop_module.clock_tick()  # measured on the real clock, once per process, before the patch
     clock = VirtualClock()

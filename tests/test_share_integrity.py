@@ -14,7 +14,7 @@ import pytest
 from conftest_share import EPYC_MODEL, H100_MODEL, environment, result, run, write_bundle
 
 from accelbench.compare.peers import TOO_FEW, PeerResult, place
-from accelbench.measure.generation import GenerationFigures, GenerationRound
+from accelbench.measure.generation.rounds import GenerationFigures, GenerationRound
 from accelbench.render.site import render_site
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.catalogue import case_figures, headline

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accelbench.measure.median_ci import median_ci
+from accelbench.measure.loop.median_ci import median_ci
 from accelbench.results.stats import mean_ci, summarize
 
 

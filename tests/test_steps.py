@@ -13,7 +13,7 @@ from accelbench.data.synthetic import EpochBatches, synthetic_epoch
 from accelbench.devices.base import Device
 from accelbench.devices.numerics import get_precision
 from accelbench.engine.steps import make_train_step
-from accelbench.measure.loop import StepLoop
+from accelbench.measure.loop.step_loop import StepLoop
 from accelbench.options import StopRule
 from accelbench.workloads.base import Batch, Workload
 

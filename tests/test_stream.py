@@ -13,11 +13,11 @@ import torch
 from fakes import FakeAsyncAdapter, HostSyncCounter
 
 from accelbench.devices import Device, DeviceSet
-from accelbench.measure import generation as gen
+from accelbench.measure.generation import rounds as gen
 from accelbench.results import RunRecord
 from accelbench.workloads import get_workload_class
-from accelbench.workloads.decoder import Decoder
-from accelbench.workloads.language_model import DecoderLM
+from accelbench.workloads.builtin.decoder import Decoder
+from accelbench.workloads.builtin.language_model import DecoderLM
 
 
 @pytest.fixture(autouse=True)

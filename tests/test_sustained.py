@@ -12,8 +12,8 @@ import pytest
 
 from accelbench.devices import Device
 from accelbench.devices.cpu import CpuAdapter
-from accelbench.measure.stop import check_durations
-from accelbench.measure.sustained import (
+from accelbench.measure.loop.stop import check_durations
+from accelbench.measure.loop.sustained import (
     DeviceSensors,
     Reading,
     SustainedSeries,
@@ -21,7 +21,7 @@ from accelbench.measure.sustained import (
     run_sustained,
     run_sustained_peak,
 )
-from accelbench.measure.timing import Timing
+from accelbench.measure.loop.timing import Timing
 from accelbench.results.first_use import FirstUse, break_even, compile_time, first_use_cost
 from accelbench.results.stats import MIN_EFFECT
 from accelbench.results.sustained import (

@@ -165,8 +165,8 @@ def test_report_draws_the_sustained_series(cli, tmp_path: Path) -> None:
 
 def test_roofline_holds_its_peaks_beside_the_burst_ones(cli, tmp_path: Path, monkeypatch) -> None:
     from accelbench.devices import DeviceSet
-    from accelbench.measure import roofline as roofline_cache
-    from accelbench.measure.roofline import Roofline
+    from accelbench.measure.ceilings import roofline as roofline_cache
+    from accelbench.measure.ceilings.roofline import Roofline
 
     # The burst figures are cached beforehand (measuring the CPU's bf16 and fp16 peaks took
     # minutes beside other work, and test_roofline.py measures them): this test holds the peaks.

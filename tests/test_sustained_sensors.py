@@ -16,10 +16,10 @@ from fakes import FakeAsyncAdapter
 from accelbench.devices import Device
 from accelbench.devices.cpu import CpuAdapter
 from accelbench.devices.cpuinfo import cpu_clock_unreadable
-from accelbench.measure.energy import EnergyMeter, EnergySource
-from accelbench.measure.interval_sensors import EVENTS, DeviceSensors, Reading
-from accelbench.measure.sensors import cpu_sensors
-from accelbench.measure.sustained import SensorSeries, SustainedSeries, run_sustained
+from accelbench.measure.loop.sustained import SensorSeries, SustainedSeries, run_sustained
+from accelbench.measure.trackers.energy import EnergyMeter, EnergySource
+from accelbench.measure.trackers.interval_sensors import EVENTS, DeviceSensors, Reading
+from accelbench.measure.trackers.sensors import cpu_sensors
 from accelbench.results import SensorReading
 from accelbench.results.sustained import THROTTLES, SustainedRecord, sustained_figures
 

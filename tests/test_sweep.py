@@ -265,7 +265,7 @@ def test_a_prompt_that_runs_out_of_memory_stops_longer_ones(monkeypatch: pytest.
     from accelbench.options.values import build_run_options
     from accelbench.render.generation_sweep import prompt_sweep_lines
     from accelbench.sweeps.run import run_sweep
-    from accelbench.workloads import decoder
+    from accelbench.workloads.builtin import decoder
 
     prefill = decoder.prefill
 

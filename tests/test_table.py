@@ -169,13 +169,13 @@ def test_the_wide_table_tags_every_rows_memory_with_its_devices_source() -> None
 
 
 def test_an_upper_bound_input_wait_is_marked_and_never_called_input_bound() -> None:
-    """On MPS the input wait is the host's fetch time, an upper bound (measure/input_wait.py): the
+    """On MPS the input wait is the host's fetch time, an upper bound (measure/loop/input_wait.py): the
     column marks it "≤" as lower-bound memory is marked "≥", and the notes give the bound, not
     the input-bound verdict."""
     from fakes import FakeAsyncAdapter
 
     from accelbench.devices import Device
-    from accelbench.measure.input_wait import InputWait
+    from accelbench.measure.loop.input_wait import InputWait
     from accelbench.render.table import input_cell, notes_cell
 
     adapter = FakeAsyncAdapter()

@@ -1,4 +1,4 @@
-"""The timing fields are declared once (measure/timing.py): the loop fills them, a case's result
+"""The timing fields are declared once (measure/loop/timing.py): the loop fills them, a case's result
 is one, and the result file keeps its keys in the order it always had."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import torch
 from accelbench.data.synthetic import EpochBatches
 from accelbench.devices.base import Device
 from accelbench.devices.cpu import CpuAdapter
-from accelbench.measure.loop import StepLoop
-from accelbench.measure.timing import Timing
+from accelbench.measure.loop.step_loop import StepLoop
+from accelbench.measure.loop.timing import Timing
 from accelbench.options import StopRule
 from accelbench.results import CaseResult, RunRecord
 

@@ -14,9 +14,9 @@ from accelbench.devices.base import Device
 from accelbench.devices.cpu import CpuAdapter
 from accelbench.engine.case import Case, skeleton_result
 from accelbench.engine.measure_case import _measure
-from accelbench.measure.energy import EnergyMeter, EnergySource
-from accelbench.measure.loop import NonFiniteError, StepLoop
-from accelbench.measure.trackers import (
+from accelbench.measure.loop.step_loop import NonFiniteError, StepLoop
+from accelbench.measure.trackers.energy import EnergyMeter, EnergySource
+from accelbench.measure.trackers.region import (
     EnergyTracker,
     MemoryTracker,
     SensorTracker,

@@ -8,7 +8,7 @@ import pytest
 from fakes import FakeQueueAdapter
 
 from accelbench.devices import Device
-from accelbench.measure.roofline import Roofline
+from accelbench.measure.ceilings.roofline import Roofline
 from accelbench.selftest import ceilings
 from accelbench.selftest.result import FAIL, PASS
 from accelbench.selftest.vendor import chip_name, vendor_figures

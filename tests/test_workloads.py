@@ -19,10 +19,10 @@ from accelbench.options import RunOptions, StopRule
 from accelbench.options.values import build_run_options
 from accelbench.workloads import get_workload_class, workload_names
 from accelbench.workloads.base import Workload
-from accelbench.workloads.bert import INSTALL_HINT, transformers_missing
-from accelbench.workloads.simclr import SimCLRNet, knn_predict, nt_xent_loss
+from accelbench.workloads.builtin.bert import INSTALL_HINT, transformers_missing
+from accelbench.workloads.builtin.simclr import SimCLRNet, knn_predict, nt_xent_loss
+from accelbench.workloads.builtin.vae import VAE, vae_loss
 from accelbench.workloads.suites import SUITES
-from accelbench.workloads.vae import VAE, vae_loss
 
 CASES = [(name, mode) for name in workload_names() for mode in get_workload_class(name).modes]
 
@@ -226,7 +226,7 @@ def test_simclr_model_is_resnet18_with_a_cifar_stem() -> None:
 
 # --- BERT without transformers ----------------------------------------------------------------
 def test_bert_base_is_registered_but_unavailable_without_transformers(monkeypatch, cpu) -> None:
-    import accelbench.workloads.bert as bert
+    import accelbench.workloads.builtin.bert as bert
 
     try:
         with monkeypatch.context() as patch:

@@ -18,7 +18,7 @@ _LAZY = {
     "DataOptions": "accelbench.data.options",
     "register": "accelbench.workloads.base",
     "RunOptions": "accelbench.options",
-    "StopRule": "accelbench.measure.stop",
+    "StopRule": "accelbench.measure.loop.stop",
 }
 
 

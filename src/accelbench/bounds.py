@@ -1,5 +1,5 @@
 """The one check that a number given as a flag or a keyword is usable: the options (``options/``)
-and the stop rule (``measure/stop.py``) both validate with it, so the CLI and the Python API
+and the stop rule (``measure/loop/stop.py``) both validate with it, so the CLI and the Python API
 report a bad value in the same words. At the bottom of the layers, beside ``errors``."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from torch._inductor.compile_fx import compile_fx
 
 from accelbench.engine.measure_case import compile_for_generation
 from accelbench.workloads import get_workload_class
-from accelbench.workloads.decoder import greedy_generate
+from accelbench.workloads.builtin.decoder import greedy_generate
 
 calls: list[int] = []
 

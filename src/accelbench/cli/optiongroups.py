@@ -15,7 +15,7 @@ from typing import Any
 
 from accelbench.devices import DEVICE_HELP
 from accelbench.devices.precisions import PRECISION_NAMES
-from accelbench.measure.stop import (
+from accelbench.measure.loop.stop import (
     DEFAULT_SUSTAINED_INTERVAL_S,
     DEFAULT_TARGET_CI_PCT,
     DEFAULT_TIME_BUDGET_S,

@@ -17,13 +17,13 @@ from accelbench.devices import DEVICE_HELP, DeviceSet
 from accelbench.devices.precisions import MATMUL_PRECISIONS
 from accelbench.errors import UsageError
 from accelbench.files import write_atomic
-from accelbench.measure.stop import DEFAULT_SUSTAINED_INTERVAL_S
+from accelbench.measure.loop.stop import DEFAULT_SUSTAINED_INTERVAL_S
 from accelbench.options.values import names, stop_rule
 from accelbench.store.jsonfile import check_writable
 
 if TYPE_CHECKING:
     from accelbench.devices import Device
-    from accelbench.measure.roofline import Roofline
+    from accelbench.measure.ceilings.roofline import Roofline
 
 
 def add_parser(subparsers: Any) -> None:
@@ -47,7 +47,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
-    from accelbench.measure.roofline import device_roofline  # torch: only to run the command
+    from accelbench.measure.ceilings.roofline import device_roofline  # torch: only to run the command
     from accelbench.render.roofline_table import roofline_table
 
     held = sustained_plan(args)
@@ -95,8 +95,8 @@ def _hold(device: Device, roofline: Roofline, seconds: float, interval: float,
           precisions: tuple[str, ...], quiet: bool) -> Roofline:
     """Hold the peaks on ``device``, judge each (against its own first intervals), and store
     them beside its burst figures, each with its share of the stored burst figure."""
-    from accelbench.measure.roofline import remember_sustained, stored_burst
-    from accelbench.measure.sustained import hold_peaks
+    from accelbench.measure.ceilings.roofline import remember_sustained, stored_burst
+    from accelbench.measure.loop.sustained import hold_peaks
     from accelbench.results.sustained import SustainedRecord
 
     err = Console(stderr=True)

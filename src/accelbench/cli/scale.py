@@ -19,7 +19,7 @@ from accelbench.cli.common import (
     positive_int,
 )
 from accelbench.cli.driven import run_driven, show_json
-from accelbench.measure.stop import DEFAULT_TIME_BUDGET_S
+from accelbench.measure.loop.stop import DEFAULT_TIME_BUDGET_S
 from accelbench.options.scale import DEFAULT_TIMEOUT_S, Rendezvous, ScaleOptions
 from accelbench.options.values import stop_rule
 from accelbench.results import RunRecord

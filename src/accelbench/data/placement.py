@@ -10,7 +10,7 @@ pinned by the same rule.
 The device-resident pool occupies device memory for the whole case (4 batches: about 0.6 GB for
 ResNet-50 at batch 256), which the other modes keep in host memory. So that both modes report the
 same peak for the same model, the runner sets :func:`device_pool_bytes` aside from the device's
-peak and says so beside the figure (``measure/trackers.MemoryTracker.set_aside``).
+peak and says so beside the figure (``measure/trackers/region.MemoryTracker.set_aside``).
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ class DeviceAdapter(ABC):
     pin_memory: bool = False
     #: The torch.distributed backend for this kind's tensors ("" = torch's default map decides).
     distributed_backend: str = ""
-    #: Energy sources (names known to accelbench.measure.energy), in order of preference.
+    #: Energy sources (names known to accelbench.measure.trackers.energy), in order of preference.
     energy_sources: tuple[str, ...] = ()
     #: Whether timing events may be recorded around every step of the timed loop: a record that
     #: neither commits nor waits, and two events recorded back to back read as zero time apart,

@@ -16,7 +16,7 @@ torch dtypes and switches.
 ``int8-wo`` and ``int4-wo`` are weight-only quantization for generation (``--mode generate``):
 int8 with one bf16 scale per output channel, int4 in groups of 128 input channels with a bf16
 scale and zero point each; activations, norms, embeddings and biases stay bfloat16, and each
-product reads its weight packed (``measure/quantize.py``, through PyTorch's own kernels:
+product reads its weight packed (``measure/generation/quantize.py``, through PyTorch's own kernels:
 ``_weight_int8pack_mm``, ``_weight_int4pack_mm``); they are inference precisions, never trained.
 ``int8-wo-torchao`` and ``int4-wo-torchao`` are the same schemes through torchao's ``quantize_``
 (``Int8WeightOnlyConfig``, ``Int4WeightOnlyConfig(group_size=128)``), where torchao is installed.

@@ -17,7 +17,7 @@ from accelbench import __version__
 from accelbench.devices import Device, DeviceSet
 from accelbench.devices.environment import collect_environment
 from accelbench.errors import UsageError
-from accelbench.measure.loop import NonFiniteError
+from accelbench.measure.loop.step_loop import NonFiniteError
 from accelbench.options import RunOptions
 from accelbench.results import CaseResult, RunRecord
 from accelbench.workloads.base import Workload, generates

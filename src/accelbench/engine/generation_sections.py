@@ -10,9 +10,9 @@ from typing import Any
 from torch import nn
 
 from accelbench.engine.case import Case
-from accelbench.measure.generation import GenerationFigures
-from accelbench.measure.protocols import interactive_budget, protocol_figures
-from accelbench.measure.quantize import QuantizedLayers, tensor_bytes
+from accelbench.measure.generation.protocols import interactive_budget, protocol_figures
+from accelbench.measure.generation.quantize import QuantizedLayers, tensor_bytes
+from accelbench.measure.generation.rounds import GenerationFigures
 from accelbench.options import RunOptions
 from accelbench.reference.expected_tokens import TokenKey, token_check
 from accelbench.workloads.base import Workload

@@ -26,10 +26,10 @@ from accelbench.devices.precisions import precision_spec
 from accelbench.engine.case import Case, generation_rounds, record_error, skeleton_result
 from accelbench.engine.launchers.context import current as surroundings
 from accelbench.engine.steps import make_eval_step, make_train_step
-from accelbench.measure.energy import energy_meter_for
-from accelbench.measure.loop import Progress, StepLoop
-from accelbench.measure.sustained import DeviceSensors
-from accelbench.measure.trackers import EnergyTracker, MemoryTracker, SensorTracker, Tracker
+from accelbench.measure.loop.step_loop import Progress, StepLoop
+from accelbench.measure.loop.sustained import DeviceSensors
+from accelbench.measure.trackers.energy import energy_meter_for
+from accelbench.measure.trackers.region import EnergyTracker, MemoryTracker, SensorTracker, Tracker
 from accelbench.options import RunOptions
 from accelbench.results import CaseResult, Energy, Flops, Sensors
 from accelbench.results.sustained import SustainedRecord
@@ -108,7 +108,7 @@ def quantized_unsupported(case: Case) -> str | None:
     """Why the case's weight-only quantized precision cannot run here (no kernel on the device,
     or a mode other than generation); None where it can, or the precision is not quantized."""
     from accelbench.devices.quantized import probe
-    from accelbench.measure.quantize import torchao_unsupported
+    from accelbench.measure.generation.quantize import torchao_unsupported
 
     spec = precision_spec(case.precision)
     if spec.weight_bits is None:
@@ -126,8 +126,8 @@ def achieved_flops(result: CaseResult, device: Device, precision: Precision) -> 
     matrix-product peak measured under the case's own precision settings (a tf32 case against
     TF32 products, amp-bf16 against bf16 autocast). The peak used is stored with the figures
     (value, settings, when measured); a case that beats the cached peak has it measured again."""
-    from accelbench.measure.peak import peak_figure
-    from accelbench.measure.roofline import cached_sustained_flops
+    from accelbench.measure.ceilings.peak import peak_figure
+    from accelbench.measure.ceilings.roofline import cached_sustained_flops
     from accelbench.workloads.facts import flops_per_sample
 
     dtype = precision.autocast_dtype or precision.param_dtype
@@ -199,20 +199,20 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
                      loop.window_steps)
     # After the peak is read: the profiler's own memory must not count.
     if options.profile and around.extras:
-        from accelbench.measure.loop import BatchStream
-        from accelbench.measure.profile import profile_case
+        from accelbench.measure.loop.step_loop import BatchStream
+        from accelbench.measure.trackers.profile import profile_case
 
         result.profile = profile_case(loop.step, BatchStream(batches).next, case.device, model)
 
 
 def _measure_generation(case: Case, workload: Workload, options: RunOptions,
                         result: CaseResult) -> None:
-    """Greedy decoding with the KV cache (measure/generation.py): the figures go to
+    """Greedy decoding with the KV cache (measure/generation/rounds.py): the figures go to
     ``result.generation``; the step samples are the decode steps (per token where they were
     timed one by one, else each round's mean), so throughput reads as tokens/s over the batch."""
     from accelbench.engine.generation_sections import generation_sections
-    from accelbench.measure.generation import measure_generation
-    from accelbench.measure.quantize import quantize_weights
+    from accelbench.measure.generation.quantize import quantize_weights
+    from accelbench.measure.generation.rounds import measure_generation
 
     torch.manual_seed(options.seed)
     precision = get_precision(case.precision)
@@ -279,8 +279,8 @@ def _decode_against_bandwidth(device: Device, figures: Any) -> dict[str, Any]:
     """Decoding reads every weight and the cache each step: its effective bandwidth as a share
     of what ``accelbench roofline`` measured (above 100% is a measurement error unless the bytes
     fit in the last-level cache)."""
-    from accelbench.measure.decode_bytes import judge_bandwidth
-    from accelbench.measure.roofline import cached_bandwidth
+    from accelbench.measure.ceilings.roofline import cached_bandwidth
+    from accelbench.measure.generation.decode_bytes import judge_bandwidth
 
     measured, effective = cached_bandwidth(device), figures.effective_bandwidth_bytes_per_s
     if measured is None or not effective:

@@ -16,8 +16,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from accelbench.measure.decode_bytes import judge_bandwidth
-from accelbench.measure.generation import GenerationFigures
+from accelbench.measure.generation.decode_bytes import judge_bandwidth
+from accelbench.measure.generation.rounds import GenerationFigures
 from accelbench.results import CaseResult, ProcessRun
 from accelbench.results.sustained import SustainedRecord
 

@@ -19,7 +19,7 @@ from accelbench.engine.launchers.base import Report
 from accelbench.engine.measure_case import run_case
 from accelbench.engine.spec import CaseSpec, model_files_for
 from accelbench.engine.work import CaseWork
-from accelbench.measure.loop import Progress
+from accelbench.measure.loop.step_loop import Progress
 from accelbench.options import RunOptions
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.pairs import attach_break_evens

@@ -34,7 +34,7 @@ from torch import nn
 
 from accelbench.devices import Device
 from accelbench.devices.numerics import Precision, autocast, grad_scaler, prepare_batch
-from accelbench.measure.loop import batch_length
+from accelbench.measure.loop.step_loop import batch_length
 from accelbench.workloads.base import Batch, Workload
 
 Step = Callable[[Batch], torch.Tensor]

@@ -11,7 +11,7 @@ from accelbench.bounds import MOST_SECONDS, check_number
 from accelbench.codec import Codec
 from accelbench.devices.precisions import precision_spec
 from accelbench.errors import UsageError
-from accelbench.measure.stop import StopRule
+from accelbench.measure.loop.stop import StopRule
 from accelbench.workloads.presets import DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_LEN, RUN_MODES, SIZES
 from accelbench.workloads.protocols import fitted_tests, protocol
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from accelbench.bounds import MOST_SECONDS, check_number
 from accelbench.errors import UsageError
-from accelbench.measure.stop import DEFAULT_SUSTAINED_INTERVAL_S, DEFAULT_TIME_BUDGET_S, StopRule
+from accelbench.measure.loop.stop import DEFAULT_SUSTAINED_INTERVAL_S, DEFAULT_TIME_BUDGET_S, StopRule
 from accelbench.options import DEFAULT_CASE_TIMEOUT_S, DEFAULT_WARMUP_STEPS, RunOptions
 from accelbench.workloads import suites
 from accelbench.workloads.presets import GENERATE

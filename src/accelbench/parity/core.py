@@ -50,7 +50,7 @@ from accelbench.devices import Device
 from accelbench.devices.numerics import Precision, get_precision, precision_settings, prepare_model
 from accelbench.devices.precisions import TOLERANCES, UNIT_ROUNDOFF, Tolerance
 from accelbench.engine.steps import make_eval_step, make_train_step
-from accelbench.measure.loop import BatchStream
+from accelbench.measure.loop.step_loop import BatchStream
 from accelbench.results import PARITY_VERDICTS
 from accelbench.workloads.base import Batch, Noise, Workload
 

@@ -41,8 +41,8 @@ from accelbench.devices import Device
 from accelbench.devices.precisions import precision_spec
 from accelbench.engine.measure_case import compile_for_generation
 from accelbench.errors import UsageError
-from accelbench.measure.generation import GenerationWorkload, check_lengths
-from accelbench.measure.quantize import quantize_weights
+from accelbench.measure.generation.quantize import quantize_weights
+from accelbench.measure.generation.rounds import GenerationWorkload, check_lengths
 from accelbench.options.check import REFERENCES
 from accelbench.parity.core import TOLERANCES, Tolerance, reference_precision
 

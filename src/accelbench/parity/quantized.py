@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from accelbench.measure.generation import GenerationWorkload
+from accelbench.measure.generation.rounds import GenerationWorkload
 from accelbench.parity.generation import SCALE_FLOOR, greedy_with_logits
 from accelbench.reference.expected_tokens import first_difference
 

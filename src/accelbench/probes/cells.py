@@ -26,7 +26,7 @@ import torch
 
 from accelbench.devices import Device
 from accelbench.devices.numerics import get_precision, precision_settings
-from accelbench.measure.clock import synced_seconds
+from accelbench.measure.loop.clock import synced_seconds
 from accelbench.probes import (
     Feature,
     Reference,

@@ -19,7 +19,7 @@ from rich.text import Text
 
 from accelbench.compare import MachineRow, Pair, WorkloadComparison, describe
 from accelbench.compare.verdict import CANT_TELL, FASTER, NOT_COMPARABLE, NOT_RUN, SAME, SLOWER, Verdict
-from accelbench.measure.memory import format_bytes
+from accelbench.measure.trackers.memory import format_bytes
 from accelbench.reference.published import (
     EPOCH_REFERENCES,
     FEATURE_FINDINGS,

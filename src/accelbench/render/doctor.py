@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Group
 from rich.text import Text
 
-from accelbench.measure.memory import format_bytes
+from accelbench.measure.trackers.memory import format_bytes
 from accelbench.render.fit import FittedTable, Prose
 
 _SKIP = {"device", "name", "memory_total_bytes", "memory_free_bytes"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelbench.measure.memory import format_bytes
+from accelbench.measure.trackers.memory import format_bytes
 from accelbench.reference.expected_tokens import describe
 from accelbench.render.format import format_bytes_rate, format_rate, format_seconds
 from accelbench.results import CaseResult, RunRecord

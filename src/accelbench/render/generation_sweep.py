@@ -4,7 +4,7 @@ out; rows shared by the terminal table and the HTML report."""
 
 from __future__ import annotations
 
-from accelbench.measure.memory import format_bytes
+from accelbench.measure.trackers.memory import format_bytes
 from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_rate, format_seconds
 from accelbench.render.table import memory_cell

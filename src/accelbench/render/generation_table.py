@@ -6,7 +6,7 @@ CUDA and XPU) does not."""
 
 from __future__ import annotations
 
-from accelbench.measure.memory import format_bytes
+from accelbench.measure.trackers.memory import format_bytes
 from accelbench.reference.expected_tokens import describe
 from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_bytes_rate, format_rate, format_seconds

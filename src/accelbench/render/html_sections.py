@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from accelbench.compare import LabelledRun
-from accelbench.measure.memory import format_bytes
+from accelbench.measure.trackers.memory import format_bytes
 from accelbench.render.diagnosis import diagnose
 from accelbench.render.table import config_label, memory_cell, memory_tag
 
@@ -98,7 +98,7 @@ GENERATION_COLUMNS = ("run", "workload", "device", "precision", "B", "prompt", "
 def generation_rows(runs: Sequence[LabelledRun]) -> list[tuple[str, ...]]:
     """A row per measured generation case, ordered so that decode speed reads down against the
     prompt (context) length for each workload, device and precision."""
-    from accelbench.measure.memory import format_bytes
+    from accelbench.measure.trackers.memory import format_bytes
     from accelbench.render.format import format_rate, format_seconds
 
     found = [(run, case) for run in runs for case in run.record.cases

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from accelbench.measure.memory import format_bytes
+from accelbench.measure.trackers.memory import format_bytes
 from accelbench.render.format import format_rate, format_seconds, with_rate_label
 from accelbench.render.html import el, table
 from accelbench.render.table import config_label

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from accelbench.measure.roofline import Roofline
+from accelbench.measure.ceilings.roofline import Roofline
 from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_bytes_rate, format_seconds
 from accelbench.results.sustained import SustainedRecord

@@ -22,7 +22,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from accelbench.compare import SAME, speedup_vs_cpu
-from accelbench.measure.memory import format_bytes
+from accelbench.measure.trackers.memory import format_bytes
 from accelbench.render.diagnosis import busy_share, diagnose
 from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_rate, format_seconds

@@ -25,7 +25,7 @@ Loading checks every field against its annotation (results/validate.py) and upgr
 versions first (results/schema.py, which keeps the format history).
 """
 
-from accelbench.measure.profile_figures import Ceilings, Profile, ProfileFigures
+from accelbench.measure.trackers.profile_figures import Ceilings, Profile, ProfileFigures
 from accelbench.results.figures import (
     PARITY_VERDICTS,
     Energy,

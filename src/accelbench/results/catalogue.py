@@ -11,7 +11,7 @@ entry points at, never recomputes it. ``docs``/the README's figure catalogue is 
 
 Generation figures follow the field's definitions (MLPerf Inference, vLLM): TTFT, TPOT = the
 median round's (end-to-end - TTFT) / (N - 1), ITL = the pooled per-token gaps; the decode rates are
-1 / TPOT per sequence and B / TPOT over the batch (``measure/generation.GenerationFigures``).
+1 / TPOT per sequence and B / TPOT over the batch (``measure/generation/rounds.GenerationFigures``).
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ FIGURES: tuple[Figure, ...] = (
     Figure("input_fraction", "input wait", "fraction", "sum over timed steps / measured time",
            "time the device waited for batches", TRAIN_EVAL, lambda c: c.input_fraction()),
     Figure("joules_per_step", "J/step", "J", "energy counter difference / steps",
-           "over the measured steps (measure/energy.py names the source)", ALL_MODES,
+           "over the measured steps (measure/trackers/energy.py names the source)", ALL_MODES,
            _sub("energy", "joules_per_step")),
     Figure("burst", "burst", "samples/s", "geometric mean of the first fifth's intervals",
            "--sustained: the run's own first fifth (at most its first minute)", TRAIN_EVAL,

@@ -1,5 +1,5 @@
 """The typed figures a case carries beside its timing: parity, energy, FLOP/s, sensors, scaling,
-profile (whose records are declared where they are measured: measure/profile_figures.py). Each
+profile (whose records are declared where they are measured: measure/trackers/profile_figures.py). Each
 is a small dataclass whose dict form is its section of the result file.
 
 Numbers that could not be obtained are ``None`` (``null`` in the file), with the reason in the
@@ -61,7 +61,7 @@ class Parity(Record):
 
 @dataclass(frozen=True)
 class Energy(Record):
-    """Energy of the measured steps (see measure/energy.py for what each source measures)."""
+    """Energy of the measured steps (see measure/trackers/energy.py for what each source measures)."""
 
     source: str = ""
     #: Why there is no figure (not installed, not permitted, no sensor, window too short).
@@ -99,7 +99,7 @@ class Flops(Record):
 
 @dataclass(frozen=True)
 class SensorReading(Record):
-    """One reading of the clocks and temperatures (measure/sensors.py); None: not readable here."""
+    """One reading of the clocks and temperatures (measure/trackers/sensors.py); None: not readable here."""
 
     cpu_mhz: float | None = None
     #: Why ``cpu_mhz`` is not read here ("not readable here: ..." on a VM's fixed figure).

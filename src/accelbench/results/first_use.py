@@ -1,6 +1,6 @@
 """The costs a user pays before the steady state, and when compiling pays for itself.
 
-Pure figures over fields every case already records (``measure/timing.py``'s Timing: the time to
+Pure figures over fields every case already records (``measure/loop/timing.py``'s Timing: the time to
 the first step, the warm-up's steps and seconds, the steady step times; a generation case's
 ``generation`` rounds, the warm-up rounds among them), so they live beside the other records and
 can be worked out again from a stored result. The unit is a step, or for a generation case one
@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from accelbench.measure.median_ci import CONFIDENCE, median_ci
-from accelbench.measure.timing import Timing
+from accelbench.measure.loop.median_ci import CONFIDENCE, median_ci
+from accelbench.measure.loop.timing import Timing
 from accelbench.results.stats import MIN_EFFECT
 
 #: Bootstrap resamples of the step samples for the break-even's interval (seeded: the same

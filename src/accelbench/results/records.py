@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from accelbench.errors import UsageError
-from accelbench.measure.median_ci import relative_median_ci_half_width
-from accelbench.measure.profile_figures import Profile
-from accelbench.measure.timing import Timing
+from accelbench.measure.loop.median_ci import relative_median_ci_half_width
+from accelbench.measure.loop.timing import Timing
+from accelbench.measure.trackers.profile_figures import Profile
 from accelbench.results.figures import Energy, Flops, Parity, ProcessRun, ScaleFigures, Sensors
 from accelbench.results.first_use import FirstUse
 from accelbench.results.probe import DeviceProbe
@@ -91,7 +91,7 @@ def rate_unit(mode: str) -> str:
 
 
 # A dataclass lists its bases' fields from the last base to the first, then its own: the head,
-# the loop's timing (measure/timing.py, declared there once), then the rest, as the file has them.
+# the loop's timing (measure/loop/timing.py, declared there once), then the rest, as the file has them.
 @dataclass
 class CaseResult(Timing, _CaseHead):
     """One workload x device x mode x precision, with raw samples, typed figures and derived ones."""
@@ -110,7 +110,7 @@ class CaseResult(Timing, _CaseHead):
     sensors: Sensors | None = None
     scale: ScaleFigures | None = None
     profile: Profile | None = None
-    #: Mode "generate": the figures of measure/generation.py (GenerationFigures.to_dict(): time
+    #: Mode "generate": the figures of measure/generation/rounds.py (GenerationFigures.to_dict(): time
     #: to first token, prefill and decode tokens/s, inter-token latency, KV cache, bytes/token).
     generation: dict[str, Any] | None = None
     #: --sustained: the time series and its verdict (results/sustained.SustainedRecord.to_dict():
@@ -244,7 +244,7 @@ class CaseResult(Timing, _CaseHead):
     def input_wait_is_upper_bound(self) -> bool:
         """Whether ``input_wait_s`` only bounds the device's idle time from above: the host's
         fetch time on an asynchronous device (MPS, or where a timing event failed; every such
-        label of measure/input_wait.py says "upper bound"), while the device may have been busy."""
+        label of measure/loop/input_wait.py says "upper bound"), while the device may have been busy."""
         return "upper bound" in self.input_wait_method
 
     def input_bound(self) -> bool:

@@ -1,7 +1,7 @@
 """Statistics computed on demand from raw samples (the raw samples are always kept).
 
 The median's confidence interval is the distribution-free order-statistic interval of
-``measure/median_ci.py`` (the timed loop's stop rule reads it too). Every t interval (a mean's,
+``measure/loop/median_ci.py`` (the timed loop's stop rule reads it too). Every t interval (a mean's,
 used only to project totals such as an epoch's time; the per-process figures' geometric one; the
 sustained verdict's ratios and differences) is :func:`t_interval`.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from accelbench.measure.median_ci import CONFIDENCE, median_ci
+from accelbench.measure.loop.median_ci import CONFIDENCE, median_ci
 
 NOISY_REL_IQR = 0.10
 #: Differences smaller than this (either way) are noise on the machines accelbench runs on: the

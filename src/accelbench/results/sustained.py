@@ -1,5 +1,5 @@
 """Burst against sustained: the figures and the verdict of a sustained run, over its recorded
-time series (``measure/sustained.py`` records it; these are pure functions of the record, so a
+time series (``measure/loop/sustained.py`` records it; these are pure functions of the record, so a
 stored result can be judged again).
 
 * **burst**: the first fifth of the run's intervals (at most its first minute);
@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 
 from accelbench.devices.nvml import SLOWDOWN_REASONS
-from accelbench.measure.median_ci import CONFIDENCE
-from accelbench.measure.sustained import SensorSeries, SustainedSeries
+from accelbench.measure.loop.median_ci import CONFIDENCE
+from accelbench.measure.loop.sustained import SensorSeries, SustainedSeries
 from accelbench.results.stats import MIN_EFFECT, t_interval
 
 HOLDS, THROTTLES, CANT_TELL = "holds", "throttles", "can't tell"

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from accelbench.devices import Device
-from accelbench.measure.roofline import MATMUL_PRECISIONS, Roofline
+from accelbench.measure.ceilings.roofline import MATMUL_PRECISIONS, Roofline
 from accelbench.selftest.result import SKIP, CheckResult, verdict
 from accelbench.selftest.vendor import VendorFigures, vendor_figures
 
@@ -107,7 +107,7 @@ def judge_roofline(device: Device, roofline: Roofline) -> list[CheckResult]:
 
 
 def ceiling_checks(device: Device, quick: bool = False) -> list[Callable[[], list[CheckResult]]]:
-    from accelbench.measure.roofline import measure_roofline, remember
+    from accelbench.measure.ceilings.roofline import measure_roofline, remember
 
     def run() -> list[CheckResult]:
         fresh = measure_roofline(device, refresh_peaks=False, fresh=True,

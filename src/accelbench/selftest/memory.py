@@ -12,8 +12,8 @@ from collections.abc import Callable
 import torch
 
 from accelbench.devices import Device
-from accelbench.measure.memory import format_bytes
-from accelbench.measure.stop import StopRule
+from accelbench.measure.loop.stop import StopRule
+from accelbench.measure.trackers.memory import format_bytes
 from accelbench.options import RunOptions
 from accelbench.selftest.result import SKIP, CheckResult, verdict
 from accelbench.workloads.catalogue import get_workload_class

@@ -27,8 +27,8 @@ import torch
 
 from accelbench.devices import Device
 from accelbench.devices.base import Availability, DeviceAdapter
-from accelbench.measure.loop import StepLoop
-from accelbench.measure.stop import StopRule
+from accelbench.measure.loop.step_loop import StepLoop
+from accelbench.measure.loop.stop import StopRule
 from accelbench.selftest.result import CheckResult, verdict
 from accelbench.selftest.work import DeviceBoundWork, StepWork, Work, default_work
 

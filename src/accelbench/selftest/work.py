@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import torch
 
 from accelbench.devices import Device
-from accelbench.measure.clock import synced_seconds
+from accelbench.measure.loop.clock import synced_seconds
 
 SIDE = 128
 #: On an asynchronous device one product must take this many times the host's time to queue it.

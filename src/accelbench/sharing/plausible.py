@@ -8,7 +8,7 @@ carries none, the device's published peak:
 
 * decode bytes x tokens/s (bytes one decode step reads x one sequence's decode rate, which is
   the decode bandwidth) above the device's measured bandwidth, unless every byte fits in the
-  last-level cache (``measure/decode_bytes.judge_bandwidth``, the one judgement of that rule);
+  last-level cache (``measure/generation/decode_bytes.judge_bandwidth``, the one judgement of that rule);
 * achieved FLOP/s more than 10% above the measured peak (the peak is itself a measurement), or,
   without one, above the device's published peak for the case's precision (``PUBLISHED_PEAKS``);
 * a generation line whose rates contradict its own TTFT and TPOT: the catalogue defines the
@@ -83,7 +83,7 @@ def _bandwidth(limits: dict[str, Any], figures: dict[str, Any]) -> str:
         return ""
     # Imported only for a line above its bandwidth: its module loads torch (seconds a large read
     # does not need).
-    from accelbench.measure.decode_bytes import judge_bandwidth
+    from accelbench.measure.generation.decode_bytes import judge_bandwidth
 
     cache = limits.get("last_level_cache_bytes")
     judged = judge_bandwidth(decode, bandwidth, int(read or 0),

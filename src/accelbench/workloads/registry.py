@@ -17,16 +17,16 @@ from accelbench.errors import UsageError, did_you_mean
 
 #: Built-in workload name -> the module that defines (and registers) it.
 BUILTIN: dict[str, str] = {
-    "bert-base": "accelbench.workloads.bert",
-    "transformer-small": "accelbench.workloads.bert",
-    "gpt2": "accelbench.workloads.gpt2",
-    "llama-1b": "accelbench.workloads.llama",
-    "mnist": "accelbench.workloads.mnist",
-    "nanogpt-char": "accelbench.workloads.nanogpt_char",
-    "resnet50": "accelbench.workloads.resnet50",
-    "simclr-resnet18": "accelbench.workloads.simclr",
-    "vae": "accelbench.workloads.vae",
-    "vgg16": "accelbench.workloads.vgg16",
+    "bert-base": "accelbench.workloads.builtin.bert",
+    "transformer-small": "accelbench.workloads.builtin.bert",
+    "gpt2": "accelbench.workloads.builtin.gpt2",
+    "llama-1b": "accelbench.workloads.builtin.llama",
+    "mnist": "accelbench.workloads.builtin.mnist",
+    "nanogpt-char": "accelbench.workloads.builtin.nanogpt_char",
+    "resnet50": "accelbench.workloads.builtin.resnet50",
+    "simclr-resnet18": "accelbench.workloads.builtin.simclr",
+    "vae": "accelbench.workloads.builtin.vae",
+    "vgg16": "accelbench.workloads.builtin.vgg16",
 }
 
 #: Model-name prefix -> adapter module with ``resolve(rest) -> type[Workload]`` and

@@ -11,7 +11,7 @@ appends to (one ``write`` per line, so processes do not interleave within a line
 - ``{"event": "summary", "ops": {...}}`` at exit: how many device ops of each rounding kind ran
   exact and rounded in the process.
 
-``where`` is the innermost frame in accelbench's own sources (``accelbench/measure/loop.py:123
+``where`` is the innermost frame in accelbench's own sources (``accelbench/measure/loop/step_loop.py:123
 in _run_window``) plus the accelbench frames above it, so a test can tell the timed loop from
 set-up code.
 """
@@ -53,7 +53,7 @@ def write(event: str, **fields: Any) -> None:
 
 def accelbench_frames(limit: int = 6) -> list[str]:
     """The calling frames in accelbench's own modules, innermost first:
-    ``accelbench/measure/loop.py:203 in _run_window``."""
+    ``accelbench/measure/loop/step_loop.py:203 in _run_window``."""
     frames = []
     frame = sys._getframe(1)
     while frame is not None and len(frames) < limit:

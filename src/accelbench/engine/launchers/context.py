@@ -19,10 +19,10 @@ if TYPE_CHECKING:
     from torch import nn
 
     from accelbench.engine.case import Case
-    from accelbench.measure.loop import StepLoop
-    from accelbench.measure.stop import StopRule
-    from accelbench.measure.timing import Timing
-    from accelbench.measure.trackers import Tracker
+    from accelbench.measure.loop.step_loop import StepLoop
+    from accelbench.measure.loop.stop import StopRule
+    from accelbench.measure.loop.timing import Timing
+    from accelbench.measure.trackers.region import Tracker
 
 S = TypeVar("S", bound="Surroundings")
 

@@ -12,7 +12,7 @@ Taken once, when the worker starts (:meth:`ProcessState.now`), and applied befor
   system's entropy, as a fresh process's are (a case that seeds them leaks no seed);
 - memory: what the last case left is collected and the allocators' free memory handed back
   (glibc's ``malloc_trim``, an accelerator's cached blocks), so the case's peak, which its memory
-  tracker counts from the case's start (measure/trackers.py), starts from a process that holds
+  tracker counts from the case's start (measure/trackers/region.py), starts from a process that holds
   little more than a fresh one.
 
 The compile caches are each case's own already (engine/cold_start.py clears dynamo's and

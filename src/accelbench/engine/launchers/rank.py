@@ -56,7 +56,7 @@ from accelbench.engine.launchers.ranks import (
 )
 from accelbench.engine.spec import CaseSpec, RankPlan, load_model_files
 from accelbench.engine.supervise import ChildOutcome
-from accelbench.measure.trackers import Tracker
+from accelbench.measure.trackers.region import Tracker
 
 if TYPE_CHECKING:
     from torch import nn
@@ -64,9 +64,9 @@ if TYPE_CHECKING:
     from accelbench.engine.case import Case
     from accelbench.engine.launchers.torchrun import World
     from accelbench.engine.work import CaseWork
-    from accelbench.measure.loop import StepLoop
-    from accelbench.measure.stop import StopRule
-    from accelbench.measure.timing import Timing
+    from accelbench.measure.loop.step_loop import StepLoop
+    from accelbench.measure.loop.stop import StopRule
+    from accelbench.measure.loop.timing import Timing
     from accelbench.results import CaseResult
 
 
@@ -172,8 +172,8 @@ class RankContext(Surroundings):
         return [Barriers()]
 
     def measure(self, loop: StepLoop, stop: StopRule, warmup_steps: int) -> Timing:
-        from accelbench.measure.loop import StepLoop
-        from accelbench.measure.stop import StopRule
+        from accelbench.measure.loop.step_loop import StepLoop
+        from accelbench.measure.loop.stop import StopRule
 
         if stop.kind == "time":
             warmup_steps = max(warmup_steps, 1)  # the warm-up's pace sizes the step count
@@ -193,7 +193,7 @@ class RankContext(Surroundings):
         import torch
         import torch.distributed as dist
 
-        from accelbench.measure.stop import MIN_SAMPLES, StopRule
+        from accelbench.measure.loop.stop import MIN_SAMPLES, StopRule
 
         warm.steps_per_sample = 1
         if stop.kind == "sustained":

@@ -25,8 +25,8 @@ from accelbench.data.options import DataOptions
 from accelbench.data.synthetic import synthetic_epoch
 from accelbench.errors import UsageError
 from accelbench.workloads.base import Batch, Workload
-from accelbench.workloads.bert import SST2_SIZES
-from accelbench.workloads.imagenet import IMAGENET_SIZES
+from accelbench.workloads.builtin.bert import SST2_SIZES
+from accelbench.workloads.builtin.imagenet import IMAGENET_SIZES
 from accelbench.workloads.named.shared import (
     PUBLISHED_BATCH,
     TINY_BATCH,

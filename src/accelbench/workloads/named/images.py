@@ -18,7 +18,7 @@ from torch import nn
 from accelbench.data.options import DataOptions
 from accelbench.data.synthetic import synthetic_epoch
 from accelbench.workloads.base import Batch
-from accelbench.workloads.imagenet import IMAGENET_SIZES, ImageNetClassifier, ImagePreset
+from accelbench.workloads.builtin.imagenet import IMAGENET_SIZES, ImageNetClassifier, ImagePreset
 from accelbench.workloads.named.shared import PUBLISHED_BATCH, TINY_BATCH, TINY_SAMPLES
 
 TINY_SIDE = 64

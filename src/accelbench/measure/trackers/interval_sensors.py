@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from accelbench.measure.energy import EnergyMeter, energy_meter_for
-from accelbench.measure.sensors import cpu_sensors
+from accelbench.measure.trackers.energy import EnergyMeter, energy_meter_for
+from accelbench.measure.trackers.sensors import cpu_sensors
 
 if TYPE_CHECKING:
     from accelbench.devices import Device

@@ -3,7 +3,7 @@
 Each figure is the best of several repeats: like the matmul peak it is a ceiling (or, for the
 latency, a floor) that a busy moment can only spoil, never improve. Every repeat is bracketed by
 the device's synchronisation, so queued work is counted. Copies are timed as the peak's products
-are (:mod:`accelbench.measure.queued`): queued back to back for at least ``MIN_WINDOW_S`` per
+are (:mod:`accelbench.measure.loop.queued`): queued back to back for at least ``MIN_WINDOW_S`` per
 synchronisation, since one copy per synchronisation also times the launch and sync latency (5%
 of a 512 MiB copy on an H100, 15-25% of a 128 MiB one).
 """
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import torch
 
 from accelbench.devices import Device
-from accelbench.measure.clock import synced_seconds
-from accelbench.measure.queued import time_queued
+from accelbench.measure.loop.clock import synced_seconds
+from accelbench.measure.loop.queued import time_queued
 
 #: Each buffer of the bandwidth copy: far beyond any last-level cache this code will meet
 #: (32 MiB L3 here, 50 MiB L2 on an H100, 96-128 MiB of system-level cache on Apple's Max chips).

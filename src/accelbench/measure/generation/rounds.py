@@ -26,14 +26,14 @@ from torch import nn
 
 from accelbench.devices import Device
 from accelbench.errors import UsageError
-from accelbench.measure.decode_bytes import (
+from accelbench.measure.generation.decode_bytes import (
     BYTES_COUNTED,
     WeightReads,
     cache_bytes_read_per_step,
     cache_element_size,
     weight_reads,
 )
-from accelbench.measure.generation_clocks import (
+from accelbench.measure.generation.generation_clocks import (
     EVENTS,
     EVENTS_FAILED,
     HOST,
@@ -45,10 +45,10 @@ from accelbench.measure.generation_clocks import (
     HostClock,
     clock_maker,
 )
-from accelbench.measure.median_ci import median_ci
+from accelbench.measure.loop.median_ci import median_ci
 
 if TYPE_CHECKING:
-    from accelbench.measure.trackers import MemoryTracker
+    from accelbench.measure.trackers.region import MemoryTracker
 
 
 class GenerationWorkload(Protocol):

@@ -1,4 +1,4 @@
-"""The records ``--profile`` produces (``measure/profile.py``), declared without torch so that a
+"""The records ``--profile`` produces (``measure/trackers/profile.py``), declared without torch so that a
 case's result (``results/``) holds them as they are; their dict form is the result file's
 ``profile`` section.
 """
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class ProfileFigures:
-    """Per-step figures of the ``--profile`` steps (see measure/profile.py for how)."""
+    """Per-step figures of the ``--profile`` steps (see measure/trackers/profile.py for how)."""
 
     steps: int
     #: "device" (kernel activity recorded), "cpu" (the CPU is the device) or "host-only"

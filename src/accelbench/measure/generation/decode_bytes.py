@@ -28,7 +28,7 @@ dtype the step really reads:
   out of a product in the autocast dtype; a model may keep keys and values in different dtypes).
   A static cache attends over its whole buffer under a mask, so it reads more than this and the
   bandwidth is then a lower bound;
-- a weight-only quantized layer (``int8-wo``, ``int4-wo``, measure/quantize.py): its buffers as
+- a weight-only quantized layer (``int8-wo``, ``int4-wo``, measure/generation/quantize.py): its buffers as
   stored, at the packed size: the int8 or packed 4-bit weight and the scales and zero points
   beside it (so the bandwidth share of a quantized decode stays true);
 - not counted: activations, the logits written, the rows of embedding tables.
@@ -148,7 +148,7 @@ class WeightReads:
 
 def unique_parameters(model: nn.Module) -> dict[int, torch.Tensor]:
     """The model's parameters and buffers by id: a weight-only quantized layer keeps its packed
-    weight, scales and zero points as buffers (measure/quantize.py), read in full each step."""
+    weight, scales and zero points as buffers (measure/generation/quantize.py), read in full each step."""
     return {id(t): t for t in (*model.parameters(), *model.buffers())}
 
 

@@ -1,4 +1,4 @@
-"""What the timed loop measures for one case, declared once: ``measure/loop.py``'s StepLoop fills
+"""What the timed loop measures for one case, declared once: ``measure/loop/step_loop.py``'s StepLoop fills
 a :class:`Timing`, and a case's result (``results/records.py``'s CaseResult) is one, so each field
 is the same field in the loop, the record and the result file. Torch-free, so that results load
 without torch.

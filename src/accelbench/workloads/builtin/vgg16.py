@@ -11,7 +11,7 @@ from torchvision.models.vgg import cfgs, make_layers
 
 from accelbench.errors import UsageError
 from accelbench.workloads.base import register
-from accelbench.workloads.imagenet import (
+from accelbench.workloads.builtin.imagenet import (
     IMAGENET_SIZES,
     TINY_CLASSES,
     TINY_SIDE,

@@ -55,8 +55,8 @@ from accelbench.devices import Device, contention
 from accelbench.devices.contention import Conditions
 from accelbench.devices.numerics import PRECISIONS, Precision, get_precision, precision_settings
 from accelbench.files import data_home, write_atomic
-from accelbench.measure.clock import synced_seconds
-from accelbench.measure.queued import best_window, queue_length
+from accelbench.measure.loop.clock import synced_seconds
+from accelbench.measure.loop.queued import best_window, queue_length
 
 CACHE_NAME = "peak_flops.json"
 #: 2: keys name the precision settings; entries keep the best figure seen (v1 kept the first).

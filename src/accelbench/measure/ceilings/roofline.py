@@ -6,7 +6,7 @@ the cached figures and measures only what is missing or older than the peak's MA
 the peak, the cache keeps the best figure seen (highest rate, lowest latency): a busy moment can
 only spoil a ceiling, so a worse reading never replaces a better one.
 
-The matmul figures are the peak cache's (:mod:`accelbench.measure.peak`), read afresh whenever
+The matmul figures are the peak cache's (:mod:`accelbench.measure.ceilings.peak`), read afresh whenever
 the roofline is returned, so ``% peak`` and the roofline show one figure per precision even after
 a case's re-check raised a peak; an amp case is held against its autocast dtype's peak (amp-bf16
 against bf16) in both.
@@ -28,7 +28,7 @@ import torch
 from accelbench.devices import Device
 from accelbench.devices.numerics import get_precision, unsupported_reason
 from accelbench.devices.precisions import MATMUL_PRECISIONS
-from accelbench.measure import bandwidth, peak
+from accelbench.measure.ceilings import bandwidth, peak
 
 CACHE_NAME = "roofline.json"
 CACHE_VERSION = 1

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from accelbench.workloads.base import register
-from accelbench.workloads.decoder import DecoderConfig
-from accelbench.workloads.language_model import DecoderLM, DecoderPreset
+from accelbench.workloads.builtin.decoder import DecoderConfig
+from accelbench.workloads.builtin.language_model import DecoderLM, DecoderPreset
 
 #: nanoGPT's data/openwebtext/prepare.py: 9,035,582,198 training and 4,434,897 validation tokens
 #: (GPT-2's tokenizer), in samples of 1024: the epoch gpt2 and llama-1b stand in for.

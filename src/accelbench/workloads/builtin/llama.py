@@ -5,9 +5,9 @@ embeddings; random weights, trained at batch 8 x 1024 tokens."""
 from __future__ import annotations
 
 from accelbench.workloads.base import register
-from accelbench.workloads.decoder import DecoderConfig, RopeScaling
-from accelbench.workloads.gpt2 import OPENWEBTEXT_SAMPLES
-from accelbench.workloads.language_model import DecoderLM, DecoderPreset
+from accelbench.workloads.builtin.decoder import DecoderConfig, RopeScaling
+from accelbench.workloads.builtin.gpt2 import OPENWEBTEXT_SAMPLES
+from accelbench.workloads.builtin.language_model import DecoderLM, DecoderPreset
 
 #: meta-llama/Llama-3.2-1B's config.json: rope_theta 500000, rope_scaling of type llama3.
 LLAMA3_SCALING = RopeScaling(factor=32.0, low_freq_factor=1.0, high_freq_factor=4.0,

@@ -42,7 +42,7 @@ from typing import Any
 import torch
 
 from accelbench.devices import Device
-from accelbench.measure.profile_figures import Ceilings, Profile, ProfileFigures
+from accelbench.measure.trackers.profile_figures import Ceilings, Profile, ProfileFigures
 
 PROFILE_STEPS = 5
 STEP_MARK = "accelbench.step"
@@ -209,7 +209,7 @@ def roofline_ceilings(device: Device) -> dict[str, Any]:
     """The device's bandwidth and launch-latency ceilings from ``accelbench roofline`` (cached per
     device), for the memory- and launch-bound rules; the error text when they cannot be had."""
     try:
-        from accelbench.measure.roofline import device_roofline
+        from accelbench.measure.ceilings.roofline import device_roofline
 
         roofline = device_roofline(device)
         return {"memory_bandwidth_bytes_per_s": roofline.memory_bandwidth_bytes_per_s,

@@ -14,7 +14,7 @@ them (see ``engine.measure_case._measure``):
   peak beside it; memory the harness holds on the device for the whole case (the ``--data
   synthetic-device`` batch pool) is set aside from both, and said so;
 * the measured steps: :class:`SensorTracker` and :class:`EnergyTracker`, handed to the timed loop
-  (:class:`accelbench.measure.loop.StepLoop`), which enters them after warm-up with the device
+  (:class:`accelbench.measure.loop.step_loop.StepLoop`), which enters them after warm-up with the device
   idle, just before the first measured step, and exits them right after the last one.
 
 The step times are not a tracker: the loop times windows of steps with a synchronisation at each
@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from accelbench.measure.energy import EnergyMeter, EnergyReading
-from accelbench.measure.memory import format_bytes
-from accelbench.measure.sensors import case_sensors
+from accelbench.measure.trackers.energy import EnergyMeter, EnergyReading
+from accelbench.measure.trackers.memory import format_bytes
+from accelbench.measure.trackers.sensors import case_sensors
 
 if TYPE_CHECKING:
     from accelbench.devices import Device
@@ -218,7 +218,7 @@ class SensorTracker(Tracker):
 
 # --- energy --------------------------------------------------------------------------------------
 class EnergyTracker(Tracker):
-    """The energy meter (``measure/energy.py``) around the measured steps.
+    """The energy meter (``measure/trackers/energy.py``) around the measured steps.
 
     The meter keeps its rules: the first available source, a reading that never fails the case,
     never 0 J, method/resolution/estimated recorded. Its ``min_seconds`` becomes this tracker's

@@ -4,8 +4,8 @@ A ceiling timed one item per synchronisation includes the launch and sync latenc
 item: on an H100 a 4096² bf16 product takes about 0.2 ms and a 512 MiB copy about 0.3 ms, both
 comparable to launch + sync. So each timed window queues items for at least ``min_window_s``
 with one synchronisation at its end, and the figure is the fastest window's time per item. The
-matmul peak (:mod:`accelbench.measure.peak`) and the bandwidth figures
-(:mod:`accelbench.measure.bandwidth`) are timed this way.
+matmul peak (:mod:`accelbench.measure.ceilings.peak`) and the bandwidth figures
+(:mod:`accelbench.measure.ceilings.bandwidth`) are timed this way.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from accelbench.devices import Device
-from accelbench.measure.clock import synced_seconds
+from accelbench.measure.loop.clock import synced_seconds
 
 #: Each timed window lasts at least this long between two synchronisations.
 MIN_WINDOW_S = 0.1

@@ -24,7 +24,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from accelbench.measure.generation import GenerationFigures
+from accelbench.measure.generation.rounds import GenerationFigures
 from accelbench.workloads.protocols import ProtocolTest
 
 

@@ -9,7 +9,7 @@ import torchvision
 from torch import nn
 
 from accelbench.workloads.base import register
-from accelbench.workloads.imagenet import (
+from accelbench.workloads.builtin.imagenet import (
     IMAGENET_SIZES,
     TINY_CLASSES,
     TINY_SIDE,

@@ -234,13 +234,13 @@ _SOURCES: dict[str, Callable[[Device], EnergySource]] = {
 
 
 def _powermetrics_source(parts: tuple[str, ...]) -> EnergySource:
-    from accelbench.measure.energy_powermetrics import PowermetricsSource  # its own module
+    from accelbench.measure.trackers.energy_powermetrics import PowermetricsSource  # its own module
 
     return PowermetricsSource(parts)
 
 
 def _nvml_source(device: Device) -> EnergySource:
-    from accelbench.measure.energy_nvml import NvmlSource  # its own module: NVML's details
+    from accelbench.measure.trackers.energy_nvml import NvmlSource  # its own module: NVML's details
 
     return NvmlSource(device.index)
 

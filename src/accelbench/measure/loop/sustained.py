@@ -6,7 +6,7 @@ power or thermal limit, does not hold its burst; mamf-finder publishes burst and
 matrix-product peaks apart for that reason (its MSMF). Here the work runs for ``duration_s``,
 split into intervals of ``interval_s``; each interval records the steps it ran and the seconds
 they took, timed to the synchronisation at its end, and the sensors (clock, temperature, power,
-and the device's clock events) sampled while it ran (``measure/interval_sensors.py``). The burst,
+and the device's clock events) sampled while it ran (``measure/trackers/interval_sensors.py``). The burst,
 the sustained rate, their ratio and the verdict are figures over this series
 (``results/sustained.py``).
 """
@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from accelbench.measure.interval_sensors import EVENTS, DeviceSensors, Reading, SensorReader
-from accelbench.measure.stop import DEFAULT_SUSTAINED_INTERVAL_S
+from accelbench.measure.loop.stop import DEFAULT_SUSTAINED_INTERVAL_S
+from accelbench.measure.trackers.interval_sensors import EVENTS, DeviceSensors, Reading, SensorReader
 
 if TYPE_CHECKING:
     import torch
@@ -157,7 +157,7 @@ def matmul_work(device: Device, precision: Precision | torch.dtype | str) -> Wor
     import torch
 
     from accelbench.devices.numerics import precision_settings
-    from accelbench.measure.peak import _operands, product_precision, time_matmul
+    from accelbench.measure.ceilings.peak import _operands, product_precision, time_matmul
 
     timing = time_matmul(device, precision, repeats=1)
     p = product_precision(precision)
@@ -179,7 +179,7 @@ def copy_work(device: Device, buffer_bytes: int | None = None) -> Work:
     queues; it returns the bytes moved (each byte read once and written once)."""
     import torch
 
-    from accelbench.measure.bandwidth import BANDWIDTH_BUFFER_BYTES, time_memory_copy
+    from accelbench.measure.ceilings.bandwidth import BANDWIDTH_BUFFER_BYTES, time_memory_copy
 
     size = buffer_bytes or BANDWIDTH_BUFFER_BYTES
     count = time_memory_copy(device, size, repeats=1).copies_per_sync

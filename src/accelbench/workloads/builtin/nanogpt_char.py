@@ -4,8 +4,8 @@ decoder, and the quick suite's language model."""
 from __future__ import annotations
 
 from accelbench.workloads.base import register
-from accelbench.workloads.decoder import DecoderConfig
-from accelbench.workloads.language_model import DecoderLM, DecoderPreset
+from accelbench.workloads.builtin.decoder import DecoderConfig
+from accelbench.workloads.builtin.language_model import DecoderLM, DecoderPreset
 
 #: nanoGPT's data/shakespeare_char/prepare.py: 1,003,854 training and 111,540 validation
 #: characters, in samples of 256.

@@ -143,7 +143,7 @@ def _group_for(k: int, asked: int) -> int | None:
 def tensor_bytes(model: nn.Module) -> int:
     """Bytes of every parameter and buffer ``model`` holds, each storage once (a packed tensor
     subclass, torchao's, by its inner tensors)."""
-    from accelbench.measure.decode_bytes import stored_bytes
+    from accelbench.measure.generation.decode_bytes import stored_bytes
 
     seen: dict[int, int] = {}
     for tensor in (*model.parameters(), *model.buffers()):
@@ -225,7 +225,7 @@ def torchao_unsupported(device: Device, precision: str) -> str | None:
 def _quantize_with_torchao(model: nn.Module, precision: str) -> QuantizedLayers:
     """torchao's ``quantize_`` over every ``nn.Linear`` (its default filter): each weight becomes
     torchao's packed tensor, counted by its inner tensors (decode_bytes.stored_bytes)."""
-    from accelbench.measure.decode_bytes import stored_bytes
+    from accelbench.measure.generation.decode_bytes import stored_bytes
 
     spec = precision_spec(precision)
     config = _torchao_config(spec)

@@ -21,9 +21,9 @@ from torch import nn
 from accelbench.data.options import DataOptions
 from accelbench.data.synthetic import synthetic_epoch
 from accelbench.errors import UsageError
-from accelbench.workloads import decoder
 from accelbench.workloads.base import Batch, Workload
-from accelbench.workloads.decoder import Decoder, DecoderConfig, KVCache, kv_cache_bytes
+from accelbench.workloads.builtin import decoder
+from accelbench.workloads.builtin.decoder import Decoder, DecoderConfig, KVCache, kv_cache_bytes
 from accelbench.workloads.presets import Preset
 
 

@@ -13,7 +13,7 @@ at the window's end; each window gives one sample, its time divided by k.
 Input: each step is followed by fetching the next batch, as in ``for batch in loader: step(batch)``,
 so on an asynchronous device the fetch overlaps the device's queued work. A window's time holds
 its k steps and k fetches. The wait for input is the time the *device* sat idle waiting for a
-batch (see ``accelbench.measure.input_wait``): on the CPU the fetch time, on an accelerator the
+batch (see ``accelbench.measure.loop.input_wait``): on the CPU the fetch time, on an accelerator the
 gap the fetch left in the device's queue, measured with timing events, so a device-bound case
 whose loader looks slow from the host is not called input-bound. Where the device's events are
 not safe around every step (MPS: each record commits the command buffer) the timed window
@@ -32,7 +32,7 @@ confidence interval lies within +-PCT% of the median (checked from ``MIN_ADAPTIV
 samples on, as the samples grow by a tenth); otherwise the budget ends it, and the precision
 reached is reported either way.
 
-Trackers (``accelbench.measure.trackers``: sensors, energy) bracket the measured region only:
+Trackers (``accelbench.measure.trackers.region``: sensors, energy) bracket the measured region only:
 entered after warm-up, with the device idle, just before the first measured step, and exited right
 after the last (also when a step raises). A tracker that needs a minimum window (a coarse energy
 counter) keeps the window open that long: see ``_extend_window``. The case's memory tracker spans
@@ -52,13 +52,13 @@ from typing import Any
 import torch
 
 from accelbench.devices import Device
-from accelbench.measure.clock import nothing, synced_seconds
-from accelbench.measure.input_wait import InputWait
-from accelbench.measure.median_ci import relative_median_ci_half_width
-from accelbench.measure.stop import MIN_SAMPLES, MIN_WINDOW_S, StopRule
-from accelbench.measure.sustained import SensorReader, SustainedSeries, run_sustained
-from accelbench.measure.timing import Timing
-from accelbench.measure.trackers import MemoryTracker, Tracker
+from accelbench.measure.loop.clock import nothing, synced_seconds
+from accelbench.measure.loop.input_wait import InputWait
+from accelbench.measure.loop.median_ci import relative_median_ci_half_width
+from accelbench.measure.loop.stop import MIN_SAMPLES, MIN_WINDOW_S, StopRule
+from accelbench.measure.loop.sustained import SensorReader, SustainedSeries, run_sustained
+from accelbench.measure.loop.timing import Timing
+from accelbench.measure.trackers.region import MemoryTracker, Tracker
 
 Progress = Callable[[str, float, float | None], None]
 #: The precision target is first checked at this many samples (the drift check needs 16; the
@@ -334,7 +334,7 @@ class StepLoop:
 
     def _run_sustained(self, stop: StopRule, feed: Feed, k: int) -> None:
         """``--sustained``: windows back to back for the duration, recorded per interval with
-        the sensors (measure/sustained.py); each interval is one sample (its seconds over its
+        the sensors (measure/loop/sustained.py); each interval is one sample (its seconds over its
         steps), so the case's throughput is the whole run's and the series stays small."""
 
         def window() -> int:

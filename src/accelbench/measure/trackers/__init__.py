@@ -1,0 +1,1 @@
+"""The trackers composed around the measured region: memory, energy, sensors and the profiler."""
