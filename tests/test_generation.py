@@ -386,7 +386,7 @@ def test_on_the_ampere_personality_decode_is_timed_by_events_without_a_sync_per_
     assert figures.timing_method == gen.EVENTS
     assert all(len(r.token_times_s) == new - 1 for r in figures.rounds)
     # One event per token and round (warm-up included) in the loop, and one trial pair before it.
-    clocks = r"accelbench/measure/generation_clocks\.py"
+    clocks = r"accelbench/measure/generation/generation_clocks\.py"
     assert len(journal.event_records(under=clocks + r":\d+ in step$")) == 3 * new
     assert len(journal.event_records(under=clocks)) == 3 * new + 2
 

@@ -28,7 +28,20 @@ from accelbench_personalities.journal import Journal
 
 TINY = ("--size", "tiny", "--steps", "3", "--warmup", "1")
 #: The frame every step of accelbench's timed loop runs in (warm-up windows included).
-TIMED_WINDOW = r"accelbench/measure/loop\.py:\d+ in _run_window$"
+TIMED_WINDOW = r"accelbench/measure/loop/step_loop\.py:\d+ in _run_window$"
+
+
+def test_the_timed_window_pattern_names_the_loops_own_frame() -> None:
+    """The tests below assert that no event was recorded under TIMED_WINDOW: a pattern that named
+    a file that no longer exists (a module moved) would pass them whatever happened."""
+    import inspect
+    import re
+
+    from accelbench.measure.loop.step_loop import StepLoop
+
+    source = inspect.getsourcefile(StepLoop._run_window)
+    line = inspect.getsourcelines(StepLoop._run_window)[1]
+    assert source and re.search(TIMED_WINDOW, f"{source}:{line} in _run_window".replace(os.sep, "/"))
 
 
 @dataclass

@@ -48,7 +48,14 @@ from accelbench.sharing.shards import (
     shard_files,
     sql_list,
 )
-from accelbench.sharing.sources import bundle_files, case_identity, check_sources, documents, parse_result
+from accelbench.sharing.sources import (
+    bundle_files,
+    case_identity,
+    check_sources,
+    documents,
+    lines_by_reason,
+    parse_result,
+)
 
 Warn = Callable[[str], None]
 #: Rows per staging file a worker writes (bounds its memory: about 2 KB a row).
@@ -78,8 +85,7 @@ class Compacted:
         if self.duplicates:
             words.append(f"{self.duplicates:,} duplicate(s) dropped")
         if self.refused:
-            reasons = ", ".join(f"{count:,} {reason}" for reason, count in self.refused.most_common())
-            words.append(f"{sum(self.refused.values()):,} line(s) refused ({reasons})")
+            words.append(lines_by_reason("refused", self.refused))
         if self.not_results:
             words.append(f"{self.not_results:,} line(s) of cases that did not finish left out")
         if self.implausible:

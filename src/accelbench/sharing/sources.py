@@ -86,8 +86,7 @@ class Loaded:
         if self.tables:
             words.append(f"placed in the bands of {self.tables} aggregate table(s), offline")
         if self.skipped:
-            reasons = ", ".join(f"{count:,} {reason}" for reason, count in self.skipped.most_common())
-            words.append(f"skipped {sum(self.skipped.values()):,} bundle line(s) ({reasons})")
+            words.append(lines_by_reason("skipped", self.skipped))
         if self.not_bundle:
             words.append(f"skipped {self.not_bundle:,} line(s) that are not accelbench bundle lines")
         if self.duplicates:
@@ -99,6 +98,12 @@ class Loaded:
             words.append(f"{self.outliers:,} quarantined (beyond the 99.5th percentile of their device "
                          "class; kept out of every band)")
         return "; ".join(words)
+
+
+def lines_by_reason(verb: str, reasons: Counter[str]) -> str:
+    """'skipped N bundle line(s) (2 a reason, 1 another)': lines left out, by reason, most first."""
+    named = ", ".join(f"{count:,} {reason}" for reason, count in reasons.most_common())
+    return f"{verb} {sum(reasons.values()):,} bundle line(s) ({named})"
 
 
 def _lines_of_bytes(chunks: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:

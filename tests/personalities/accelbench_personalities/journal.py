@@ -119,7 +119,7 @@ class Journal:
 
     def event_records(self, under: str = "") -> list[dict[str, Any]]:
         """Timing events recorded on the device by code with a frame matching the regular
-        expression ``under`` (``accelbench/measure/loop\\.py:\\d+ in _run_window$``)."""
+        expression ``under`` (``accelbench/measure/loop/step_loop\\.py:\\d+ in _run_window$``)."""
         pattern = re.compile(under)
         return [entry for entry in self.entries("event_record")
                 if any(pattern.search(frame) for frame in entry["where"])]
