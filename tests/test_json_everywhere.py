@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from conftest_report import case, record
-from conftest_share import EPYC_MODEL, environment, result, run
+from conftest_share import EPYC_MODEL, TF32_OFF, environment, result, run, write_peer_bundles
 from rich.console import Console
 
 from accelbench.cli import COMMANDS, build_parser
@@ -53,11 +53,13 @@ def _table(renderable: Any) -> str:
     return console.file.getvalue()  # type: ignore[attr-defined]
 
 
-def test_run_json_holds_the_figures_the_table_shows(inline_cli) -> None:
+def test_run_json_holds_the_figures_the_table_shows(inline_cli, tmp_path: Path) -> None:
     from accelbench.render.table import run_table
 
+    folder = write_peer_bundles(tmp_path / "bundles")
     done = inline_cli("run", "mnist", "--size", "tiny", "--steps", "3", "--warmup", "0", "--mode",
-                      "eval", "--device", "cpu", "--isolation", "none", "--quiet", "--json")
+                      "eval", "--device", "cpu", "--isolation", "none", "--quiet", "--json",
+                      "--against", str(folder))
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)  # stdout holds the JSON alone
     assert "Saved to" in done.stderr
@@ -68,6 +70,11 @@ def test_run_json_holds_the_figures_the_table_shows(inline_cli) -> None:
     # the table's config column is the configuration's words less the batch (its own column)
     assert shown["config"].rsplit(" batch ", 1)[0] in table and shown["key"]["workload"] == "mnist"
     assert shown["derived"]["throughput_samples_per_s"] == shown["rate"]  # the stored record
+    # --against: the case's placement among the shared results beside the record
+    (placed,) = data["against"]["placements"]
+    assert placed["run"] == data["run_id"]
+    assert placed["rate"] == pytest.approx(shown["rate"], rel=1e-5)  # the figure as shared
+    assert data["against"]["read"]["lines"] == 33
 
 
 def _fake(module: str, name: str, made: RunRecord, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -174,3 +181,33 @@ def test_share_dry_run_shows_a_table_of_the_lines_and_json_the_lines(inline_cli,
     assert quiet.stderr == "" and "would be shared: 1 line(s)" in quiet.stdout
     refused = inline_cli("share", str(tmp_path / "r.json"), "--json")
     assert refused.returncode == 2 and "add --dry-run" in refused.stderr
+
+
+def test_compare_against_json_holds_the_peers_tables_figures(inline_cli, tmp_path: Path) -> None:
+    """``compare --against`` prints verdicts, so it has --json too: each case's placement (the
+    user's rate, percentile, ratio, verdict and reasons, every device model's group) and every line
+    of the sources accounted for; the values the peers table shows."""
+    h100 = "NVIDIA H100 80GB HBM3"
+    folder = write_peer_bundles(tmp_path / "bundles")
+    mine = tmp_path / "mine.json"
+    save_record(run("me0000000001", [result(h100, 5200.0, flags=TF32_OFF)],
+                    environment("cuda:0", h100, hostname="mine")), mine)
+    table = inline_cli("compare", str(mine), "--against", str(folder))
+    done = inline_cli("compare", str(mine), "--against", str(folder), "--json")
+    assert table.returncode == 0 and done.returncode == 0, table.stderr + done.stderr
+    data = json.loads(done.stdout)
+    assert "comparisons" not in data  # one run placed: its table shows only its peers
+    (placed,) = data["against"]["placements"]
+    assert placed["verdict"] == "below its peers" and "below" in table.stdout and placed["device_model"] == h100
+    assert any("TF32" in reason for reason in placed["reasons"])
+    shown = table.stdout
+    assert format_rate(placed["rate"]) in shown and f"{placed['ratio_to_median']:.2f}x" in shown
+    own = placed["own_model"]
+    assert own["device_model"] == h100 and format_rate(own["median"]) in shown
+    assert placed["peers"] == sum(model["count"] for model in placed["models"])
+    read = data["against"]["read"]
+    assert read["lines"] == 33 and read["summary"].startswith("read 33 shared result(s)")
+    assert read["summary"] in " ".join(table.stdout.split())
+    # two runs: the comparison of runs the table shows, and the placement
+    two = inline_cli("compare", str(mine), str(mine), "--against", str(folder), "--json")
+    assert {"against", "comparisons"} <= set(json.loads(two.stdout))

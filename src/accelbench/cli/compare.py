@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -17,10 +17,14 @@ from accelbench.compare import LabelledRun, compare_runs
 from accelbench.errors import UsageError
 from accelbench.render.compare_table import comparison_renderable, reference_renderable
 from accelbench.render.fit import Prose
-from accelbench.render.json_views import comparison_json
+from accelbench.render.json_views import comparison_json, comparison_view, dumps, peers_view
 from accelbench.results import RunRecord
 from accelbench.store.history import HistoryDB, default_db_path
 from accelbench.store.jsonfile import load_record
+
+if TYPE_CHECKING:
+    from accelbench.compare.peers import PeerComparison
+    from accelbench.sharing.sources import Loaded
 
 
 def add_parser(subparsers: Any) -> None:
@@ -42,11 +46,10 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(execute=execute)
 
 
-def print_against(console: Console, runs: list[tuple[str, RunRecord]], sources: list[str],
-                  quiet: bool = False) -> int:
+def place_against(runs: list[tuple[str, RunRecord]], sources: list[str],
+                  quiet: bool = False) -> tuple[list[PeerComparison], Loaded]:
     """Each finished timing case of ``runs`` among the sources' results; warnings go to stderr
     (not with ``quiet``)."""
-    from accelbench.render.peers_table import peers_renderable
     from accelbench.sharing.against import compare_against
     from accelbench.store.selftest_latest import latest_selftest
 
@@ -57,6 +60,15 @@ def print_against(console: Console, runs: list[tuple[str, RunRecord]], sources: 
     comparisons, loaded = compare_against(runs, sources, warn, latest_selftest)
     if not comparisons:
         raise UsageError("the runs given hold no finished timing case to place among shared results")
+    return comparisons, loaded
+
+
+def print_against(console: Console, runs: list[tuple[str, RunRecord]], sources: list[str],
+                  quiet: bool = False) -> int:
+    """The peers table of ``place_against`` and, unless ``quiet``, what was read."""
+    from accelbench.render.peers_table import peers_renderable
+
+    comparisons, loaded = place_against(runs, sources, quiet)
     console.print(peers_renderable(comparisons))
     if not quiet:
         console.print(Prose(loaded.summary(), "dim"))
@@ -119,9 +131,14 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     if not comparisons:
         raise UsageError("the runs given hold no cases to compare")
     if args.json:
-        if args.against:
-            raise UsageError("--json prints the comparison of runs; --against has no JSON view yet")
-        sys.stdout.write(comparison_json(comparisons))
+        if not args.against:
+            sys.stdout.write(comparison_json(comparisons))
+            return 0
+        placed = place_against([(run.label, run.record) for run in runs], args.against, quiet=True)
+        view: dict[str, Any] = {"against": peers_view(*placed)}
+        if len(runs) > 1 or args.reference:  # the comparison the table would have shown too
+            view["comparisons"] = comparison_view(comparisons)
+        sys.stdout.write(dumps(view))
         return 0
     if not args.against or len(runs) > 1 or args.reference:
         console.print(comparison_renderable(comparisons))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -19,14 +20,15 @@ Drive = Callable[[Callable[[RunRecord], None]], RunRecord]
 Show = Callable[[RunRecord, Path], None]
 
 
-def show_json(record: RunRecord, saved: Path, output: Path | None = None) -> None:
-    """``--json``: the record on stdout (render/json_views.record_view), nothing else; where it
-    was saved goes to stderr."""
+def show_json(record: RunRecord, saved: Path, output: Path | None = None,
+              extra: dict[str, Any] | None = None) -> None:
+    """``--json``: the record on stdout (render/json_views.record_view) with ``extra``'s members
+    beside it, nothing else; where it was saved goes to stderr."""
     import sys
 
-    from accelbench.render.json_views import record_json
+    from accelbench.render.json_views import dumps, record_view
 
-    sys.stdout.write(record_json(record))
+    sys.stdout.write(dumps({**record_view(record), **(extra or {})}))
     notes = Console(stderr=True, highlight=False)
     if output:
         notes.print(f"Result written to {output}")

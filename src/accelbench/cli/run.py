@@ -69,8 +69,6 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     if args.output:
         check_writable(args.output)
     check_data(options)
-    if args.json and args.against:
-        raise UsageError("--json prints the run's record; --against has no JSON view yet")
     if args.against:
         from accelbench.sharing.sources import check_sources
 
@@ -105,10 +103,13 @@ def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool, again
     from accelbench.render.steady import break_even_lines, sustained_lines
     from accelbench.render.table import diagnosis_lines, energy_lines, run_table
 
-    if as_json:  # stdout holds the JSON only
+    if as_json:  # stdout holds the JSON only; with --against, the placement among peers in it
+        from accelbench.cli.compare import place_against
         from accelbench.cli.driven import show_json
+        from accelbench.render.json_views import peers_view
 
-        show_json(record, saved, output)
+        placed = place_against([(record.run_id, record)], against, quiet=True) if against else None
+        show_json(record, saved, output, {"against": peers_view(*placed)} if placed else None)
         return
     out = Console(width=None if sys.stdout.isatty() else 160)
     generated = generation_cases(record)

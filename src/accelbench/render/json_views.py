@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accelbench.compare import MachineRow, Pair, Verdict, WorkloadComparison
 from accelbench.parity.shown import verdict_of
@@ -17,6 +17,10 @@ from accelbench.results.catalogue import case_figures, headline
 from accelbench.results.key import KEY_FIELDS, comparability_key, config_label
 from accelbench.store.history import RunSummaryRow, TimelinePoint
 from accelbench.store.jsonfile import clean_for_json
+
+if TYPE_CHECKING:
+    from accelbench.compare.peers import PeerComparison
+    from accelbench.sharing.sources import Loaded
 
 
 def dumps(value: Any) -> str:
@@ -51,11 +55,6 @@ def record_view(record: RunRecord) -> dict[str, Any]:
     return data
 
 
-def record_json(record: RunRecord) -> str:
-    """``--json`` of a command that measures: its record (``record_view``)."""
-    return dumps(record_view(record))
-
-
 def verdict_view(verdict: Verdict | None) -> dict[str, Any] | None:
     if verdict is None:
         return None
@@ -77,13 +76,46 @@ def _pair(pair: Pair) -> dict[str, Any]:
             "settings_note": pair.settings_note}
 
 
-def comparison_json(comparisons: list[WorkloadComparison]) -> str:
+def comparison_view(comparisons: list[WorkloadComparison]) -> list[dict[str, Any]]:
     """What ``compare`` judged: per workload and mode, the machine rows and every pair, with the
     ratio the table shows (B's rate over A's) and the verdict's interval."""
-    return dumps({"comparisons": [
-        {"workload": group.workload, "mode": group.mode, "rate_unit": rate_unit(group.mode),
-         "rows": [_row(row) for row in group.rows], "pairs": [_pair(pair) for pair in group.pairs]}
-        for group in comparisons]})
+    return [{"workload": group.workload, "mode": group.mode, "rate_unit": rate_unit(group.mode),
+             "rows": [_row(row) for row in group.rows], "pairs": [_pair(pair) for pair in group.pairs]}
+            for group in comparisons]
+
+
+def comparison_json(comparisons: list[WorkloadComparison]) -> str:
+    return dumps({"comparisons": comparison_view(comparisons)})
+
+
+def _placement(comparison: PeerComparison) -> dict[str, Any]:
+    placement = comparison.placement
+    mine = placement.mine
+    key = dict(zip(KEY_FIELDS, mine.key, strict=True))
+    return {"run": comparison.run_label, "device": comparison.device, "key": key,
+            "config": config_label(key), "rate_unit": rate_unit(str(key["mode"])),
+            "device_model": mine.device_model, "rate": mine.throughput,
+            "verdict": placement.verdict, "percentile": placement.percentile,
+            "ratio_to_median": placement.ratio_to_median, "reasons": list(placement.reasons),
+            "note": placement.note, "peers": placement.peer_count,
+            "machines": placement.machine_count,
+            "own_model": asdict(placement.own) if placement.own else None,
+            "models": [asdict(group) for group in placement.groups],
+            "invalid": placement.invalid, "invalid_reasons": list(placement.invalid_reasons),
+            "outliers": placement.outliers, "outlier_reasons": list(placement.outlier_reasons)}
+
+
+def peers_view(comparisons: list[PeerComparison], loaded: Loaded) -> dict[str, Any]:
+    """What ``--against`` placed and read: each case among its peers (the figures the peers table
+    shows: the own device model's group, every model's group, the user's rate, percentile, ratio
+    to the median and verdict with its reasons), and every line of the sources accounted for."""
+    return {"placements": [_placement(comparison) for comparison in comparisons],
+            "read": {"sources": list(loaded.sources), "lines": loaded.lines,
+                     "skipped": dict(loaded.skipped), "duplicates": loaded.duplicates,
+                     "not_bundle": loaded.not_bundle, "shard_files": loaded.shard_files,
+                     "shard_rows": loaded.shard_rows, "tables": loaded.tables,
+                     "invalid": loaded.invalid, "outliers": loaded.outliers,
+                     "summary": loaded.summary()}}
 
 
 def _point(point: TimelinePoint, mode: str) -> dict[str, Any]:
