@@ -42,7 +42,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from isolation import log_ratio_interval, within_margin  # benchmarks/ is this script's path
+from isolation import (  # benchmarks/ is this script's path
+    interleaved_rounds,
+    log_ratio_interval,
+    within_margin,
+)
 
 HF_GPT2 = "hf:gpt2"
 #: glibc: every allocation from the heap, which never shrinks (see the docstring).
@@ -269,16 +273,9 @@ def main() -> None:
                             "repeats": args.repeats, "threads": args.threads, "load": [],
                             "pinned_malloc": not args.no_pin_malloc,
                             "runs": {name: [] for name in contenders}}
-    for round_ in range(args.rounds):
-        shift = round_ % len(contenders)
-        for name in contenders[shift:] + contenders[:shift]:
-            data["runs"][name].append(run_child(name, args))
-        data["load"].append(os.getloadavg()[0])
-        if args.save:
-            args.save.write_text(json.dumps(data))
-        print(f"round {round_ + 1}: " + ", ".join(
-            f"{name} ttft {statistics.median(data['runs'][name][-1]['ttft_s']) * 1e3:.2f} ms"
-            for name in contenders) + f" (load {data['load'][-1]:.1f})", flush=True)
+    interleaved_rounds(contenders, args.rounds, lambda name: run_child(name, args), data["runs"], data,
+                       args.save,
+                       lambda name, run: f"{name} ttft {statistics.median(run['ttft_s']) * 1e3:.2f} ms")
     print("\n".join(summarise(data)))
 
 

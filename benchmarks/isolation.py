@@ -35,7 +35,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 CONTENDERS = ("plain", "process", "none", "session")
 
@@ -94,6 +96,23 @@ def _plain(args: argparse.Namespace, own_session: bool = False) -> list[float]:
 
 #: Issue 10's target: the default within 3% of the plain loop.
 MARGIN = 0.03
+
+
+def interleaved_rounds(contenders: list[str], rounds: int, measure: Callable[[str], Any],
+                       runs: dict[str, list[Any]], data: dict[str, Any], save: Path | None,
+                       describe: Callable[[str, Any], str]) -> None:
+    """``rounds`` rounds of every contender, each round's order rotated by one (so no contender
+    always runs first or after the same one); the load average after each round; the series saved
+    after each round (``save``) and one line per round."""
+    for round_ in range(rounds):
+        shift = round_ % len(contenders)
+        for name in contenders[shift:] + contenders[:shift]:
+            runs[name].append(measure(name))
+        data["load"].append(os.getloadavg()[0])
+        if save:
+            save.write_text(json.dumps(data))
+        print(f"round {round_ + 1}: " + ", ".join(describe(name, runs[name][-1]) for name in contenders)
+              + f" (load {data['load'][-1]:.1f})", flush=True)
 
 
 def log_ratio_interval(ratios: list[float], level: float = 0.95) -> tuple[float, float, float]:
@@ -174,20 +193,13 @@ def main() -> None:
             "step_times": {name: [] for name in contenders}}
     with tempfile.TemporaryDirectory(prefix="accelbench-isolation-") as tmp:
         folder = Path(tmp)
-        for round_ in range(args.rounds):
-            shift = round_ % len(contenders)
-            for name in contenders[shift:] + contenders[:shift]:
-                if name in ("plain", "session"):
-                    times = _plain(args, own_session=name == "session")
-                else:
-                    times = _accelbench(binary, name, args, folder)
-                data["step_times"][name].append(times)
-            data["load"].append(os.getloadavg()[0])
-            if args.save:
-                args.save.write_text(json.dumps(data))
-            print(f"round {round_ + 1}: " + ", ".join(
-                f"{name} {statistics.median(data['step_times'][name][-1]) * 1e3:.1f} ms"
-                for name in contenders) + f" (load {data['load'][-1]:.1f})", flush=True)
+        def measure(name: str) -> list[float]:
+            if name in ("plain", "session"):
+                return _plain(args, own_session=name == "session")
+            return _accelbench(binary, name, args, folder)
+
+        interleaved_rounds(contenders, args.rounds, measure, data["step_times"], data, args.save,
+                           lambda name, times: f"{name} {statistics.median(times) * 1e3:.1f} ms")
     summarise(data)
 
 

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from generation import PINNED_MALLOC  # benchmarks/ is this script's path
-from isolation import log_ratio_interval, within_margin
+from isolation import interleaved_rounds, log_ratio_interval, within_margin
 
 PROMPT_LEN = 6
 WIDTH, HEADS, KV_HEADS, FFN, VOCAB, ROPE_THETA = 2048, 32, 8, 8192, 128_256, 500_000.0
@@ -261,17 +261,9 @@ def main() -> None:
     data: dict[str, Any] = {"precision": args.precision, "layers": args.layers, "new_tokens": args.new_tokens,
                             "repeats": args.repeats, "threads": args.threads, "load": [],
                             "runs": {name: [] for name in contenders}}
-    for round_ in range(args.rounds):
-        shift = round_ % len(contenders)
-        for name in contenders[shift:] + contenders[:shift]:
-            data["runs"][name].append(run_child(name, args))
-        data["load"].append(os.getloadavg()[0])
-        if args.save:
-            args.save.write_text(json.dumps(data))
-        print(f"round {round_ + 1}: " + ", ".join(
-            f"{name} {data['runs'][name][-1]['tokens_per_s']:.2f} "
-            f"({data['runs'][name][-1]['cpu_tokens_per_s']:.2f} by CPU time)" for name in contenders)
-            + f" tokens/s (load {data['load'][-1]:.1f})", flush=True)
+    interleaved_rounds(contenders, args.rounds, lambda name: run_child(name, args), data["runs"], data,
+                       args.save, lambda name, run: f"{name} {run['tokens_per_s']:.2f} tokens/s "
+                       f"({run['cpu_tokens_per_s']:.2f} by CPU time)")
     print("\n".join(summarise(data)))
 
 
