@@ -86,6 +86,18 @@ def _torch_numeric_switches_put_back():
 
 
 @pytest.fixture
+def one_thread():
+    """torch on one intra-op thread for the test (put back after): a module of small steps opts in
+    with ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
 def inline_cli(accelbench_home: Path, monkeypatch: pytest.MonkeyPatch):
     """Run ``accelbench.cli.main(ARGS)`` in this process (no interpreter start-up, no torch import:
     for the many bad-usage cases; ``cli`` proves the same path in a real process). Returns a

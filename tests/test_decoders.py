@@ -20,12 +20,8 @@ from accelbench.workloads.facts import model_facts
 DECODERS = ("nanogpt-char", "gpt2", "llama-1b")
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+#: Decoder steps are small: torch's two intra-op threads would wait on each other (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny_model(name: str, std: float = 0.5) -> tuple[DecoderLM, Decoder]:

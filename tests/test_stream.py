@@ -19,13 +19,8 @@ from accelbench.workloads import get_workload_class
 from accelbench.workloads.builtin.decoder import Decoder
 from accelbench.workloads.builtin.language_model import DecoderLM
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+#: Decoder steps are small: torch's two intra-op threads would wait on each other (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny() -> tuple[DecoderLM, Decoder]:

@@ -27,14 +27,9 @@ from accelbench.workloads.suites import SUITES
 CASES = [(name, mode) for name in workload_names() for mode in get_workload_class(name).modes]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny steps are hundreds of small kernels: on a busy machine OpenMP threads waiting for each
-    other at every kernel's barrier make them 5-20x slower than one thread (seen: 13 s vs 0.8 s)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+#: Tiny steps are hundreds of small kernels: on a busy machine OpenMP threads waiting for each
+#: other at every kernel's barrier make them 5-20x slower than one thread (seen: 13 s vs 0.8 s).
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
