@@ -94,6 +94,9 @@ def test_bad_names_are_usage_errors(name: str, message: str) -> None:
 
 def test_a_hub_config_that_cannot_be_had_offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # huggingface_hub reads the variable once, at import: where an earlier test imported it, only
+    # the constant makes this test offline (else it waits ~20 s on a connection that cannot open).
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
     with pytest.raises(UsageError, match="cannot load the config of 'no-org/no-model'.*config.json"):
         resolve_model("hf:no-org/no-model")
 
