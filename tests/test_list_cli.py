@@ -57,8 +57,14 @@ def test_list_unknown_pattern_is_a_usage_error(capsys) -> None:
     assert err.startswith("accelbench: error: unknown workload 'nosuch*'") and len(err.splitlines()) == 1
 
 
-def test_list_shows_the_install_command_when_transformers_is_missing(monkeypatch, capsys) -> None:
+def test_list_shows_the_install_command_when_transformers_is_missing(monkeypatch, capsys, tmp_path) -> None:
+    from accelbench.workloads import facts_cache
+
     clear_facts_cache()  # facts are cached per process; these must see the missing package
+    # Really missing, transformers has no installed version, so the stamp matches no stored facts
+    # ("not installed"); here it is only hidden from import, so the stored facts are set aside.
+    monkeypatch.setattr(facts_cache, "SHIPPED", tmp_path / "none.json")
+    assert facts_cache._version("no-such-package-here") == "not installed"
     monkeypatch.setitem(sys.modules, "transformers", None)
     try:
         assert main(["list", "bert-base"]) == 0
@@ -76,20 +82,17 @@ def test_a_second_list_reads_the_cache_and_starts_no_torch(cli, accelbench_home)
     assert first.returncode == 0, first.stderr
     cache = json.loads((accelbench_home / "facts-cache.json").read_text())
     assert cache["stamp"]["torch"] and "resnet50" in cache["facts"]["published"]
-    probe = ("import sys, runpy; sys.argv = ['accelbench', 'list']\n"
-             "try:\n    runpy.run_module('accelbench', run_name='__main__')\n"
-             "except SystemExit:\n    pass\n"
-             "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)")
-    env = {**os.environ, "ACCELBENCH_HOME": str(accelbench_home), "COLUMNS": "160"}
-    second = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
-                            timeout=120)
+    second = _torch_free_list(accelbench_home)
     assert second.returncode == 0, second.stderr
     assert second.stderr.strip().endswith("NO-TORCH") and second.stdout == first.stdout
 
 
-def test_the_cache_is_counted_again_when_what_it_depends_on_changes(accelbench_home) -> None:
+def test_the_cache_is_counted_again_when_what_it_depends_on_changes(accelbench_home, tmp_path,
+                                                                    monkeypatch) -> None:
     from accelbench.workloads import facts_cache
     from accelbench.workloads.facts import model_facts
+
+    monkeypatch.setattr(facts_cache, "SHIPPED", tmp_path / "none.json")  # the data folder's alone
 
     facts = [model_facts("mnist")]
     facts_cache.store(facts)
@@ -101,3 +104,62 @@ def test_the_cache_is_counted_again_when_what_it_depends_on_changes(accelbench_h
     assert facts_cache.load(["mnist"]) is None
     facts_cache.cache_path().write_text("{not json")
     assert facts_cache.load(["mnist"]) is None
+
+
+def _torch_free_list(home) -> subprocess.CompletedProcess[str]:
+    probe = ("import sys, runpy; sys.argv = ['accelbench', 'list']\n"
+             "try:\n    runpy.run_module('accelbench', run_name='__main__')\n"
+             "except SystemExit:\n    pass\n"
+             "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)")
+    env = {**os.environ, "ACCELBENCH_HOME": str(home), "COLUMNS": "160"}
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
+                          timeout=120)
+
+
+def _shipped() -> dict:
+    from accelbench.workloads import facts_cache
+
+    return json.loads(facts_cache.SHIPPED.read_text(encoding="utf-8"))
+
+
+def _same_libraries(shipped: dict) -> bool:
+    from accelbench.workloads import facts_cache
+
+    current = facts_cache.stamp()
+    return all(shipped["stamp"][name] == current[name] for name in facts_cache.LIBRARIES)
+
+
+def test_the_shipped_facts_are_this_codes_and_what_counting_gives() -> None:
+    """The facts accelbench ships (workloads/builtin/facts.json) stand for this code: a change to
+    the workloads package without running scripts/workload_facts.py fails here; and with the
+    libraries they were counted with, counting gives the same facts."""
+    from accelbench import __version__
+    from accelbench.workloads import facts_cache
+    from accelbench.workloads.facts import model_facts
+    from accelbench.workloads.registry import builtin_names
+
+    shipped = _shipped()
+    assert shipped["stamp"]["workloads_code"] == facts_cache.stamp()["workloads_code"], (
+        "the workloads' code changed since the shipped facts were counted: run "
+        "scripts/workload_facts.py")
+    assert shipped["stamp"]["accelbench"] == __version__
+    assert sorted(shipped["facts"]["published"]) == builtin_names()
+    if not _same_libraries(shipped):
+        pytest.skip(f"the shipped facts were counted with {shipped['stamp']}, not these libraries")
+    clear_facts_cache()
+    for name in builtin_names():
+        counted = json.loads(json.dumps(model_facts(name).to_dict()))
+        assert counted == shipped["facts"]["published"][name], name
+
+
+def test_a_first_list_reads_the_shipped_facts_and_starts_no_torch(accelbench_home) -> None:
+    """Issue 30: a newcomer's first list counted every model (8 s here, 19 s before the cache):
+    where the installation is the one the shipped facts were counted with, it reads them."""
+    if not _same_libraries(_shipped()):
+        pytest.skip("the shipped facts were counted with other library versions")
+    first = _torch_free_list(accelbench_home)
+    assert first.returncode == 0, first.stderr
+    assert first.stderr.strip().endswith("NO-TORCH") and "resnet50" in first.stdout
+    assert "25.6M" in first.stdout and "8.18G" in first.stdout
+    kept = json.loads((accelbench_home / "facts-cache.json").read_text())  # kept in the data folder
+    assert kept["facts"]["published"]["resnet50"]["parameters"] == 25_557_032
