@@ -230,10 +230,14 @@ class GenerationFigures:
 # --- one round, and the measurement ---------------------------------------------------------------
 @torch.no_grad()
 def greedy_round(workload: GenerationWorkload, model: nn.Module, prompt: torch.Tensor, new_tokens: int,
-                 clock: HostClock, stream: bool = False) -> tuple[torch.Tensor, GenerationRound]:
+                 clock: HostClock, stream: bool = False,
+                 decode_model: nn.Module | None = None) -> tuple[torch.Tensor, GenerationRound]:
     """Generate exactly ``new_tokens`` per sequence from ``prompt`` (on the model's device),
     timed by ``clock``; (the new tokens (B, N) on the device, the round's times). ``stream``:
-    each token is read to the host as it is made, inside its step's time."""
+    each token is read to the host as it is made, inside its step's time. ``decode_model``: what
+    the decode steps run (the execution recipe's compiled decode step, recipe.py); default
+    ``model``, which the prefill runs."""
+    decoder = model if decode_model is None else decode_model
     clock.start()
     logits, cache = workload.prefill(model, prompt, prompt.shape[1] + new_tokens)
     token = logits.argmax(dim=-1)
@@ -242,7 +246,7 @@ def greedy_round(workload: GenerationWorkload, model: nn.Module, prompt: torch.T
     clock.first_token()
     generated = [token]
     for _ in range(new_tokens - 1):
-        logits, cache = workload.decode_step(model, token, cache)
+        logits, cache = workload.decode_step(decoder, token, cache)
         token = logits.argmax(dim=-1)
         if stream:
             token.tolist()
@@ -298,7 +302,8 @@ def measure_generation(workload: GenerationWorkload, model: nn.Module, device: D
                        warmup_rounds: int = 1, seed: int = 0, window_tokens: int = WINDOW_TOKENS,
                        cache_dtype: torch.dtype | None = None, stream: bool = False,
                        casts_each_step: bool | None = None,
-                       memory: MemoryTracker | None = None) -> GenerationFigures:
+                       memory: MemoryTracker | None = None,
+                       decode_model: nn.Module | None = None) -> GenerationFigures:
     """Time ``rounds`` greedy generations of ``model`` (on ``device``, in eval mode, at its
     precision; an autocast or precision switch is the caller's, around this call, so one
     autocast context spans every round and its cast cache serves every eager step).
@@ -309,21 +314,22 @@ def measure_generation(workload: GenerationWorkload, model: nn.Module, device: D
     cache (default: where ``model`` is compiled, whose graphs cast their parameter inputs; say
     False for a back end that runs eager ops, such as ``eager``). ``memory``: the case's memory
     tracker, told where the set-up (warm-up included) ends; without it the device's peak counter
-    is reset there."""
+    is reset there. ``decode_model``: what the decode steps run, where it is not ``model``
+    (greedy_round)."""
     check_lengths(workload, batch_size, prompt_len, new_tokens)
     if rounds < 1 or warmup_rounds < 0 or window_tokens < 1:
         raise UsageError(f"rounds must be at least 1 (not {rounds}), warm-up rounds at least 0 "
                          f"(not {warmup_rounds}), window tokens at least 1 (not {window_tokens})")
     max_len = prompt_len + new_tokens
     if casts_each_step is None:
-        casts_each_step = hasattr(model, "_orig_mod")
+        casts_each_step = hasattr(decode_model or model, "_orig_mod")
     with device.current():
         prompt = workload.make_prompt(batch_size, prompt_len, seed).to(device.torch_device)
         reads, element = _decode_reads(workload, model, device, casts_cached=not casts_each_step)
         if cache_dtype is not None or element is None:
             element = (cache_dtype or _parameter_dtype(model)).itemsize
         new_clock = clock_maker(device, new_tokens - 1, window_tokens, stream)
-        warm = [greedy_round(workload, model, prompt, new_tokens, new_clock(), stream)[1]
+        warm = [greedy_round(workload, model, prompt, new_tokens, new_clock(), stream, decode_model)[1]
                 for _ in range(warmup_rounds)]
         if memory is not None:
             memory.steady_state()
@@ -332,7 +338,8 @@ def measure_generation(workload: GenerationWorkload, model: nn.Module, device: D
         measured, methods, first = [], [], None
         for _ in range(rounds):
             clock = new_clock()
-            tokens, times = greedy_round(workload, model, prompt, new_tokens, clock, stream)
+            tokens, times = greedy_round(workload, model, prompt, new_tokens, clock, stream,
+                                         decode_model)
             measured.append(times)
             methods.append(clock.method)
             first = tokens if first is None else first
