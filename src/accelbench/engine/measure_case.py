@@ -213,6 +213,7 @@ def _measure_generation(case: Case, workload: Workload, options: RunOptions,
     from accelbench.engine.generation_sections import generation_sections
     from accelbench.measure.generation.quantize import quantize_weights
     from accelbench.measure.generation.rounds import measure_generation
+    from accelbench.workloads.protocols import reads_each_token
 
     torch.manual_seed(options.seed)
     precision = get_precision(case.precision)
@@ -230,7 +231,8 @@ def _measure_generation(case: Case, workload: Workload, options: RunOptions,
             figures = measure_generation(
                 workload, model, case.device, batch_size=case.batch_size,  # type: ignore[arg-type]
                 prompt_len=case.prompt_len, new_tokens=case.new_tokens, rounds=rounds,
-                warmup_rounds=warmup, seed=options.seed, stream=options.stream, memory=memory,
+                warmup_rounds=warmup, seed=options.seed, memory=memory,
+                stream=options.stream or reads_each_token(options.protocol, case.new_tokens),
                 casts_each_step=case.compile_backend not in ("", "eager"))
         confirm_compiled()
     result.generation = {**figures.to_dict(), **_decode_against_bandwidth(case.device, figures),

@@ -24,6 +24,13 @@ read beside what that peer publishes. The protocol's id is a field of the compar
 A model whose context is shorter than a test's prompt + new tokens (the tiny sizes) runs the test
 scaled down to fit, and says so: the test keeps its name with the lengths it ran
 (``pp63 (pp512 scaled to fit a context of 64)``), never silently.
+
+Each test is timed the way its peer observes a token (``ProtocolTest.reads_each_token``):
+llama-bench's tg synchronises after every one-token ``llama_decode`` and MLPerf Client receives
+each token on the host as it streams, so those tests read each token to the host as it is made
+(the ``--stream`` clock, every device); gpt-fast queues its decode steps and synchronises once at
+the end of the generation, and llama-bench's pp times the prompt's one batch, so those tests read
+no token between steps (the device's cadence: timing events on CUDA and XPU).
 """
 
 from __future__ import annotations
@@ -31,6 +38,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from accelbench.errors import UsageError
+
+#: The two ways a protocol's peer observes its tokens (ProtocolTest.clock; the result's protocol
+#: section records which, and the figure catalogue says it for each protocol figure).
+PER_TOKEN_READ = "per-token read"
+DEVICE_CADENCE = "device cadence"
 
 
 @dataclass(frozen=True)
@@ -46,6 +58,14 @@ class ProtocolTest:
     new_tokens: int
     #: Set when the model's context made the test smaller: the name it was scaled from.
     scaled_from: str = ""
+    #: The peer observes each token on the host as it is made (a per-token read), not only the
+    #: generation's end: the case is timed by the streamed clock (measure/generation/generation_clocks.py).
+    reads_each_token: bool = False
+
+    @property
+    def clock(self) -> str:
+        """The clock the test's figures are read from, in the catalogue's words."""
+        return PER_TOKEN_READ if self.reads_each_token else DEVICE_CADENCE
 
     @property
     def label(self) -> str:
@@ -68,24 +88,32 @@ class Protocol:
     warmup_rounds: int = 1
     #: The fewest new tokens a test may be scaled to (a 2nd+ token rate needs two).
     min_new_tokens: int = 1
+    #: The peer's execution recipe as a --compile value, applied where --compile is not given
+    #: ("" = the peer runs eager, or accelbench's default).
+    compile: str = ""
 
 
 PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (
     Protocol("llama-bench", "llama.cpp's llama-bench: pp512 and tg128, mean +- sd over 5 repetitions",
              "https://github.com/ggml-org/llama.cpp/tree/master/tools/llama-bench",
-             (ProtocolTest("pp512", "pp", 512, 1), ProtocolTest("tg128", "tg", 1, 128)), rounds=5),
+             (ProtocolTest("pp512", "pp", 512, 1),
+              ProtocolTest("tg128", "tg", 1, 128, reads_each_token=True)), rounds=5),
     Protocol("gpt-fast", "gpt-fast / PyTorch CI: batch 1, 6-token prompt, 200 new tokens, tokens/s and "
              "bandwidth achieved, mean over 5 samples after a dropped first",
              "https://github.com/pytorch/pytorch/blob/main/benchmarks/gpt_fast/generate.py",
-             (ProtocolTest("gpt-fast", "decode", 6, 200),), rounds=5),
+             (ProtocolTest("gpt-fast", "decode", 6, 200),), rounds=5,
+             # generate.py: decode_one_token = torch.compile(mode="reduce-overhead",
+             # fullgraph=True), a static cache, the prefill eager (without --compile_prefill).
+             compile="inductor:reduce-overhead"),
     Protocol("mlperf-client", "MLPerf Client: 5 categories, greedy, 1 warm-up + 3 iterations, TTFT and "
              "2nd+ token rate per category, geometric mean over the categories",
              "https://github.com/mlcommons/mlperf_client",
-             (ProtocolTest("content generation", "category", 128, 256),
-              ProtocolTest("creative writing", "category", 512, 512),
-              ProtocolTest("structured text", "category", 1024, 256),
-              ProtocolTest("code analysis", "category", 2048, 128),
-              ProtocolTest("summarisation, intermediate", "category", 4096, 128)),
+             (ProtocolTest("content generation", "category", 128, 256, reads_each_token=True),
+              ProtocolTest("creative writing", "category", 512, 512, reads_each_token=True),
+              ProtocolTest("structured text", "category", 1024, 256, reads_each_token=True),
+              ProtocolTest("code analysis", "category", 2048, 128, reads_each_token=True),
+              ProtocolTest("summarisation, intermediate", "category", 4096, 128,
+                           reads_each_token=True)),
              rounds=3, min_new_tokens=2),
 )}
 PROTOCOL_NAMES: tuple[str, ...] = tuple(PROTOCOLS)
@@ -126,7 +154,8 @@ def fitted_tests(name: str, context: int) -> tuple[ProtocolTest, ...]:
         # Two tests scaled to the same lengths would be one case: each keeps a shape of its own.
         while prompt > 1 and any((t.prompt_len, t.new_tokens) == (prompt, new) for t in fitted):
             prompt -= 1
-        fitted.append(ProtocolTest(_scaled_name(test, prompt, new), test.figure, prompt, new, test.name))
+        fitted.append(ProtocolTest(_scaled_name(test, prompt, new), test.figure, prompt, new, test.name,
+                                   test.reads_each_token))
     return tuple(fitted)
 
 
@@ -134,3 +163,21 @@ def protocol_test_for(name: str, context: int, prompt_len: int, new_tokens: int)
     """The test of protocol ``name`` that a case of these lengths runs (None: no such test)."""
     return next((t for t in fitted_tests(name, context)
                  if (t.prompt_len, t.new_tokens) == (prompt_len, new_tokens)), None)
+
+
+def reads_each_token(name: str, new_tokens: int) -> bool:
+    """Whether a case of protocol ``name`` (none: "") with ``new_tokens`` new tokens is timed
+    reading each token to the host, as its peer observes it (ProtocolTest.reads_each_token)."""
+    kind = reported_figure(name, new_tokens) if name else None
+    return kind is not None and any(t.reads_each_token for t in PROTOCOLS[name].tests if t.figure == kind)
+
+
+def reported_figure(name: str, new_tokens: int) -> str | None:
+    """What a test of protocol ``name`` with ``new_tokens`` new tokens reports (ProtocolTest.figure),
+    from the comparability key alone (a test keeps its kind when scaled): llama-bench's pp makes
+    one token, its tg more. None for a protocol this version does not know."""
+    chosen = PROTOCOLS.get(name)
+    if chosen is None:
+        return None
+    kinds = [t.figure for t in chosen.tests if (t.new_tokens == 1) == (new_tokens <= 1)]
+    return (kinds or [chosen.tests[0].figure])[0]
