@@ -23,7 +23,7 @@ from accelbench.measure.loop import clock as clock_module
 from accelbench.measure.loop import step_loop as loop_module
 from accelbench.selftest import ceilings, memory, parity, precision, timing
 from accelbench.selftest import work as timing_work
-from accelbench.selftest.result import FAIL, PASS
+from accelbench.selftest.result import BOUNDS, FAIL, PASS
 
 
 @pytest.fixture
@@ -285,12 +285,12 @@ def test_peaks_within_the_vendor_figures_pass_and_above_them_fail() -> None:
     h100 = Device(NamedAdapter("NVIDIA H100 80GB HBM3"), "fake")
     sound = ceilings.judge_roofline(h100, _roofline(
         h100, {"fp32": 50e12, "tf32": 400e12, "bf16": 700e12, "fp16": 700e12}, 2.9e12))
-    assert [r.status for r in sound] == [PASS] * 5
-    assert "H100 datasheet" in sound[0].detail
+    assert [r.status for r in sound] == [PASS] * 7  # five within bounds, bf16:fp32, bandwidth share
+    assert "H100 Tensor Core GPU datasheet" in sound[0].detail
     # a timer that under-reads 4x: every figure beyond what the vendor says the chip can do
     impossible = ceilings.judge_roofline(h100, _roofline(
         h100, {"fp32": 200e12, "tf32": 1600e12, "bf16": 2800e12, "fp16": 2800e12}, 11.6e12))
-    assert [r.status for r in impossible] == [FAIL] * 5
+    assert [r.status for r in impossible][:5] == [FAIL] * 5
 
 
 def test_a_cpu_peak_above_the_physical_bound_fails(cpu) -> None:
@@ -298,7 +298,7 @@ def test_a_cpu_peak_above_the_physical_bound_fails(cpu) -> None:
     too_fast = 2 * cores * ceilings.MAX_CLOCK_HZ * 64
     results = ceilings.judge_roofline(cpu, _roofline(cpu, {"fp32": too_fast, "bf16": 1e9}, 1e10))
     by_name = {r.name.split()[1]: r.status for r in results}
-    assert by_name["fp32"] == FAIL and by_name["bf16"] == PASS
+    assert by_name["fp32"] == FAIL and by_name["bf16"] == BOUNDS  # a CPU has physical bounds only
     assert by_name["tf32"] == "skip"  # not measured is said, never passed silently
 
 

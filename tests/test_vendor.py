@@ -8,10 +8,10 @@ import pytest
 from fakes import FakeQueueAdapter
 
 from accelbench.devices import Device
+from accelbench.devices.datasheets import chip_name, vendor_figures
 from accelbench.measure.ceilings.roofline import Roofline
 from accelbench.selftest import ceilings
-from accelbench.selftest.result import FAIL, PASS
-from accelbench.selftest.vendor import chip_name, vendor_figures
+from accelbench.selftest.result import BOUNDS, FAIL, PASS
 
 
 class NamedAdapter(FakeQueueAdapter):
@@ -35,6 +35,14 @@ def _judge(device: Device, fp32: float, bandwidth: float) -> dict[str, str]:
     return {r.name.split(" within")[0]: r.status for r in ceilings.judge_roofline(device, figures)}
 
 
+def _sound(results: dict[str, str]) -> bool:
+    """No failure; fp32 and the bandwidth pass against Apple's figures, and the half precisions,
+    bounded above only (Apple publishes no half-precision rate), are within bounds only."""
+    return (results["matmul fp32 FLOP/s"], results["memory bandwidth"]) == (PASS, PASS) \
+        and results["matmul bf16 FLOP/s"] == results["matmul fp16 FLOP/s"] == BOUNDS \
+        and FAIL not in results.values()
+
+
 # Apple's published GPU FP32 TFLOPS and memory GB/s (shared/reference/published-results.md)
 @pytest.mark.parametrize(("chip", "tflops", "gb_s"), [
     ("M1", 2.6, 68), ("M1 Pro", 5.2, 200), ("M1 Max", 10.4, 400), ("M1 Ultra", 21, 800),
@@ -47,14 +55,14 @@ def test_each_apple_chip_gets_its_own_published_figures(chip: str, tflops: float
     assert figures.bandwidth_bytes_per_s == pytest.approx((gb_s * 1e9, gb_s * 1e9))
     # a sound reading of this chip (80% of its figures) passes
     results = _judge(_mac(chip), 0.8 * tflops * 1e12, 0.8 * gb_s * 1e9)
-    assert set(results.values()) == {PASS}, results
+    assert _sound(results), results
 
 
 def test_big_chips_are_not_failed_against_their_small_siblings() -> None:
     # An M1 Ultra reading 17 TFLOPS and 700 GB/s was judged against the M1's 2.6 TFLOPS and
     # 68 GB/s (first substring hit), 1.1x of which it "exceeded": a correct Mac failed.
-    assert set(_judge(_mac("M1 Ultra"), 17e12, 700e9).values()) == {PASS}
-    assert set(_judge(_mac("M2 Max"), 11e12, 350e9).values()) == {PASS}
+    assert _sound(_judge(_mac("M1 Ultra"), 17e12, 700e9))
+    assert _sound(_judge(_mac("M2 Max"), 11e12, 350e9))
     # ... and the bounds still bite: beyond an M2 Max's own figures is impossible
     too_fast = _judge(_mac("M2 Max"), 20e12, 600e9)
     assert too_fast["matmul fp32 FLOP/s"] == FAIL and too_fast["memory bandwidth"] == FAIL
@@ -75,7 +83,7 @@ def test_a_chip_with_published_bandwidth_only_gets_physical_flops_bounds() -> No
 
 
 @pytest.mark.parametrize("name", ["Apple M5 GPU (MPS)", "Apple M4 Ultra GPU (MPS)",
-                                  "NVIDIA RTX A1000", "NVIDIA H100 NVL", "Intel(R) Arc(TM) A770"])
+                                  "NVIDIA RTX A1000", "NVIDIA GB200", "Intel(R) Arc(TM) A770"])
 def test_an_unknown_chip_gets_physical_bounds(name: str) -> None:
     device = Device(NamedAdapter(name), "fake")
     assert vendor_figures(name) is None
@@ -87,7 +95,8 @@ def test_an_unknown_chip_gets_physical_bounds(name: str) -> None:
 
 @pytest.mark.parametrize(("name", "chip", "fp32"), [
     ("NVIDIA H100 80GB HBM3", "H100 SXM", 67e12), ("NVIDIA H100 PCIe", "H100 PCIe", 51.2e12),
-    ("NVIDIA A100-SXM4-80GB", "A100", 19.5e12), ("NVIDIA A100 80GB PCIe", "A100", 19.5e12),
+    ("NVIDIA A100-SXM4-80GB", "A100 SXM 80GB", 19.5e12),
+    ("NVIDIA A100 80GB PCIe", "A100 PCIe 80GB", 19.5e12),
 ])
 def test_nvidia_names_still_match(name: str, chip: str, fp32: float) -> None:
     assert chip_name(name) == chip
@@ -132,7 +141,7 @@ def test_the_mps_adapter_names_the_chip_once_and_selftest_finds_it(monkeypatch, 
     figures = vendor_figures(info["name"])
     assert figures is not None and figures.chip == chip
     published = figures.matmul_flops["fp32"], figures.bandwidth_bytes_per_s[0]
-    assert set(_judge(device, 0.8 * published[0], 0.8 * published[1]).values()) == {PASS}
+    assert _sound(_judge(device, 0.8 * published[0], 0.8 * published[1]))
 
 
 def test_an_older_results_doubled_name_still_finds_its_chip() -> None:

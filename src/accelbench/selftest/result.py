@@ -6,6 +6,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
+#: Within physical bounds only (no vendor figure to judge it by): no failure, and never a pass;
+#: a card pinned at a tenth of its clocks would read the same (DESIGN.md, habit 13).
+BOUNDS = "bounds"
+STATUSES = (PASS, BOUNDS, FAIL, SKIP)
+#: What a judged figure was held against (``CheckResult.basis``).
+VENDOR_BASIS, BOUNDS_BASIS = "vendor", "bounds"
 
 
 @dataclass(frozen=True)
@@ -17,6 +23,9 @@ class CheckResult:
     #: One line: what was measured against what was required (or why it was skipped / failed).
     detail: str
     figures: dict[str, Any] = field(default_factory=dict)
+    #: For a figure judged against a ceiling: VENDOR_BASIS (the datasheet's) or BOUNDS_BASIS
+    #: (physical bounds only); "" for a check with its own criterion (timing, precision ...).
+    basis: str = ""
 
     @property
     def failed(self) -> bool:
@@ -26,8 +35,19 @@ class CheckResult:
         return asdict(self)
 
 
-def verdict(ok: bool) -> str:
-    return PASS if ok else FAIL
+def verdict(ok: bool, basis: str = "") -> str:
+    """FAIL when not ``ok``; BOUNDS for a figure only physical bounds could judge; else PASS."""
+    if not ok:
+        return FAIL
+    return BOUNDS if basis == BOUNDS_BASIS else PASS
+
+
+def counts(checks: list[dict[str, Any]]) -> dict[str, Any]:
+    """How many checks ended in each status, and how many ceiling checks were judged against
+    vendor figures and how many against physical bounds only (whatever their status)."""
+    return {"status": {status: sum(c.get("status") == status for c in checks) for status in STATUSES},
+            "judged": {"vendor": sum(c.get("basis") == VENDOR_BASIS for c in checks),
+                       "bounds_only": sum(c.get("basis") == BOUNDS_BASIS for c in checks)}}
 
 
 def crashed(group: str, name: str, device: str, error: BaseException) -> CheckResult:
