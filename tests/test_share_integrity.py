@@ -343,12 +343,16 @@ def test_a_web_page_or_random_bytes_is_no_bundle(tmp_path: Path, inline_cli) -> 
 
 def test_results_of_other_work_passed_over_unparsed_are_counted_but_garbage_is_not(tmp_path: Path) -> None:
     """Issue 26 item 5: the fast path (lines not naming the wanted workload are not parsed) counts
-    bundle lines it passes over as read, and a line that is no bundle line as not one."""
+    bundle lines it passes over as other work (issue 34: not as read; their hash is checked, so a
+    changed line of other work is counted as skipped), and a line that is no bundle line as not one."""
     bundle = write_bundle(tmp_path / "b.jsonl", _epyc_records(4))
-    bundle.write_text(bundle.read_text() + "random words\n")
+    lines = bundle.read_text().splitlines()
+    lines[0] = lines[0].replace('"samples_per_s":', '"samples_per_s":1', 1)
+    bundle.write_text("\n".join(lines) + "\nrandom words\n")
     key = PeerResult(("vae",) + comparability_key(result(EPYC_MODEL, 1.0))[1:], "cpu", "x", 1.0).key
     loaded = load_peers([str(bundle)], print, keys={key})
-    assert loaded.lines == 4 and loaded.not_bundle == 1 and loaded.peers == []
+    assert loaded.lines == 0 and loaded.other_work == 3 and loaded.not_bundle == 1 and loaded.peers == []
+    assert loaded.skipped == {"hash mismatch": 1}
 
 
 def test_a_line_is_verified_on_its_own_text_and_a_second_hash_member_cannot_pose(

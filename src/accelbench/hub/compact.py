@@ -4,13 +4,19 @@ Every line is read as ``compare --against`` reads it (``sharing/sources.parse_re
 recomputed, the version upgraded, the key, device and headline checked) and refused with its
 reason when it cannot be used. Then, over everything read:
 
-* duplicates are dropped: the same content hash, or the same machine, run and case (``case_id``:
-  one case shared again after its validity changed, or by a newer accelbench; for a line without
-  one, the same key, device model and figures). The first met is kept (sources in the order
+* every signed line's signature is verified (``sharing/signing.py``); one that does not hold is
+  refused, and so is an unsigned line under a machine id that a signed line holds (forged);
+* duplicates are dropped: the same content hash, or the same machine, run and case with the same
+  measurement (``case_id``: one case shared again after its validity changed, or by a newer
+  accelbench; ``sharing/conflicts.measurement``). The first met is kept (sources in the order
   given, files in name order, lines in order); every other is refused as a duplicate of it;
-* a machine beyond the 99.5th percentile of its device class for a key is quarantined (the
-  ``outlier`` column says why; ``compare/outliers.mark_outliers``'s rule and words);
+* lines of one machine and case with different measurements are a conflict: all kept and
+  quarantined (``compare/outliers.CONFLICT``), none preferred, counted in the summary;
+* a machine far above the others of its device model for a key is quarantined (the ``outlier``
+  column says why; ``compare/outliers.mark_outliers``'s median/MAD rule and words);
 * implausible lines are kept, marked (``implausible``), never in a band.
+
+The rules over everything are ``decide.py``'s SQL.
 
 Lines of results that did not finish are counted and left out (they hold no figure). The shards
 replace an earlier compaction in DIR only once the new ones are complete. Reading is spread over
@@ -31,14 +37,15 @@ from pathlib import Path
 from typing import Any
 
 from accelbench import __version__
-from accelbench.compare.outliers import OUTLIER_MIN_MACHINES, OUTLIER_PERCENTILE, outlier_reason
+from accelbench.compare.outliers import OUTLIER_RULE
 from accelbench.errors import UsageError
-from accelbench.results.key import KEY_FIELDS
+from accelbench.hub.decide import CONFLICT_SQL, kept_view, quarantine, settle
 from accelbench.sharing.bundle import BUNDLE_MARK, BadLine
+from accelbench.sharing.conflicts import measurement
+from accelbench.sharing.loaded import lines_by_reason
 from accelbench.sharing.shards import (
     COLUMNS,
     MANIFEST,
-    NO_MACHINE,
     PARTITIONS,
     REFUSED,
     SHARD_VERSION,
@@ -48,12 +55,12 @@ from accelbench.sharing.shards import (
     shard_files,
     sql_list,
 )
+from accelbench.sharing.signing import SIGNING_HELP, can_sign, verify_signature
 from accelbench.sharing.sources import (
     bundle_files,
     case_identity,
     check_sources,
     documents,
-    lines_by_reason,
     parse_result,
 )
 
@@ -78,6 +85,8 @@ class Compacted:
     not_results: int = 0
     implausible: int = 0
     outliers: int = 0
+    conflicts: int = 0
+    signed: int = 0
     files: int = 0
 
     def summary(self) -> str:
@@ -90,9 +99,12 @@ class Compacted:
             words.append(f"{self.not_results:,} line(s) of cases that did not finish left out")
         if self.implausible:
             words.append(f"{self.implausible:,} implausible (kept, marked)")
+        if self.conflicts:
+            words.append(f"{self.conflicts:,} in conflict (one machine and case, different figures; kept, "
+                         "quarantined)")
         if self.outliers:
-            words.append(f"{self.outliers:,} quarantined beyond the {OUTLIER_PERCENTILE:g}th percentile "
-                         "(kept, marked)")
+            words.append(f"{self.outliers:,} quarantined ({OUTLIER_RULE}; kept, marked)")
+        words.append(f"{self.signed:,} signed and verified, {self.rows - self.signed:,} unsigned")
         return "; ".join(words)
 
 
@@ -122,7 +134,7 @@ def _stage(rows: dict[str, list[Any]], path: Path) -> None:
 
 def _read_lines(document: _Document, lines: Iterator[tuple[int, bytes]], staging: Path) -> _Read:
     read = _Read(document.index, document.name)
-    names = [*COLUMNS, "source", "line_no", "seq"]
+    names = [*COLUMNS, "source", "line_no", "seq", "measurement", "signed"]
     rows: dict[str, list[Any]] = {name: [] for name in names}
     for number, raw in lines:
         if not raw.strip():
@@ -134,6 +146,7 @@ def _read_lines(document: _Document, lines: Iterator[tuple[int, bytes]], staging
             continue
         try:
             peer, line = parse_result(raw)
+            signed = "signature" in line and verify_signature(line)
         except BadLine as bad:
             read.refused.append({"source": document.name, "line": number, "reason": bad.reason,
                                  "message": str(bad)})
@@ -147,6 +160,8 @@ def _read_lines(document: _Document, lines: Iterator[tuple[int, bytes]], staging
         rows["source"].append(document.name)
         rows["line_no"].append(number)
         rows["seq"].append((document.index << _LINE_BITS) + number)
+        rows["measurement"].append(measurement(line))
+        rows["signed"].append(signed)
         if len(rows["seq"]) >= BATCH_ROWS:
             read.staged.append(str(_flush(rows, staging, document.index, len(read.staged))))
     if rows["seq"]:
@@ -202,76 +217,34 @@ def _prepare(out: Path) -> Path:
     return work
 
 
-def _outlier_table(connection: Any, keys: str) -> None:
-    """The quarantined machines, with the reason in ``compare/outliers.outlier_reason``'s words."""
-    flagged = connection.execute(f"""
-        WITH machines AS (
-            SELECT {keys}, device_class, machine_id, median(rate) AS rate FROM kept
-            WHERE implausible = '' AND NOT starts_with(machine_id, '{NO_MACHINE}') GROUP BY ALL),
-        thresholds AS (
-            SELECT {keys}, device_class, count(*) AS machines,
-                   quantile_cont(rate, {OUTLIER_PERCENTILE / 100}) AS threshold
-            FROM machines GROUP BY ALL HAVING count(*) >= {OUTLIER_MIN_MACHINES})
-        SELECT m.*, t.machines, t.threshold FROM machines m JOIN thresholds t USING ({keys}, device_class)
-        WHERE m.rate > t.threshold""").fetchall()
-    columns = [d[0] for d in connection.description]
-    import pyarrow as pa
-
-    records = []
-    for row in flagged:
-        data = dict(zip(columns, row, strict=True))
-        records.append({"machine_id": data["machine_id"], "device_class": data["device_class"],
-                        **{name: data[name] for name in KEY_FIELDS},
-                        "reason": outlier_reason(data["threshold"], data["machines"], data["device_class"])})
-    table = pa.Table.from_pylist(records) if records else None
-    if table is None:
-        connection.execute(f"CREATE TEMP TABLE quarantined AS SELECT {keys}, device_class, machine_id, "
-                           "'' AS reason FROM kept WHERE FALSE")
-    else:
-        connection.register("quarantined_rows", table)
-        connection.execute("CREATE TEMP TABLE quarantined AS SELECT * FROM quarantined_rows")
-
-
 def _finish(connection: Any, work: Path, out: Path, report: Compacted) -> list[dict[str, Any]]:
     keys = key_columns()
     staged = sql_list([str(p) for p in sorted((work / "staging").glob("*.parquet"))])
     connection.execute(f"CREATE TEMP VIEW staged AS SELECT * FROM read_parquet({staged}, "
                        "union_by_name = true)")
-    connection.execute("""
-        CREATE TEMP TABLE ranked AS SELECT seq, source, line_no, hash, machine_id, case_id,
-            first_value(source) OVER h AS hash_source, first_value(line_no) OVER h AS hash_line,
-            row_number() OVER h AS hash_rank FROM staged
-        WINDOW h AS (PARTITION BY hash ORDER BY seq)""")
-    connection.execute("""
-        CREATE TEMP TABLE case_ranked AS SELECT seq, source, line_no,
-            first_value(source) OVER c AS case_source, first_value(line_no) OVER c AS case_line,
-            row_number() OVER c AS case_rank FROM ranked WHERE hash_rank = 1
-        WINDOW c AS (PARTITION BY machine_id, case_id ORDER BY seq)""")
-    duplicates = connection.execute("""
-        SELECT source, line_no, 'duplicate' AS reason,
-               'same content hash as ' || hash_source || ' line ' || hash_line AS message
-        FROM ranked WHERE hash_rank > 1
-        UNION ALL
-        SELECT source, line_no, 'duplicate', 'same machine, run and case as ' || case_source || ' line '
-               || case_line FROM case_ranked WHERE case_rank > 1
-        ORDER BY source, line_no""").fetchall()
-    report.duplicates = len(duplicates)
-    connection.execute("CREATE TEMP VIEW kept AS SELECT s.* FROM staged s JOIN case_ranked c USING (seq) "
-                       "WHERE c.case_rank = 1")
-    _outlier_table(connection, keys)
-    columns = ", ".join(f'k."{name}"' if name != "outlier" else "COALESCE(q.reason, '') AS outlier"
-                        for name in COLUMNS)
+    refused = settle(connection)
+    for _, _, reason, _ in refused:
+        if reason == "duplicate":
+            report.duplicates += 1
+        else:
+            report.refused[reason] += 1
+    kept_view(connection)
+    quarantine(connection, keys)
+    columns = ", ".join(f'k."{name}"' if name != "outlier" else
+                        "COALESCE(NULLIF(k.outlier, ''), q.reason, '') AS outlier" for name in COLUMNS)
     new = work / "shards"
     connection.execute(f"""
-        COPY (SELECT {columns} FROM kept k LEFT JOIN quarantined q USING ({keys}, device_class, machine_id)
+        COPY (SELECT {columns} FROM kept k LEFT JOIN quarantined q USING ({keys}, model_key, machine_id)
               ORDER BY k.key_id, k.model_key)
         TO '{new}' (FORMAT parquet, PARTITION_BY ({', '.join(PARTITIONS)}), COMPRESSION zstd,
                     ROW_GROUP_SIZE {ROW_GROUP_ROWS}, WRITE_PARTITION_COLUMNS true)""")
-    report.rows, report.implausible, report.outliers = connection.execute(
-        f"SELECT count(*), count(*) FILTER (implausible <> ''), count(*) FILTER (outlier <> '') "
+    report.rows, report.implausible, report.outliers, report.conflicts = connection.execute(
+        f"SELECT count(*), count(*) FILTER (implausible <> ''), count(*) FILTER (outlier <> '' AND outlier "
+        f"<> {CONFLICT_SQL}), count(*) FILTER (outlier = {CONFLICT_SQL}) "
         f"FROM read_parquet('{new}/**/*.parquet')").fetchone()
+    (report.signed,) = connection.execute("SELECT count(*) FROM kept WHERE signed").fetchone()
     report.files = len(shard_files(new))
-    return [{"source": s, "line": n, "reason": r, "message": m} for s, n, r, m in duplicates]
+    return [{"source": s, "line": n, "reason": r, "message": m} for s, n, r, m in refused]
 
 
 def _swap(work: Path, out: Path) -> None:
@@ -287,6 +260,8 @@ def _swap(work: Path, out: Path) -> None:
 def compact(specs: list[str], out: Path, warn: Warn, workers: int | None = None) -> Compacted:
     """Compact ``specs`` into ``out``; the report of what was kept, refused and marked."""
     check_sources(specs)
+    if not can_sign():
+        raise UsageError(f"hub compact verifies every signed line, which needs cryptography: {SIGNING_HELP}")
     work = _prepare(out)
     report, refused = Compacted(), []
     try:
@@ -322,7 +297,7 @@ def compact(specs: list[str], out: Path, warn: Warn, workers: int | None = None)
                     "sources": specs, "rows": report.rows, "lines": report.lines,
                     "duplicates": report.duplicates, "refused": dict(report.refused),
                     "not_results": report.not_results, "implausible": report.implausible,
-                    "outliers": report.outliers}
+                    "outliers": report.outliers, "conflicts": report.conflicts, "signed": report.signed}
         (out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     finally:
         shutil.rmtree(work, ignore_errors=True)

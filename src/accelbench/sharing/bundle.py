@@ -17,7 +17,8 @@ a dataset without a header to keep in step. Its sections (version 2)::
                  again (its validity changed, a newer accelbench) is recognised as one result
                  (optional: readers take the key, device model and figures where it is missing)
     accelbench_version, date (YYYY-MM-DD of the run), status
-    rate_unit    what the headline rate counts (results.rate_unit: "samples/s", "decode tokens/s")
+    rate_unit    what the headline rate counts (CaseResult.rate_unit: "samples/s", "decode tokens/s",
+                 or a --protocol case's own: "tg tokens/s (llama-bench)" ...)
     key          every field of the comparability key (results/key.py KEY_FIELDS, derived)
     device       kind, model, count, memory_bytes, and compute_capability / driver where known
     limits       the device's measured ceilings the figures are held against, where the case had
@@ -27,8 +28,10 @@ a dataset without a header to keep in step. Its sections (version 2)::
     settings     backend_flags (TF32, cudnn.benchmark ...), threads, loader_workers, power (each
                  fact's value, or null where the OS did not say)
     figures      every catalogue figure of the case's mode by name (results/catalogue.py; null
-                 where absent): the headline rate (catalogue.headline: samples_per_s, or a
-                 generation case's decode_tokens_per_s_total), TTFT, TPOT, sustained, first use
+                 where absent): the headline rate (catalogue.headline, from the key: samples_per_s,
+                 a generation case's decode_tokens_per_s_total, a --protocol case's peer's rate:
+                 pp/tg_tokens_per_s, gpt_fast_tokens_per_s, mlperf_token_rate), TTFT, TPOT,
+                 sustained, first use
                  ...; then rate_ci (the headline's 95% interval), p10/mean step, rel_iqr,
                  epoch_kind, dataset_size, measured_steps, steps_per_sample
     validity     selftest (passed | failed | not run), its date and groups, noisy, drift,
@@ -56,8 +59,9 @@ from collections.abc import Callable
 from typing import Any
 
 BUNDLE_VERSION = 2
-#: Not part of a result's content: who shared it, and the raw samples that may or may not ride along.
-_NOT_HASHED = ("hash", "machine_id", "samples")
+#: Not part of a result's content: who shared it (and its key and signature: ``signing.py``), and the
+#: raw samples that may or may not ride along.
+_NOT_HASHED = ("hash", "machine_id", "samples", "public_key", "signature")
 _HASH = re.compile(r"[0-9a-f]{64}")
 #: Longest string a line may carry (device models and version strings are far shorter).
 MAX_STRING = 200
@@ -140,7 +144,8 @@ def read_line(text: str) -> dict[str, Any]:
 #: The head ``dump_line`` writes before the canonical content: hash, machine id, raw samples
 #: (numbers only). A line in this form is verified on its own text.
 _HEAD = re.compile(r'\{"hash":"([0-9a-f]{64})"(?:,"machine_id":"[0-9a-f]*")?'
-                   r'(?:,"samples":\[[-+0-9eE.,\[\]]*\])?,')
+                   r'(?:,"samples":\[[-+0-9eE.,\[\]]*\])?'
+                   r'(?:,"public_key":"[0-9a-f]{64}")?(?:,"signature":"[0-9a-f]{128}")?,')
 
 
 def verify(data: dict[str, Any], text: str | None = None) -> None:
@@ -162,6 +167,17 @@ def verify(data: dict[str, Any], text: str | None = None) -> None:
     if recomputed != data["hash"]:
         raise BadLine("content hash does not match the line's content (changed after it was "
                       "shared)", HASH_MISMATCH)
+
+
+def intact(text: str) -> bool:
+    """Whether a line in ``dump_line``'s form, plain (nothing ``read_line`` would call hostile),
+    hashes to its own head's hash, checked without parsing it (a few microseconds). False says
+    only that this quick check cannot tell: ``parse_line`` says why, if anything is wrong."""
+    head = _HEAD.match(text)
+    if head is None or not (text.isascii() and "\\" not in text and "<" not in text and ">" not in text
+                            and "\x7f" not in text):
+        return False
+    return _sha256("{" + text[head.end():]) == head.group(1)
 
 
 def upgrade(data: dict[str, Any]) -> dict[str, Any]:

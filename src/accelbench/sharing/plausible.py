@@ -11,6 +11,11 @@ carries none, the device's published peak:
   last-level cache (``measure/generation/decode_bytes.judge_bandwidth``, the one judgement of that rule);
 * achieved FLOP/s more than 10% above the measured peak (the peak is itself a measurement), or,
   without one, above the device's published peak for the case's precision (``PUBLISHED_PEAKS``);
+* achieved FLOP/s above the physical ceiling of its device class (``CLASS_CEILINGS``: no table
+  of devices needed; a CPU's is per core, times the cores the line names), whatever it carries;
+* a training or evaluation line whose rate contradicts its own step times: the catalogue defines
+  samples/s as batch / the median step, so the two must agree (within ``CONSISTENCY``), every
+  step time must be positive and the 10th-percentile step cannot be slower than the median;
 * a generation line whose rates contradict its own TTFT and TPOT: the catalogue defines the
   decode rates as 1 / TPOT per sequence and B / TPOT over the batch and prefill as B x P / TTFT,
   so end-to-end time TTFT + (N - 1) x TPOT must be positive and every rate must agree with the
@@ -19,8 +24,8 @@ carries none, the device's published peak:
 * generated tokens whose hash does not match the reference hash the line names, or that the
   line itself says do not match (``tokens_hash``, issue 28).
 
-What a large collection does with the whole of it (outliers beyond the 99.5th percentile of a
-device class) is ``compare/outliers.mark_outliers``'s job, not a line's.
+What a large collection does with the whole of it (machines far above the others of their device
+model) is ``compare/outliers.mark_outliers``'s job, not a line's.
 """
 
 from __future__ import annotations
@@ -54,6 +59,20 @@ PUBLISHED_PEAKS: tuple[tuple[str, tuple[str, ...], float, str], ...] = (
 )
 _PEAK_PATTERNS = tuple((re.compile(pattern), precisions, flops) for pattern, precisions, flops, _ in
                        PUBLISHED_PEAKS)
+
+#: Physical FLOP/s ceilings per device class (``compare/peers.DEVICE_CLASSES``), above any device of
+#: the class sold by 2026, for lines of devices no table knows: (fp32 and fp64, any other precision).
+#: A CPU's is per physical core: 64 fp32 FLOP a cycle (two 512-bit FMA units) at 6 GHz is 384
+#: GFLOP/s, and Apple's matrix units or Intel's AMX reach about 2,048 bf16 FLOP a cycle at 4 GHz.
+#: An accelerator's is per device: the fastest (B200, MI355X) run about 2.5 PFLOP/s dense bf16,
+#: 5 fp8, 10 fp4 and under 0.2 PFLOP/s plain fp32; Apple's largest GPU about 30 TFLOP/s.
+CPU_CORE_CEILINGS = (0.5e12, 10e12)
+CLASS_CEILINGS: dict[str, tuple[float, float]] = {
+    "cuda": (0.5e15, 20e15), "xpu": (0.5e15, 20e15), "other": (0.5e15, 20e15), "mps": (0.1e15, 0.1e15)}
+#: Cores assumed for a CPU line that does not say (more than any socket pair sold by 2026), and the
+#: most a line may claim (a forged core count cannot lift the ceiling without end).
+CPU_CORES_UNSAID, CPU_CORES_MAX = 512, 2048
+_WIDE_PRECISIONS = ("fp32", "fp64")
 
 
 
@@ -92,10 +111,28 @@ def _bandwidth(limits: dict[str, Any], figures: dict[str, Any]) -> str:
             "its cache holds)") if judged.flagged else ""
 
 
+def class_ceiling(line: dict[str, Any]) -> float:
+    """The physical FLOP/s ceiling of the line's device class for its precision (``CLASS_CEILINGS``)."""
+    device, key, host = line.get("device") or {}, line.get("key") or {}, line.get("host") or {}
+    wide = str(key.get("precision", "")) in _WIDE_PRECISIONS
+    kind = str(device.get("kind", ""))
+    if kind == "cpu":
+        cores = _real(host.get("cores")) or CPU_CORES_UNSAID
+        return CPU_CORE_CEILINGS[0 if wide else 1] * min(max(cores, 1.0), CPU_CORES_MAX)
+    return CLASS_CEILINGS.get(kind, CLASS_CEILINGS["other"])[0 if wide else 1]
+
+
 def _flops(line: dict[str, Any], limits: dict[str, Any], figures: dict[str, Any]) -> str:
     achieved = _figure(figures, "achieved_flops")
     if not achieved:
         return ""
+    if achieved < 0:
+        return "achieved FLOP/s that is negative"
+    ceiling = class_ceiling(line)
+    if achieved > ceiling:
+        kind = str((line.get("device") or {}).get("kind", ""))
+        return (f"achieved FLOP/s {achieved:.3g} above the physical ceiling of any {kind or 'such'} device "
+                f"({ceiling:.3g}{' for its cores' if kind == 'cpu' else ''})")
     peak = _real(limits.get("peak_flops"))
     if peak and peak > 0:
         if achieved > peak * FLOPS_TOLERANCE:
@@ -110,6 +147,20 @@ def _flops(line: dict[str, Any], limits: dict[str, Any], figures: dict[str, Any]
 
 def _disagree(stated: float | None, expected: float) -> bool:
     return stated is not None and abs(stated - expected) > CONSISTENCY * abs(expected)
+
+
+def _steps(key: dict[str, Any], figures: dict[str, Any]) -> str:
+    """A training or evaluation line's rate against the step times it is made of."""
+    median, p10, mean = (_figure(figures, name) for name in ("median_step_s", "p10_step_s", "mean_step_s"))
+    for name, value in (("median_step_s", median), ("p10_step_s", p10), ("mean_step_s", mean)):
+        if value is not None and value <= 0:
+            return f"a step time ({name}) that is not positive"
+    batch = _real(key.get("batch_size"))
+    if median and batch and _disagree(_figure(figures, "samples_per_s"), batch / median):
+        return "samples/s is not batch / the median step time"
+    if median and p10 is not None and p10 > median * (1 + CONSISTENCY):
+        return "p10_step_s above median_step_s"
+    return ""
 
 
 def _generation(key: dict[str, Any], figures: dict[str, Any]) -> str:
@@ -170,5 +221,5 @@ def implausible(line: dict[str, Any]) -> str:
     limits = limits if isinstance(limits, dict) else {}
     flops = _flops(line, limits, figures) if figures.get("achieved_flops") is not None else ""
     if key.get("mode") != "generate":  # the other checks read generation figures
-        return flops
+        return flops or _steps(key, figures)
     return _bandwidth(limits, figures) or flops or _generation(key, figures) or _tokens(line, key)

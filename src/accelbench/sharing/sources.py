@@ -7,11 +7,17 @@ hash that does not match its content, a redacted name) costs a one-line warning 
 line, and the rest load. A line that is not a bundle line at all (no "bundle" member: a web page,
 random bytes) is counted, never read as a result; a file without any usable bundle line is said to
 be no bundle. The same result met twice (same content hash, recomputed) counts once, and so does
-one case of one run that its machine shared twice (``case_identity``).
+one case of one run that its machine shared twice with the same figures (``case_identity``,
+``measurement``). Two lines of one machine and case with *different* figures are a **conflict**:
+machine and case ids are public, so either may be forged, and which came first (a file's name, a
+month folder) is the submitter's choice; both are kept, quarantined out of every band, and
+reported, unless signatures settle it (``signing.py``: an unsigned line under a signed machine's
+id, or a line whose signature does not verify, is refused).
 
 For speed over large collections, a caller that only wants some keys passes them: a bundle line
-whose raw text names none of the wanted workloads is passed over without being parsed (it cannot
-match), and counted as read.
+whose raw text names none of the wanted workloads cannot match, and is only checked against its
+own content hash (``bundle.intact``, a few microseconds) and counted as *other work*, not as read;
+one that fails that quick check is parsed, so that every bad line is counted whatever its work.
 """
 
 from __future__ import annotations
@@ -32,12 +38,16 @@ from pathlib import Path
 from typing import Any
 
 from accelbench import __version__
+from accelbench.compare.outliers import mark_outliers
 from accelbench.compare.peers import PeerResult
 from accelbench.errors import UsageError
 from accelbench.results.catalogue import headline
-from accelbench.sharing.bundle import BUNDLE_MARK, BadLine, read_line, upgrade, verify
+from accelbench.sharing.bundle import BUNDLE_MARK, BadLine, intact, read_line, upgrade, verify
+from accelbench.sharing.conflicts import Share, measurement, resolve
+from accelbench.sharing.loaded import Loaded
 from accelbench.sharing.peer_view import peer_of
 from accelbench.sharing.shards import REFUSED, holds_shards, remote_hf_shards, shard_files
+from accelbench.sharing.signing import claims_signature
 
 SOURCE_HELP = ("a bundle file, a folder of bundles (*.jsonl), an http(s) address of a bundle, or a "
                "Hugging Face dataset hf://datasets/ORG/NAME")
@@ -46,64 +56,6 @@ HTTP_TIMEOUT_S = 30.0
 MAX_WARNINGS = 20
 _HF = re.compile(r"hf://datasets/([^/@\s]+)/([^/@\s]+)(?:@([^/\s]+))?(?:/(.*))?")
 Warn = Callable[[str], None]
-
-
-@dataclass
-class Loaded:
-    """What the sources gave: the peers, and every line accounted for: bundle lines read (used,
-    or of other work and passed over), bundle lines skipped by reason, duplicates, and lines that
-    are not accelbench bundle lines at all."""
-
-    peers: list[PeerResult] = field(default_factory=list)
-    #: Bundle lines read and usable (or of other work, passed over unparsed).
-    lines: int = 0
-    #: Bundle lines that could not be used, by reason (bundle.py's and peer_view.py's kinds).
-    skipped: Counter[str] = field(default_factory=Counter)
-    duplicates: int = 0
-    #: Lines that are not accelbench bundle lines (no "bundle" member: a web page, random bytes).
-    not_bundle: int = 0
-    sources: list[str] = field(default_factory=list)
-    #: Parquet shards read through DuckDB, and the rows of them that were read (the work asked for).
-    shard_files: int = 0
-    shard_rows: int = 0
-    #: Aggregate tables a result was placed in (nothing of them is a result read).
-    tables: int = 0
-
-    @property
-    def invalid(self) -> int:
-        return sum(peer.results for peer in self.peers if peer.invalid)
-
-    @property
-    def outliers(self) -> int:
-        return sum(peer.results for peer in self.peers if peer.outlier and not peer.invalid)
-
-    def summary(self) -> str:
-        """One line saying what was read and what was left out, and why."""
-        words = [f"read {self.lines:,} shared result(s) from {len(self.sources) - self.tables} source(s)"]
-        if self.shard_files:
-            words[0] += (f" and {self.shard_rows:,} from {self.shard_files:,} Parquet shard(s) (read in "
-                         "place through DuckDB)")
-        if self.tables:
-            words.append(f"placed in the bands of {self.tables} aggregate table(s), offline")
-        if self.skipped:
-            words.append(lines_by_reason("skipped", self.skipped))
-        if self.not_bundle:
-            words.append(f"skipped {self.not_bundle:,} line(s) that are not accelbench bundle lines")
-        if self.duplicates:
-            words.append(f"{self.duplicates:,} duplicate(s) counted once")
-        if self.invalid:
-            words.append(f"{self.invalid:,} flagged invalid (implausible on their own machine; kept out "
-                         "of every band)")
-        if self.outliers:
-            words.append(f"{self.outliers:,} quarantined (beyond the 99.5th percentile of their device "
-                         "class; kept out of every band)")
-        return "; ".join(words)
-
-
-def lines_by_reason(verb: str, reasons: Counter[str]) -> str:
-    """'skipped N bundle line(s) (2 a reason, 1 another)': lines left out, by reason, most first."""
-    named = ", ".join(f"{count:,} {reason}" for reason, count in reasons.most_common())
-    return f"{verb} {sum(reasons.values()):,} bundle line(s) ({named})"
 
 
 def _lines_of_bytes(chunks: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
@@ -263,15 +215,18 @@ def parse_result(raw: bytes, keys: set[tuple[Any, ...]] | None = None,
                  settings_for: set[str] | None = None) -> tuple[PeerResult | None, dict[str, Any]]:
     """The line's peer (None: a result that did not finish, or of another key) and the line as
     the current version; BadLine (with its reason) when it cannot be used. The hash is recomputed
-    only for a line that will be used: a forged line never reaches the duplicate check."""
+    and a signature's key checked against the machine id (``signing.claims_signature``; the
+    signature itself is verified by the caller where it decides something): a forged line never
+    reaches the duplicate check."""
     try:
         text = raw.decode("utf-8")
         as_written = read_line(text)
         line = upgrade(as_written)
         peer = peer_of(line, settings_for)
+        verify(as_written, text)
+        claims_signature(as_written)
         if peer is None or (keys is not None and peer.key not in keys):
             return None, line
-        verify(as_written, text)
         return peer, line
     except UnicodeDecodeError:
         raise BadLine("not UTF-8 text") from None
@@ -285,11 +240,12 @@ def parse_result(raw: bytes, keys: set[tuple[Any, ...]] | None = None,
 class _Read:
     """One document read: its usable results (each with the case it is), and what was skipped."""
 
-    peers: list[tuple[PeerResult, str]] = field(default_factory=list)
+    peers: list[Share] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     warnings: list[str] = field(default_factory=list)
     total: int = 0
     usable: int = 0
+    other_work: int = 0
     not_bundle: int = 0
 
 
@@ -303,24 +259,34 @@ def _read(name: str, lines: Iterable[tuple[int, bytes]], keys: set[tuple[Any, ..
         if not _is_bundle_line(raw):
             read.not_bundle += 1
             continue
-        if needles is not None and not any(needle in raw for needle in needles):
-            read.usable += 1  # a bundle line of other work: passed over unparsed (it cannot match)
+        other = needles is not None and not any(needle in raw for needle in needles)
+        if other and intact(raw.decode("utf-8", "replace")):
+            read.other_work += 1  # of other work (it cannot match), and its hash holds: passed over
             continue
         try:
-            peer, line = parse_result(raw, keys, settings_for)
+            peer, line = parse_result(raw, None if other else keys, settings_for)
         except BadLine as error:
             read.skipped[error.reason] += 1
             warned += 1
             if warned <= MAX_WARNINGS:
                 read.warnings.append(f"{name} line {number} skipped: {error}")
             continue
+        if other:
+            read.other_work += 1
+            continue
         read.usable += 1
         if peer is not None:
             # The same case of the same run, shared again by its machine, is one result.
-            read.peers.append((peer, f"{peer.machine_id}\0{case_identity(line)}" if peer.machine_id else ""))
+            case = f"{peer.machine_id}\0{case_identity(line)}" if peer.machine_id else ""
+            read.peers.append(Share(peer, case, measurement(line), _signed(line), f"{name} line {number}"))
     if warned > MAX_WARNINGS:
         read.warnings.append(f"{name}: {warned - MAX_WARNINGS} more lines skipped")
     return read
+
+
+def _signed(line: dict[str, Any]) -> tuple[str, str] | None:
+    key, signature = line.get("public_key"), line.get("signature")
+    return (key, signature) if isinstance(key, str) and isinstance(signature, str) else None
 
 
 def _read_file(task: tuple[str, set[tuple[Any, ...]] | None, set[str] | None, list[bytes] | None]) -> _Read:
@@ -365,25 +331,31 @@ def load_peers(specs: Iterable[str], warn: Warn, keys: set[tuple[Any, ...]] | No
     Every line is accounted for (``Loaded.summary``); a skipped bundle line costs a warning that
     names it (at most MAX_WARNINGS per file); a file with no usable bundle line at all is said
     to be no bundle."""
-    loaded, seen = Loaded(), set()
+    loaded, seen, shares = Loaded(), set(), []
     needles = _needles({key[0] for key in keys} if keys is not None else None)
     for spec in specs:
         loaded.sources.append(spec)
         for name, read in _reads(spec, keys, settings_for, needles):
             for message in read.warnings:
                 warn(message)
-            for peer, case in read.peers:
-                if peer.content_hash in seen or (case and case in seen):
+            for share in read.peers:
+                if share.peer.content_hash in seen:
                     loaded.duplicates += 1
                     continue
-                seen.add(peer.content_hash)
-                if case:
-                    seen.add(case)
-                loaded.peers.append(peer)
+                seen.add(share.peer.content_hash)
+                shares.append(share)
             loaded.skipped.update(read.skipped)
             loaded.lines += read.usable
+            loaded.other_work += read.other_work
             loaded.not_bundle += read.not_bundle
-            _say_what_was_not_a_bundle(name, read.total, read.usable, read.not_bundle, warn)
+            _say_what_was_not_a_bundle(name, read.total, read.usable + read.other_work, read.not_bundle, warn)
+    resolved = resolve(shares, warn)
+    loaded.duplicates += resolved.duplicates
+    loaded.conflicts = resolved.conflicts
+    loaded.skipped.update(resolved.refused)
+    loaded.unsigned = sum(s.peer.results for s in shares if s.signed is None)
+    # Quarantined here, so that every caller (and its count) sees the same machines.
+    loaded.peers = mark_outliers(resolved.peers)
     return loaded
 
 
