@@ -61,7 +61,8 @@ def _stored_runs(db: Path | None) -> list[str]:
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
     from accelbench.hub.push import check_target
     from accelbench.sharing.build import build_bundle
-    from accelbench.sharing.machine_id import machine_id, stored_machine_id
+    from accelbench.sharing.machine_id import identity, stored_machine_id
+    from accelbench.sharing.signing import SIGNING_HELP
     from accelbench.store.selftest_latest import latest_selftest
 
     if args.json and not args.dry_run:
@@ -79,24 +80,28 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
                              "ask on: add --yes to send without asking")
     runs = load_runs(list(args.runs) or _stored_runs(args.db), args.db)
     # A dry run writes nothing, not even a new (or first) machine id: it shows the id it would use.
-    identity = machine_id(new=args.new_machine_id, store=not args.dry_run)
+    machine, signer = identity(new=args.new_machine_id, store=not args.dry_run)
     records = [run.record for run in runs]
     if args.protocol:
         records = protocol_cases(records, args.protocol)
-    bundle = build_bundle(records, identity,
+    bundle = build_bundle(records, machine,
                           selftest=latest_selftest, with_samples=args.with_samples)
-    for note in [] if args.quiet else bundle.skipped:
+    if signer is not None:
+        bundle.lines = [signer.sign_line(line) for line in bundle.lines]
+    notes = [*bundle.skipped, *([] if signer is not None or not bundle.lines else
+                               [f"lines not signed (a hub counts them apart): {SIGNING_HELP}"])]
+    for note in [] if args.quiet else notes:
         say(f"accelbench: note: {note}")
     if not bundle.lines:
         raise UsageError("nothing to share: the runs given hold no timing cases")
     if args.dry_run:
         if args.push is not None:
-            return _push(args.push, bundle.text(), identity, dry_run=True, yes=True)
-        _show_dry_run(bundle.text(), identity, args.json)
+            return _push(args.push, bundle.text(), machine, dry_run=True, yes=True)
+        _show_dry_run(bundle.text(), machine, args.json)
         stored = ("a new id, not stored: sharing for real draws its own"
                   if args.new_machine_id or stored_machine_id() is None else "this install's id")
         if not args.quiet:
-            say(f"dry run: {len(bundle.lines)} result(s) would be shared as machine {identity} "
+            say(f"dry run: {len(bundle.lines)} result(s) would be shared as machine {machine} "
                 f"({stored}); nothing written")
         return 0
     if args.output is not None:
@@ -104,11 +109,11 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         if not args.quiet:
             say(f"{len(bundle.lines)} result(s) from {len(runs)} run(s) written to {args.output}")
     if args.push is not None:
-        return _push(args.push, bundle.text(), identity, dry_run=False, yes=args.yes)
+        return _push(args.push, bundle.text(), machine, dry_run=False, yes=args.yes)
     return 0
 
 
-def _show_dry_run(text: str, identity: str, as_json: bool) -> None:
+def _show_dry_run(text: str, machine: str, as_json: bool) -> None:
     """The bundle's lines exactly (``--json``), or a table of them and their main fields."""
     if as_json:
         sys.stdout.write(text)
@@ -119,7 +124,7 @@ def _show_dry_run(text: str, identity: str, as_json: bool) -> None:
     from accelbench.render.submission import dry_run_renderable
 
     Console(width=None if sys.stdout.isatty() else 160).print(
-        dry_run_renderable(submission(text, identity)))
+        dry_run_renderable(submission(text, machine)))
 
 
 def protocol_cases(records: list[Any], name: str) -> list[Any]:
@@ -133,14 +138,14 @@ def protocol_cases(records: list[Any], name: str) -> list[Any]:
             for record in records]
 
 
-def _push(target: str, text: str, identity: str, *, dry_run: bool, yes: bool) -> int:
+def _push(target: str, text: str, machine: str, *, dry_run: bool, yes: bool) -> int:
     """Show what will be sent, ask (unless ``yes``), send."""
     from rich.console import Console
 
     from accelbench.hub.push import push, submission
     from accelbench.render.submission import submission_renderable
 
-    sub = submission(text, identity)
+    sub = submission(text, machine)
     Console().print(submission_renderable(target, sub))
     if dry_run:
         say(f"dry run: {sub.lines} result(s) would be sent to {target}; nothing sent")

@@ -1,0 +1,179 @@
+"""Issue 34, a hub no one can poison: machine and case ids are public, so a line resubmitted under a
+victim's ids with other figures, under an earlier path, must never drop the genuine line as its
+"duplicate". Signed lines settle it (the forged one is refused); unsigned lines that disagree are a
+conflict (both quarantined and reported), whatever order they are met in. The same by the
+JSON-lines path (compare --against, site) and by hub compact's SQL. Every line is written by the
+real ``share`` (signed with the test's own data folder key); a forger's line is re-hashed, as a
+forger would."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest_share import EPYC_MODEL, environment, result, run, steps_for, write_bundle
+
+from accelbench.compare.outliers import CONFLICT
+from accelbench.sharing.bundle import dump_line, parse_line
+from accelbench.sharing.shards import REFUSED, duckdb_connection
+from accelbench.sharing.signing import BAD_SIGNATURE, FORGED_ID, Signer, id_of_key, verify_signature
+from accelbench.sharing.sources import load_peers
+from accelbench.store.jsonfile import save_record
+
+pytest.importorskip("cryptography")
+
+
+def _records(count: int, base: float = 900.0) -> list[Any]:
+    return [run(f"vict{index:04d}", [result(EPYC_MODEL, base + 10 * index, seed=index, device="cpu")],
+                environment("cpu", EPYC_MODEL)) for index in range(count)]
+
+
+def _forge(line: dict[str, Any], factor: float, keep_signature: bool = False) -> str:
+    """The line with its rate (and, consistently, its step times) scaled, re-hashed."""
+    forged = json.loads(json.dumps(line))
+    figures = forged["figures"]
+    figures["samples_per_s"] *= factor
+    for name in ("median_step_s", "p10_step_s", "mean_step_s"):
+        figures[name] /= factor
+    if not keep_signature:
+        forged.pop("public_key", None)
+        forged.pop("signature", None)
+    return dump_line({k: v for k, v in forged.items() if k not in ("bundle", "hash")})
+
+
+def _share(inline_cli: Any, tmp_path: Path, records: list[Any], out: Path) -> list[dict[str, Any]]:
+    paths = [str(save_record(record, tmp_path / f"{record.run_id}.json")) for record in records]
+    done = inline_cli("share", *paths, "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def _hub(tmp_path: Path, genuine: Path, forged: list[str]) -> Path:
+    """The genuine bundle under this month's path; the forged lines under an earlier month's."""
+    hub = tmp_path / "hub"
+    (hub / "bundles/2026/05/ab").mkdir(parents=True)
+    (hub / "bundles/2026/05/ab/genuine.jsonl").write_bytes(genuine.read_bytes())
+    (hub / "bundles/2020/01/00").mkdir(parents=True)
+    (hub / "bundles/2020/01/00/0000.jsonl").write_text("".join(line + "\n" for line in forged))
+    return hub
+
+
+def test_share_signs_every_line_with_the_installations_key(tmp_path: Path, inline_cli,
+                                                           accelbench_home: Path) -> None:
+    """The machine id is the hash of the installation's public key, every line carries its key and
+    a signature that verifies; the content hash is the unsigned line's; --new-machine-id makes a new
+    key (and id); a dry run stores nothing."""
+    lines = _share(inline_cli, tmp_path, _records(2), tmp_path / "a.jsonl")
+    ids = {line["machine_id"] for line in lines}
+    assert len(ids) == 1 and ids == {id_of_key(lines[0]["public_key"])}
+    assert all(verify_signature(line) for line in lines)
+    assert (accelbench_home / "machine-id").read_text().strip() == lines[0]["machine_id"]
+    unsigned = dump_line({k: v for k, v in lines[0].items() if k not in ("bundle", "hash", "public_key",
+                                                                         "signature")})
+    assert json.loads(unsigned)["hash"] == lines[0]["hash"]
+    assert parse_line(json.dumps(lines[0], separators=(",", ":")))["hash"] == lines[0]["hash"]
+    again = _share(inline_cli, tmp_path, _records(1), tmp_path / "b.jsonl")
+    assert again[0]["machine_id"] == lines[0]["machine_id"]
+    key = (accelbench_home / "signing-key").read_text()
+    dry = inline_cli("share", str(save_record(_records(1)[0], tmp_path / "c.json")), "--dry-run", "--json",
+                     "--new-machine-id")
+    assert dry.returncode == 0
+    assert json.loads(dry.stdout.splitlines()[0])["machine_id"] != lines[0]["machine_id"]
+    assert (accelbench_home / "signing-key").read_text() == key
+    paths = [str(save_record(r, tmp_path / f"{r.run_id}.json")) for r in _records(1)]
+    assert inline_cli("share", *paths, "-o", str(tmp_path / "d.jsonl"), "--new-machine-id").returncode == 0
+    assert json.loads((tmp_path / "d.jsonl").read_text())["machine_id"] != lines[0]["machine_id"]
+
+
+def test_a_forged_line_under_a_signed_id_keeps_the_genuine_one_out_of_nothing(tmp_path: Path,
+                                                                              inline_cli) -> None:
+    """Issue 34: forged lines under the victim's machine and case ids, filed under an earlier
+    path (met first): unsigned, with the victim's key and a signature that does not verify, and
+    signed with the forger's own key. Each is refused with its reason; the genuine line is kept,
+    in the band, by compare --against's reading and by hub compact alike."""
+    genuine_file = tmp_path / "genuine.jsonl"
+    genuine = _share(inline_cli, tmp_path, _records(1), genuine_file)[0]
+    forger = Signer.generate()
+    own_key = json.loads(forger.sign_line(_forge(genuine, 10.0)))
+    own_key["machine_id"] = genuine["machine_id"]  # the victim's id, the forger's key
+    forged = [_forge(genuine, 10.0), _forge(genuine, 20.0, keep_signature=True),
+              dump_line({k: v for k, v in own_key.items() if k not in ("bundle", "hash")})]
+    hub = _hub(tmp_path, genuine_file, forged)
+    warnings: list[str] = []
+    loaded = load_peers([str(hub)], warnings.append)
+    (peer,) = loaded.peers
+    assert peer.content_hash == genuine["hash"] and peer.outlier == "" and loaded.conflicts == 0
+    assert loaded.skipped == {FORGED_ID: 1, BAD_SIGNATURE: 2}
+    assert any("forged" in w and "2020/01/00/0000.jsonl line 1" in w for w in warnings)
+    assert any("does not verify" in w and "line 2" in w for w in warnings)
+    pytest.importorskip("duckdb")
+    out = tmp_path / "shards"
+    done = inline_cli("hub", "compact", str(hub), "-o", str(out), "--workers", "1")
+    assert done.returncode == 0, done.stderr
+    rows = duckdb_connection("t").execute(
+        f"SELECT hash, outlier FROM read_parquet('{out}/**/*.parquet')").fetchall()
+    assert rows == [(genuine["hash"], "")]
+    listed = (out / REFUSED).read_text().splitlines()
+    refused = sorted((r["line"], r["reason"]) for r in map(json.loads, listed))
+    assert refused == [(1, FORGED_ID), (2, BAD_SIGNATURE), (3, BAD_SIGNATURE)]
+    assert "1 signed and verified, 0 unsigned" in " ".join(done.stderr.split())
+
+
+def _unsigned_pair(tmp_path: Path) -> tuple[list[str], list[dict[str, Any]]]:
+    """An old (unsigned) machine's bundle of five results, and a forged line of its first case."""
+    bundle = write_bundle(tmp_path / "old.jsonl", _records(5), machine_id="0123456789abcdef")
+    lines = bundle.read_text().splitlines()
+    return lines, [json.loads(line) for line in lines]
+
+
+@pytest.mark.parametrize("forged_first", [True, False])
+def test_unsigned_lines_that_disagree_are_a_conflict_in_either_order(tmp_path: Path, inline_cli,
+                                                                     forged_first: bool) -> None:
+    """Issue 34: without signatures nothing says which of two lines of one machine and case is
+    genuine: both are kept out of every band (quarantined as a conflict) and reported, whichever
+    is met first; hub compact's SQL decides the same rows."""
+    lines, parsed = _unsigned_pair(tmp_path)
+    forged = _forge(parsed[0], 1000.0)
+    hub = tmp_path / "hub"
+    hub.mkdir()
+    (hub / ("a.jsonl" if forged_first else "z.jsonl")).write_text(forged + "\n")
+    (hub / "m.jsonl").write_text("\n".join(lines) + "\n")
+    warnings: list[str] = []
+    loaded = load_peers([str(hub)], warnings.append)
+    conflicted = {p.content_hash for p in loaded.peers if p.outlier == CONFLICT}
+    assert conflicted == {parsed[0]["hash"], json.loads(forged)["hash"]} and len(loaded.peers) == 6
+    assert loaded.conflicts == 2 and loaded.unsigned == 6 and loaded.duplicates == 0
+    assert "2 line(s) in conflict" in loaded.summary()
+    assert any(w.startswith("conflict: 2 lines of machine 0123456789abcdef") for w in warnings)
+    pytest.importorskip("duckdb")
+    out = tmp_path / "shards"
+    done = inline_cli("hub", "compact", str(hub), "-o", str(out), "--workers", "1")
+    assert done.returncode == 0, done.stderr
+    rows = dict(duckdb_connection("t").execute(
+        f"SELECT hash, outlier FROM read_parquet('{out}/**/*.parquet')").fetchall())
+    assert {h for h, reason in rows.items() if reason == CONFLICT} == conflicted and len(rows) == 6
+    said = " ".join(done.stderr.split())
+    assert "2 in conflict" in said and "0 signed and verified, 6 unsigned" in said
+
+
+def test_a_case_shared_again_with_the_same_figures_is_one_result(tmp_path: Path) -> None:
+    """A case re-shared by its machine with another validity (its selftest ran since) and the same
+    figures is a duplicate, not a conflict: one result, counted once."""
+    lines, parsed = _unsigned_pair(tmp_path)
+    again = json.loads(json.dumps(parsed[0]))
+    again["validity"]["selftest"] = "passed"
+    hub = tmp_path / "hub"
+    hub.mkdir()
+    (hub / "a.jsonl").write_text(dump_line({k: v for k, v in again.items() if k not in ("bundle", "hash")})
+                                 + "\n" + "\n".join(lines) + "\n")
+    loaded = load_peers([str(hub)], print)
+    assert len(loaded.peers) == 5 and loaded.duplicates == 1 and loaded.conflicts == 0
+    assert not any(p.outlier for p in loaded.peers)
+
+
+def test_steps_for_is_the_rate_the_lines_carry() -> None:
+    """The forged lines above scale the step times with the rate, so that only the conflict (not
+    the line's own consistency) can catch them."""
+    assert abs(64 / sorted(steps_for(900.0))[20] - 900.0) / 900.0 < 0.02
