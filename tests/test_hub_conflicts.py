@@ -145,7 +145,7 @@ def test_unsigned_lines_that_disagree_are_a_conflict_in_either_order(tmp_path: P
     conflicted = {p.content_hash for p in loaded.peers if p.outlier == CONFLICT}
     assert conflicted == {parsed[0]["hash"], json.loads(forged)["hash"]} and len(loaded.peers) == 6
     assert loaded.conflicts == 2 and loaded.unsigned == 6 and loaded.duplicates == 0
-    assert "2 line(s) in conflict" in loaded.summary()
+    assert "2 quarantined, kept out of every band (2 in conflict" in loaded.summary()
     assert any(w.startswith("conflict: 2 lines of machine 0123456789abcdef") for w in warnings)
     pytest.importorskip("duckdb")
     out = tmp_path / "shards"
@@ -177,3 +177,50 @@ def test_steps_for_is_the_rate_the_lines_carry() -> None:
     """The forged lines above scale the step times with the rate, so that only the conflict (not
     the line's own consistency) can catch them."""
     assert abs(64 / sorted(steps_for(900.0))[20] - 900.0) / 900.0 < 0.02
+
+
+def test_one_count_of_what_was_kept_apart_everywhere(tmp_path: Path, inline_cli) -> None:
+    """Issue 34: the placement, compare --against's --json and summary, site and hub compact count
+    the same quarantined results (ten outliers and a conflict's two lines), from the bundles and
+    from the shards; a changed line of other work is reported as skipped (it was not before: only
+    lines naming the user's workload were checked), and lines of other work are not counted as read."""
+    from test_line_consistency import I7, _population
+
+    hub = tmp_path / "hub"
+    rates = _population(hub, honest=60)
+    honest = next(m for m in rates if not m.startswith("f"))
+    (line,) = [json.loads(text) for text in (hub / f"{honest}.jsonl").read_text().splitlines()]
+    (hub / "zz-conflict.jsonl").write_text(_forge(line, 1.5) + "\n")
+    other = write_bundle(tmp_path / "other.jsonl", [run("oth00001", [result(I7, 50.0, workload="vae")],
+                                                        environment("cpu", I7))], machine_id="e" * 16)
+    (hub / "other.jsonl").write_text(other.read_text().replace('"samples_per_s":', '"samples_per_s":1', 1))
+    record = run("mine0001", [result(I7, 20.0, device="cpu")], environment("cpu", I7, hostname="me"))
+    mine = save_record(record, tmp_path / "mine.json")
+
+    def against(source: Path) -> dict[str, Any]:
+        shown = inline_cli("compare", str(mine), "--against", str(source), "--json")
+        return json.loads(shown.stdout)["against"]
+
+    shown = inline_cli("compare", str(mine), "--against", str(hub), "--json")
+    assert shown.returncode == 0, shown.stderr
+    data = json.loads(shown.stdout)["against"]
+    (placement,) = data["placements"]
+    assert placement["outliers"] == 12 and data["read"]["outliers"] == 12 and data["read"]["conflicts"] == 2
+    assert data["read"]["skipped"] == {"hash mismatch": 1} and data["read"]["other_work"] == 0
+    assert data["read"]["lines"] == 71 and "12 quarantined" in data["read"]["summary"]
+    pytest.importorskip("duckdb")
+    out = tmp_path / "shards"
+    done = inline_cli("hub", "compact", str(hub), "-o", str(out), "--workers", "1")
+    assert done.returncode == 0 and "12 quarantined" in done.stderr, done.stderr
+    assert "1 hash mismatch" in done.stderr
+    from_shards = against(out)
+    assert from_shards["placements"][0]["outliers"] == 12 and from_shards["read"]["outliers"] == 12
+    site = inline_cli("site", str(hub), "-o", str(tmp_path / "site"))
+    assert site.returncode == 0, site.stderr
+    assert "12 result(s) flagged invalid" in (tmp_path / "site" / "index.html").read_text()
+    # Of other work: a line of another workload is only hash-checked and counted apart.
+    ok_other = tmp_path / "ok-other"
+    ok_other.mkdir()
+    (ok_other / "other.jsonl").write_bytes(other.read_bytes())
+    apart = against(ok_other)
+    assert apart["read"]["other_work"] == 1 and apart["read"]["lines"] == 0 and apart["read"]["skipped"] == {}

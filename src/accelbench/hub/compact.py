@@ -37,12 +37,11 @@ from pathlib import Path
 from typing import Any
 
 from accelbench import __version__
-from accelbench.compare.outliers import OUTLIER_RULE
 from accelbench.errors import UsageError
 from accelbench.hub.decide import CONFLICT_SQL, kept_view, quarantine, settle
 from accelbench.sharing.bundle import BUNDLE_MARK, BadLine
 from accelbench.sharing.conflicts import measurement
-from accelbench.sharing.loaded import lines_by_reason
+from accelbench.sharing.loaded import lines_by_reason, quarantined_words
 from accelbench.sharing.shards import (
     COLUMNS,
     MANIFEST,
@@ -99,11 +98,8 @@ class Compacted:
             words.append(f"{self.not_results:,} line(s) of cases that did not finish left out")
         if self.implausible:
             words.append(f"{self.implausible:,} implausible (kept, marked)")
-        if self.conflicts:
-            words.append(f"{self.conflicts:,} in conflict (one machine and case, different figures; kept, "
-                         "quarantined)")
         if self.outliers:
-            words.append(f"{self.outliers:,} quarantined ({OUTLIER_RULE}; kept, marked)")
+            words.append(quarantined_words(self.outliers, self.conflicts))
         words.append(f"{self.signed:,} signed and verified, {self.rows - self.signed:,} unsigned")
         return "; ".join(words)
 
@@ -239,8 +235,8 @@ def _finish(connection: Any, work: Path, out: Path, report: Compacted) -> list[d
         TO '{new}' (FORMAT parquet, PARTITION_BY ({', '.join(PARTITIONS)}), COMPRESSION zstd,
                     ROW_GROUP_SIZE {ROW_GROUP_ROWS}, WRITE_PARTITION_COLUMNS true)""")
     report.rows, report.implausible, report.outliers, report.conflicts = connection.execute(
-        f"SELECT count(*), count(*) FILTER (implausible <> ''), count(*) FILTER (outlier <> '' AND outlier "
-        f"<> {CONFLICT_SQL}), count(*) FILTER (outlier = {CONFLICT_SQL}) "
+        f"SELECT count(*), count(*) FILTER (implausible <> ''), count(*) FILTER (outlier <> '' AND "
+        f"implausible = ''), count(*) FILTER (outlier = {CONFLICT_SQL}) "
         f"FROM read_parquet('{new}/**/*.parquet')").fetchone()
     (report.signed,) = connection.execute("SELECT count(*) FROM kept WHERE signed").fetchone()
     report.files = len(shard_files(new))

@@ -114,7 +114,8 @@ def peers_view(comparisons: list[PeerComparison], loaded: Loaded) -> dict[str, A
                      "skipped": dict(loaded.skipped), "duplicates": loaded.duplicates,
                      "not_bundle": loaded.not_bundle, "shard_files": loaded.shard_files,
                      "shard_rows": loaded.shard_rows, "tables": loaded.tables,
-                     "invalid": loaded.invalid, "outliers": loaded.outliers,
+                     "invalid": loaded.invalid, "outliers": loaded.outliers, "conflicts": loaded.conflicts,
+                     "other_work": loaded.other_work, "unsigned": loaded.unsigned,
                      "summary": loaded.summary()}}
 
 

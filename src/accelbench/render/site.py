@@ -176,7 +176,7 @@ def render_site(peers: Iterable[PeerResult] | Collection, generated_at: str = ""
                 "Medians, bands and bests are over machines (each machine's median result). A result is "
                 f"compared only with results of the same work (the same {fields}). {INDEX_NOTE}"
                 + (f" {flagged:,} result(s) flagged invalid (implausible on their own machine, or "
-                   "quarantined beyond the 99.5th percentile of their device class) are left out."
+                   "quarantined: far above their device model, or in conflict) are left out."
                    if flagged else ""), class_="note"),
         index, _published_note())
     return pages

@@ -80,6 +80,9 @@ def _summaries(sources: list[str], warn: Warn, mine: list[tuple[str, CaseResult,
     by_key = {key[0]: found for key, found in summaries.items()}
     loaded.shard_rows = sum(sum(g.count for g in found.groups) + found.apart.get("invalid", 0)
                             + found.apart.get("outliers", 0) for found in by_key.values()) - len(peers)
+    # What the shards kept apart, so that the summary and --json count what the placements count.
+    loaded.shard_invalid = max(0, sum(f.apart.get("invalid", 0) for f in by_key.values()) - loaded.invalid)
+    loaded.shard_outliers = max(0, sum(f.apart.get("outliers", 0) for f in by_key.values()) - loaded.outliers)
     return summaries, [], loaded
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from accelbench.compare.outliers import CONFLICT, OUTLIER_RULE
+from accelbench.compare.outliers import OUTLIER_RULE
 from accelbench.compare.peers import PeerResult
 
 
@@ -47,9 +47,10 @@ class Loaded:
 
     @property
     def outliers(self) -> int:
-        """Results quarantined as outliers of their device model (conflicts are counted apart)."""
+        """Results quarantined: outliers of their device model and lines in conflict (``conflicts``
+        says how many of them), the count every placement of the same work shows."""
         return self.shard_outliers + sum(peer.results for peer in self.peers
-                                         if peer.outlier and not peer.invalid and peer.outlier != CONFLICT)
+                                         if peer.outlier and not peer.invalid)
 
     def summary(self) -> str:
         """One line saying what was read and what was left out, and why."""
@@ -68,16 +69,13 @@ class Loaded:
             words.append(f"skipped {self.not_bundle:,} line(s) that are not accelbench bundle lines")
         if self.duplicates:
             words.append(f"{self.duplicates:,} duplicate(s) counted once")
-        if self.conflicts:
-            words.append(f"{self.conflicts:,} line(s) in conflict (one machine and case, different figures; "
-                         "kept out of every band)")
         if self.unsigned:
             words.append(f"{self.unsigned:,} unsigned")
         if self.invalid:
             words.append(f"{self.invalid:,} flagged invalid (implausible on their own machine; kept out "
                          "of every band)")
         if self.outliers:
-            words.append(f"{self.outliers:,} quarantined ({OUTLIER_RULE}; kept out of every band)")
+            words.append(quarantined_words(self.outliers, self.conflicts))
         return "; ".join(words)
 
 
@@ -85,3 +83,12 @@ def lines_by_reason(verb: str, reasons: Counter[str]) -> str:
     """'skipped N bundle line(s) (2 a reason, 1 another)': lines left out, by reason, most first."""
     named = ", ".join(f"{count:,} {reason}" for reason, count in reasons.most_common())
     return f"{verb} {sum(reasons.values()):,} bundle line(s) ({named})"
+
+
+def quarantined_words(quarantined: int, conflicts: int) -> str:
+    """'12 quarantined, kept out of every band (2 in conflict: ...; 10 more than ...)': the one
+    wording of the summaries of compare --against, site, hub aggregate and hub compact."""
+    parts = [f"{conflicts:,} in conflict: one machine and case with other figures"] if conflicts else []
+    if quarantined > conflicts:
+        parts.append(f"{quarantined - conflicts:,} {OUTLIER_RULE}")
+    return f"{quarantined:,} quarantined, kept out of every band ({'; '.join(parts)})"
