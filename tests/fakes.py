@@ -358,13 +358,19 @@ class WarnsOncePerProcess:
 
 class FakeEvent:
     """A timing event in a FakeQueueAdapter's queue: it completes when the work queued before it
-    is done. ``elapsed_time`` of an incomplete event raises, as CUDA's does."""
+    is done. ``elapsed_time`` of an incomplete event raises, as CUDA's does. As torch's, the
+    object holds no device event until its first ``record()`` creates one (CUDAEvent.h: "constructed
+    lazily when first recorded"), which the adapter is told of (``event_created``)."""
 
     def __init__(self, adapter: FakeAsyncAdapter) -> None:
         self.adapter = adapter
         self.done_at: float | None = None
+        self.created = False
 
     def record(self) -> None:
+        if not self.created:
+            self.created = True
+            getattr(self.adapter, "event_created", lambda: None)()
         self.done_at = self.adapter.queue_marker()
 
     def elapsed_time(self, end_event: FakeEvent) -> float:
@@ -387,6 +393,11 @@ class FakeQueueAdapter(FakeAsyncAdapter):
     def __init__(self) -> None:
         super().__init__()
         self.busy_until = 0.0
+        #: Device events created so far (at each event's first record, as torch creates them).
+        self.events_created = 0
+
+    def event_created(self) -> None:
+        self.events_created += 1
 
     def enqueue(self, seconds: float) -> None:
         self.busy_until = max(time.perf_counter(), self.busy_until) + seconds

@@ -76,7 +76,8 @@ def test_cpu_figures_are_consistent_and_count_what_they_say() -> None:
         assert 0 < round_.ttft_s < round_.ttft_s + round_.decode_s
     pooled = [t for r in figures.rounds for t in r.token_times_s]
     assert figures.itl_median_s == statistics.median(pooled)
-    assert figures.itl_p99_s == pytest.approx(float(torch.tensor(pooled).double().quantile(0.99)))
+    # 27 gaps are too few for a 99th percentile (issue 33): the figure is their maximum, and says so.
+    assert figures.itl_p99_s == max(pooled) and figures.tail_statistics["itl_p99_s"] == "max of 27"
     assert figures.ttft_s == statistics.median(r.ttft_s for r in figures.rounds)
     assert figures.prefill_tokens_per_s == pytest.approx(batch * prompt / figures.ttft_s)
     assert figures.decode_tokens_per_s == pytest.approx(
@@ -177,11 +178,12 @@ def test_events_per_token_and_no_host_sync_per_token() -> None:
     figures = gen.measure_generation(workload, model, device, prompt_len=6, new_tokens=new, rounds=2,
                                      warmup_rounds=0)
     assert figures.timing_method == gen.EVENTS
-    # Per round: a sync at the start, one when the first token is ready, one at the end; the
-    # events between them are the N - 1 decode steps plus the first token's.
-    assert adapter.log.count("record") == 2 * new
+    # Per round: its N events recorded once as they are made, before its clock starts (torch
+    # creates a device event at its first record), a sync at the start, one when the first token
+    # is ready, one at the end; the events between them are the N - 1 decode steps plus the first
+    # token's. (Before the rounds: the event factory's trial records.)
     rounds = "".join("S" if e == "sync" else "r" for e in adapter.log)
-    assert ("SS" + "r" * new + "S") * 2 in rounds
+    assert rounds.endswith(("r" * new + "SS" + "r" * new + "S") * 2), rounds
     for round_ in figures.rounds:
         assert len(round_.token_times_s) == new - 1
         assert sum(round_.token_times_s) == pytest.approx(round_.decode_s)
@@ -381,10 +383,13 @@ def test_on_the_ampere_personality_decode_is_timed_by_events_without_a_sync_per_
                                          new_tokens=new, rounds=2, warmup_rounds=1)
     assert figures.timing_method == gen.EVENTS
     assert all(len(r.token_times_s) == new - 1 for r in figures.rounds)
-    # One event per token and round (warm-up included) in the loop, and one trial pair before it.
+    # One event per token and round (warm-up included) in the loop, each recorded once more as the
+    # round's clock is made (torch creates it then, outside the round), and the factory's trial
+    # pair and re-record probe (three records) before it.
     clocks = r"accelbench/measure/generation/generation_clocks\.py"
     assert len(journal.event_records(under=clocks + r":\d+ in step$")) == 3 * new
-    assert len(journal.event_records(under=clocks)) == 3 * new + 2
+    assert journal.event_creations(under=clocks + r":\d+ in step$") == []
+    assert len(journal.event_records(under=clocks)) == 6 * new + 5
 
 
 def test_check_on_the_mps_personality_keeps_float64_on_the_cpu(personality) -> None:

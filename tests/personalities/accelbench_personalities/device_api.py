@@ -25,18 +25,26 @@ _ids = itertools.count(1)
 
 class CudaLikeEvent:
     """A timing event as CUDA's behave: it completes when the device reaches it (at once here),
-    ``elapsed_time`` is the time between the two completions, back-to-back events read ~0."""
+    ``elapsed_time`` is the time between the two completions, back-to-back events read ~0. The
+    object holds no CUDA event until its first ``record()`` creates one (``cudaEventCreate``:
+    aten/src/ATen/cuda/CUDAEvent.h, "constructed lazily when first recorded"; torch/cuda/streams.py,
+    "lazily initialized when the event is first recorded"): journalled as ``event_create``. A
+    second record replaces the first (``cudaEventRecord``)."""
 
     def __init__(self, device: torch.device, enable_timing: bool = False) -> None:
         self.device = device
         self.enable_timing = enable_timing
         self.event_id = next(_ids)
         self.completed_ns: int | None = None
+        self.created = False
 
     def record(self, stream: Any = None) -> None:
         self.device = recording_device(self.device, stream)
-        journal.write("event_record", kind=type(self).__name__, device=str(self.device),
-                      where=journal.accelbench_frames())
+        where = journal.accelbench_frames()
+        if not self.created:
+            self.created = True
+            journal.write("event_create", kind=type(self).__name__, device=str(self.device), where=where)
+        journal.write("event_record", kind=type(self).__name__, device=str(self.device), where=where)
         self.completed_ns = emulated.completion_ns()
 
     def query(self) -> bool:

@@ -6,6 +6,8 @@ appends to (one ``write`` per line, so processes do not interleave within a line
 - ``{"event": "install", ...}`` when a process installs the personality (its pid and argv);
 - ``{"event": "rounded", "op": ..., "flags": ..., "where": ...}`` each time a product or a
   convolution was rounded to TF32 because the flags in force allowed it;
+- ``{"event": "event_create", "where": ...}`` when a timing event is first recorded (torch creates
+  the device's event then, not when the Python object is made);
 - ``{"event": "event_record", "where": ...}`` each time a timing event was recorded on the device
   (on MPS each one is a command-buffer commit);
 - ``{"event": "summary", "ops": {...}}`` at exit: how many device ops of each rounding kind ran
@@ -122,6 +124,14 @@ class Journal:
         expression ``under`` (``accelbench/measure/loop/step_loop\\.py:\\d+ in _run_window$``)."""
         pattern = re.compile(under)
         return [entry for entry in self.entries("event_record")
+                if any(pattern.search(frame) for frame in entry["where"])]
+
+    def event_creations(self, under: str = "") -> list[dict[str, Any]]:
+        """Device events created (at their first record, as torch creates them) by code with a
+        frame matching ``under``: ``[]`` under a timed window's frames is "no event created
+        inside it"."""
+        pattern = re.compile(under)
+        return [entry for entry in self.entries("event_create")
                 if any(pattern.search(frame) for frame in entry["where"])]
 
     def describe(self, entries: list[dict[str, Any]], limit: int = 5) -> str:
