@@ -11,6 +11,7 @@ import pytest
 
 from accelbench.devices import DeviceSet
 from accelbench.engine.case import plan
+from accelbench.measure.loop.stop import StopRule
 from accelbench.options import RunOptions
 from accelbench.options.values import build_run_options
 from accelbench.results.key import key_json
@@ -200,7 +201,7 @@ def test_a_small_llama_from_a_folder_generates_what_transformers_generates(tmp_p
     assert workload.kv_cache_bytes(2, 11, torch.float32) == 2 * 2 * 2 * 11 * 2 * 16 * 4
 
     options = RunOptions(workloads=(name,), modes=("generate",), size="tiny", prompt_lens=(6,),
-                         new_tokens=(4,), isolation="none", warmup_steps=0)
+                         new_tokens=(4,), isolation="none", warmup_steps=0, stop=StopRule("steps", 3))
     (case,) = plan(options, DeviceSet.current())
     result = run_case(case, options)
     assert result.ok, result.error
@@ -232,21 +233,25 @@ def test_the_last_level_cache_is_read_from_sysfs(tmp_path: Path) -> None:
 
 def test_decode_bandwidth_is_held_against_the_roofline(monkeypatch: pytest.MonkeyPatch) -> None:
     """Above the measured bandwidth is a measurement error unless the bytes fit in the last-level
-    cache; without a measured roofline the case says how to get one."""
+    cache; without a measured roofline the case measures a device copy once for the process and
+    says so (issue 33: every row has its floor)."""
     from types import SimpleNamespace
 
     from accelbench.engine import measure_case
     from accelbench.measure.ceilings import roofline
 
     cpu = DeviceSet.current().select("cpu")[0]
-    figures = SimpleNamespace(effective_bandwidth_bytes_per_s=30e9, bytes_per_step=10**6)
+    figures = SimpleNamespace(effective_bandwidth_bytes_per_s=30e9, bytes_per_step=10**6,
+                              tpot_s=10**6 / 30e9)
     monkeypatch.setattr(roofline, "cached_bandwidth", lambda device: None)
-    assert "run accelbench roofline" in measure_case._decode_against_bandwidth(
-        cpu, figures)["bandwidth_verdict"]
+    monkeypatch.setitem(measure_case._MEASURED_HERE, cpu.name, 5e9)
+    unmeasured = measure_case._decode_against_bandwidth(cpu, figures)
+    assert unmeasured["bandwidth_reference_bytes_per_s"] == 5e9
+    assert "measured for this run" in unmeasured["bandwidth_reference_source"]
     monkeypatch.setattr(roofline, "cached_bandwidth", lambda device: 10e9)
     judged = measure_case._decode_against_bandwidth(cpu, figures)
     assert judged["bandwidth_share"] == pytest.approx(3.0)
     fits = (judged["last_level_cache_bytes"] or 0) >= 10**6
     assert ("last-level cache" if fits else "measurement error") in judged["bandwidth_verdict"]
-    big = SimpleNamespace(effective_bandwidth_bytes_per_s=30e9, bytes_per_step=10**12)
+    big = SimpleNamespace(effective_bandwidth_bytes_per_s=30e9, bytes_per_step=10**12, tpot_s=10**12 / 30e9)
     assert "measurement error" in measure_case._decode_against_bandwidth(cpu, big)["bandwidth_verdict"]

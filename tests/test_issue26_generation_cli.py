@@ -24,8 +24,9 @@ import accelbench
 from accelbench.devices import DeviceSet
 from accelbench.devices.numerics import get_precision
 from accelbench.engine.case import plan
-from accelbench.engine.measure_case import compile_for_generation, run_case
+from accelbench.engine.measure_case import run_case
 from accelbench.errors import UsageError
+from accelbench.measure.generation.recipe import compile_for_generation
 from accelbench.measure.generation.rounds import measure_generation
 from accelbench.options import RunOptions
 from accelbench.options.values import build_run_options

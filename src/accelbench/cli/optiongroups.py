@@ -162,9 +162,11 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, compute: bool = Tru
         parser.add_argument("--precision", default=DEFAULTS["precision"],
                             help=f"{', '.join(PRECISION_NAMES)}, or a comma list (default fp32)")
         parser.add_argument("--compile", nargs="?", const="inductor", default=DEFAULTS["compile"],
-                            metavar="BACKEND", help="torch.compile the model (default back end: "
-                            "inductor; a comma list runs each; none = not compiled, so "
-                            "inductor,none also says when compiling pays off)")
+                            metavar="BACKEND[:MODE]", help="torch.compile the model (default "
+                            "back end: inductor; a comma list runs each; none = not compiled, so "
+                            "inductor,none also says when compiling pays off); MODE is "
+                            "torch.compile's: inductor:reduce-overhead captures CUDA graphs, "
+                            "as gpt-fast's decode (--protocol gpt-fast applies it)")
         parser.add_argument("--channels-last", action="store_true",
                             help="channels-last memory format for models and 4-D inputs")
     parser.add_argument("--size", default=DEFAULTS["size"], metavar=_one_of(SIZES),

@@ -57,6 +57,10 @@ class DeviceAdapter(ABC):
     #: neither commits nor waits, and two events recorded back to back read as zero time apart,
     #: never as an error. Where not, the loop times input from the host (an upper bound).
     step_events_safe: bool = True
+    #: What torch.compile's graph modes (``reduce-overhead``, ``max-autotune``) capture here:
+    #: inductor records CUDA graphs on CUDA devices (HIP graphs on ROCm) and nowhere else, where
+    #: those modes compile without them ("" = none).
+    graph_capture: str = ""
 
     @abstractmethod
     def availability(self) -> Availability:
@@ -156,6 +160,10 @@ class Device:
     @property
     def step_events_safe(self) -> bool:
         return self.adapter.step_events_safe
+
+    @property
+    def graph_capture(self) -> str:
+        return self.adapter.graph_capture
 
     def make_current(self) -> None:
         self.adapter.make_current(self.index)

@@ -22,6 +22,8 @@ class CudaAdapter(DeviceAdapter):
     memory_source = ("CUDA caching allocator peak (torch.cuda.max_memory_allocated: live tensors; "
                      "not the allocator's cache or the CUDA context)")
     pin_memory = True
+    # torch/_inductor/cudagraph_trees.py: the graph modes' cudagraphify runs on CUDA devices.
+    graph_capture = "CUDA graphs"
 
     def __init__(self, torch_module: Any = None, driver_file: Path = _DRIVER_FILE) -> None:
         if torch_module is None:

@@ -40,8 +40,14 @@ class Int8Kernel:
     name: str
     #: (n, k) each must be a multiple of.
     multiple: tuple[int, int] = (1, 1)
+    #: gpt-fast's ``WeightOnlyInt8Linear``: ``linear(x, w.to(x.dtype)) * scales``, which inductor
+    #: fuses into one kernel that reads the int8 weight (how the published compiled int8 rows
+    #: ran); run eager it would write the whole bf16 weight first, so it is for compiled models.
+    fused: bool = False
 
     def matmul(self, x: torch.Tensor, weight: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+        if self.fused:
+            return torch.nn.functional.linear(x, weight.to(x.dtype)) * scales
         return aten._weight_int8pack_mm(x, weight, scales)
 
     def unfit(self, n: int, k: int) -> str | None:
@@ -67,6 +73,11 @@ class Int4Kernel:
         if not self.tiled_k:
             return INNER_K_TILES[0]
         return next((t for t in INNER_K_TILES if k % (16 * t) == 0), None)
+
+    def padded_rows(self, n: int) -> int:
+        """Rows of zeros that bring ``n`` outputs to the kernel's multiple (GPT-2's 50,257-way
+        head takes 7): padded, a layer reads int4's bytes instead of staying in bf16."""
+        return -n % self.n_multiple
 
     def unfit(self, n: int, k: int, group: int, dtype: torch.dtype) -> str | None:
         if group not in INT4_GROUPS or k % group:
@@ -101,12 +112,20 @@ _INT4 = {"cpu": Int4Kernel("aten._weight_int4pack_mm_for_cpu", True, 16, False),
          "mps": Int4Kernel("aten._weight_int4pack_mm", False, 8, True)}
 
 
-def kernel_for(device: Device, bits: int) -> Int8Kernel | Int4Kernel | str:
-    """The kernel that runs ``bits``-bit weights on ``device``, or why there is none."""
+#: int8 in a model that inductor compiles, on any device: the dequantise-and-multiply it fuses.
+FUSED_INT8 = Int8Kernel("inductor-fused dequantise-and-multiply (gpt-fast WeightOnlyInt8Linear)",
+                        fused=True)
+
+
+def kernel_for(device: Device, bits: int, fused: bool = False) -> Int8Kernel | Int4Kernel | str:
+    """The kernel that runs ``bits``-bit weights on ``device``, or why there is none. ``fused``:
+    the model is compiled by inductor, so int8 takes the form inductor fuses (FUSED_INT8)."""
     kind = torch.device(device.torch_device).type
     table: dict[str, Int8Kernel] | dict[str, Int4Kernel] = _INT8 if bits == 8 else _INT4
     if bits not in (4, 8):
         return f"{bits}-bit weights: accelbench quantizes to 8 or 4 bits"
+    if fused and bits == 8:
+        return FUSED_INT8
     kernel = table.get(kind)
     if kernel is None:
         return (f"int{bits} weight-only on {kind}: accelbench runs PyTorch's kernels on cpu, cuda "

@@ -13,6 +13,7 @@ import torch
 from accelbench.data.options import DataOptions
 from accelbench.data.placement import POOL_LABEL, device_pool_bytes, place_batches, source_kind
 from accelbench.devices import Device
+from accelbench.devices.compilation import INDUCTOR, CompileSpec
 from accelbench.devices.numerics import (
     Precision,
     autocast,
@@ -26,6 +27,7 @@ from accelbench.devices.precisions import precision_spec
 from accelbench.engine.case import Case, generation_rounds, record_error, skeleton_result
 from accelbench.engine.launchers.context import current as surroundings
 from accelbench.engine.steps import make_eval_step, make_train_step
+from accelbench.measure.compiled import compile_module
 from accelbench.measure.loop.step_loop import Progress, StepLoop
 from accelbench.measure.loop.sustained import DeviceSensors
 from accelbench.measure.trackers.energy import energy_meter_for
@@ -165,8 +167,7 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
         model = prepare_model(workload.build_model(), get_precision(case.precision),
                               case.channels_last).to(case.device.torch_device)
         model = around.wrap_model(model, case)
-        if case.compile_backend:
-            model = torch.compile(model, backend=case.compile_backend)
+        model = compile_module(model, case.compile_backend)
         data = DataOptions(kind=source_kind(options.data), data_dir=options.data_dir,
                            seed=around.data_seed(options.seed), workers=options.workers,
                            pin_memory=case.device.pin_memory)
@@ -212,6 +213,7 @@ def _measure_generation(case: Case, workload: Workload, options: RunOptions,
     timed one by one, else each round's mean), so throughput reads as tokens/s over the batch."""
     from accelbench.engine.generation_sections import generation_sections
     from accelbench.measure.generation.quantize import quantize_weights
+    from accelbench.measure.generation.recipe import prepare_generation
     from accelbench.measure.generation.rounds import measure_generation
     from accelbench.workloads.protocols import reads_each_token
 
@@ -224,78 +226,76 @@ def _measure_generation(case: Case, workload: Workload, options: RunOptions,
         model = model.to(case.device.torch_device).eval()
         # Weight-only quantization packs each linear layer's weight on the device (its kernels'
         # layout is the device's), before compiling.
-        quantized = (quantize_weights(model, case.precision, case.device)
+        # Compiled by inductor, int8 takes the form it fuses (devices/quantized.FUSED_INT8).
+        fused = CompileSpec.parse(case.compile_backend).backend == INDUCTOR
+        quantized = (quantize_weights(model, case.precision, case.device, fused=fused)
                      if precision_spec(case.precision).quantized else None)
-        model, confirm_compiled = compile_for_generation(model, case.compile_backend, case.workload)
+        runner = prepare_generation(model, case.compile_backend, case.device, workload, case.workload)
         with torch.no_grad(), autocast(case.device, precision):
             figures = measure_generation(
-                workload, model, case.device, batch_size=case.batch_size,  # type: ignore[arg-type]
+                workload, runner.prefill, case.device, batch_size=case.batch_size,  # type: ignore[arg-type]
                 prompt_len=case.prompt_len, new_tokens=case.new_tokens, rounds=rounds,
                 warmup_rounds=warmup, seed=options.seed, memory=memory,
                 stream=options.stream or reads_each_token(options.protocol, case.new_tokens),
-                casts_each_step=case.compile_backend not in ("", "eager"))
-        confirm_compiled()
+                casts_each_step=CompileSpec.parse(case.compile_backend).backend not in ("", "eager"),
+                decode_model=runner.decode)
+        runner.confirm()
     result.generation = {**figures.to_dict(), **_decode_against_bandwidth(case.device, figures),
-                         **generation_sections(case, options, workload, model, figures, quantized)}
+                         **generation_sections(case, options, workload, model, figures, quantized),
+                         "execution": runner.finish().to_dict()}
     steps = figures.decode_steps
     per_token = figures.token_times_s
     result.step_times = per_token or ([r.decode_s / steps for r in figures.rounds] if steps
                                       else [r.ttft_s for r in figures.rounds])
-    result.warmup_steps = warmup
+    result.warmup_steps, result.stop_reason = figures.warmup_rounds, figures.stop_reason
     result.time_to_first_step_s = figures.ttft_s
     _record_memory(result, memory)
 
 
-def compile_for_generation(model: torch.nn.Module, backend: str,
-                           workload: str) -> tuple[torch.nn.Module, Callable[[], None]]:
-    """(``model`` compiled with ``backend``, or as it is for ""; a check to call once it has
-    generated). torch.compile compiles a module's forward only: a workload whose prefill and
-    decode_step call the model's other methods (``model.prefill``) runs the original module's
-    eager code, so the check raises NotImplementedError (the case's status: unsupported) rather
-    than let eager timings or tokens stand as compiled ones. The built-in decoders and hf: models
-    generate through the model's forward. The compiled wrapper's hook removes itself at the first
-    call, so nothing of it stays in the timed tokens."""
-    if not backend:
-        return model, lambda: None
-    compiled = torch.compile(model, backend=backend)
-    called: list[bool] = []
+#: Bandwidths measured in this process for decode rows where ``roofline`` has measured none, by
+#: device name: measured once per process (a warm worker's cases share it), never cached on disk.
+_MEASURED_HERE: dict[str, float] = {}
 
-    def first_call(module: torch.nn.Module, args: Any) -> None:
-        called.append(True)
-        hook.remove()
 
-    hook = compiled.register_forward_pre_hook(first_call)
+def reference_bandwidth(device: Device) -> tuple[float, str]:
+    """(bytes/s, where from): what ``accelbench roofline`` measured for ``device``, else a copy
+    measured now, once per process (the buffers a quarter of roofline's: still far beyond any
+    last-level cache this code meets)."""
+    from accelbench.measure.ceilings.bandwidth import BANDWIDTH_BUFFER_BYTES, memory_bandwidth
+    from accelbench.measure.ceilings.roofline import cached_bandwidth
 
-    def confirm() -> None:
-        hook.remove()
-        if not called:
-            raise NotImplementedError(
-                f"--compile {backend} is not supported for generating with {workload!r}: its "
-                "prefill and decode_step never call the model, so no compiled code would run "
-                "(torch.compile compiles forward only); call model(...) in them")
-
-    return compiled, confirm
+    cached = cached_bandwidth(device)
+    if cached is not None:
+        return cached, "accelbench roofline (cached)"
+    if device.name not in _MEASURED_HERE:
+        _MEASURED_HERE[device.name] = memory_bandwidth(device, BANDWIDTH_BUFFER_BYTES // 4, repeats=3)
+    return _MEASURED_HERE[device.name], "a device copy measured for this run (roofline had none)"
 
 
 def _decode_against_bandwidth(device: Device, figures: Any) -> dict[str, Any]:
     """Decoding reads every weight and the cache each step: its effective bandwidth as a share
-    of what ``accelbench roofline`` measured (above 100% is a measurement error unless the bytes
-    fit in the last-level cache)."""
-    from accelbench.measure.ceilings.roofline import cached_bandwidth
-    from accelbench.measure.generation.decode_bytes import judge_bandwidth
+    of the device's measured bandwidth (above 100% is a measurement error unless the bytes fit in
+    the last-level cache), and which bound the row hit (decode_bytes.judge_decode: overhead- or
+    bandwidth-bound, with its floor)."""
+    from accelbench.devices.cpuinfo import cpu_model
+    from accelbench.measure.generation.decode_bytes import decode_judgements
 
-    measured, effective = cached_bandwidth(device), figures.effective_bandwidth_bytes_per_s
-    if measured is None or not effective:
-        return {"bandwidth_share": None, "bandwidth_reference_bytes_per_s": measured,
-                "bandwidth_verdict": "no bandwidth measured on this device: run accelbench roofline"
-                if measured is None else "no decode steps"}
+    effective, tpot = figures.effective_bandwidth_bytes_per_s, figures.tpot_s
+    if not effective or not tpot:
+        return {"bandwidth_share": None, "bandwidth_reference_bytes_per_s": None,
+                "bandwidth_verdict": "no decode steps"}
+    try:
+        measured, source = reference_bandwidth(device)
+    except Exception as error:  # the judgement is extra; the timing stands without it
+        return {"bandwidth_share": None, "bandwidth_reference_bytes_per_s": None,
+                "bandwidth_verdict": f"no bandwidth measured ({type(error).__name__}: {error})"}
     try:
         cache = device.info().get("last_level_cache_bytes")
     except Exception:  # describing the device is not worth losing the judgement over
         cache = None
-    judged = judge_bandwidth(effective, measured, figures.bytes_per_step, cache)
-    return {"bandwidth_share": judged.share, "bandwidth_reference_bytes_per_s": measured,
-            "bandwidth_verdict": judged.verdict, "last_level_cache_bytes": cache}
+    return {"bandwidth_reference_bytes_per_s": measured, "bandwidth_reference_source": source,
+            "last_level_cache_bytes": cache,
+            **decode_judgements(effective, tpot, figures.bytes_per_step, measured, cache, cpu_model())}
 
 
 def _record_memory(result: CaseResult, memory: MemoryTracker) -> None:

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from accelbench.measure.generation.decode_bytes import judge_bandwidth
+from accelbench.measure.generation.decode_bytes import decode_judgements
 from accelbench.measure.generation.rounds import GenerationFigures
 from accelbench.results import CaseResult, ProcessRun
 from accelbench.results.sustained import SustainedRecord
@@ -76,10 +76,10 @@ def merge_repeats(results: Sequence[CaseResult]) -> CaseResult:
         merged.generation = {**generations[0], **pooled.to_dict()}
         reference = generations[0].get("bandwidth_reference_bytes_per_s")
         effective = pooled.effective_bandwidth_bytes_per_s
-        if isinstance(reference, int | float) and reference > 0 and effective:
-            judged = judge_bandwidth(effective, reference, pooled.bytes_per_step,
-                                     generations[0].get("last_level_cache_bytes"))
-            merged.generation.update(bandwidth_share=judged.share, bandwidth_verdict=judged.verdict)
+        if isinstance(reference, int | float) and reference > 0 and effective and pooled.tpot_s:
+            merged.generation.update(decode_judgements(
+                effective, pooled.tpot_s, pooled.bytes_per_step, reference,
+                generations[0].get("last_level_cache_bytes"), str(generations[0].get("host_cpu", ""))))
     peaks = [r.peak_memory_bytes for r in finished if r.peak_memory_bytes is not None]
     merged.peak_memory_bytes = max(peaks) if peaks else merged.peak_memory_bytes
     setups = [r.setup_peak_memory_bytes for r in finished if r.setup_peak_memory_bytes is not None]

@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from accelbench.bounds import MOST_SECONDS, check_number
+from accelbench.devices.compilation import CompileSpec
 from accelbench.errors import UsageError
 from accelbench.measure.loop.stop import DEFAULT_SUSTAINED_INTERVAL_S, DEFAULT_TIME_BUDGET_S, StopRule
 from accelbench.options import DEFAULT_CASE_TIMEOUT_S, DEFAULT_WARMUP_STEPS, RunOptions
 from accelbench.workloads import suites
 from accelbench.workloads.presets import GENERATE
+from accelbench.workloads.protocols import protocol
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -132,19 +134,27 @@ def lengths(value: int | str | Sequence[int] | None, flag: str) -> tuple[int, ..
     return tuple(found)
 
 
-#: ``--compile inductor,none``: "none" is the case not compiled (stored as "").
-NOT_COMPILED = "none"
-
-
 def compile_backends(value: bool | str | Sequence[str] | None) -> tuple[str, ...]:
     """None/False = not compiled (""), True = inductor (a bare ``--compile``), else the named
-    back ends, "none" meaning not compiled (``--compile inductor,none`` runs both)."""
+    back ends, each with an optional torch.compile mode (``inductor:reduce-overhead``: CUDA
+    graphs), "none" meaning not compiled (``--compile inductor,none`` runs both)."""
     if value is None or value is False:
         return ("",)
     if value is True:
         return ("inductor",)
-    chosen = ["" if name == NOT_COMPILED else name for name in names(value, "--compile")]
+    # "inductor:reduce-overhead": a back end and torch.compile's mode, checked and normalised
+    # ("inductor:default" is "inductor") by the torch-free spec.
+    chosen = [CompileSpec.parse(name).text for name in names(value, "--compile")]
     return tuple(dict.fromkeys(chosen))
+
+
+def recipe_compile(value: bool | str | Sequence[str] | None, protocol_name: str | None
+                   ) -> bool | str | Sequence[str] | None:
+    """``--compile`` as given, or where it is not given the --protocol's execution recipe (gpt-fast:
+    ``inductor:reduce-overhead``, its compiled decode step with CUDA graphs)."""
+    if value is not None or not protocol_name:
+        return value
+    return protocol(protocol_name).compile or None
 
 
 def stop_rule(steps: int | None = None, time_budget: float | None = None,
@@ -263,13 +273,14 @@ def build_run_options(workloads: str | Sequence[str] | None, device: str | None,
         warmup_steps=values["warmup"], batch_size=values["batch_size"], threads=values["threads"],
         data=values["data"], data_dir=Path(data_dir) if data_dir is not None else None,
         size=values["size"], workers=values["workers"], precisions=names(values["precision"], "--precision"),
-        compile_backends=compile_backends(values["compile"]),
+        compile_backends=compile_backends(recipe_compile(values["compile"], values["protocol"])),
         channels_last=values["channels_last"],
         workload_files=tuple(str(path.resolve()) for path in files),
         isolation=isolation, warm_worker=warm, case_timeout=values["case_timeout"],
         auto_batch=values["auto_batch"], cooldown=values["cooldown"], repeat=values["repeat"],
         profile=values["profile"], cudnn_benchmark=values["cudnn_benchmark"], stream=values["stream"],
         protocol=values["protocol"] or "",
+        stop_given=any(values[n] is not None for n in ("steps", "time_budget", "epochs", "target_ci")),
         prompt_lens=lengths(values["prompt_len"], "--prompt-len"),
         new_tokens=lengths(values["new_tokens"], "--new-tokens"),
     )

@@ -50,6 +50,7 @@ from accelbench.devices import Device
 from accelbench.devices.numerics import Precision, get_precision, precision_settings, prepare_model
 from accelbench.devices.precisions import TOLERANCES, UNIT_ROUNDOFF, Tolerance
 from accelbench.engine.steps import make_eval_step, make_train_step
+from accelbench.measure.compiled import compile_module
 from accelbench.measure.loop.step_loop import BatchStream
 from accelbench.results import PARITY_VERDICTS
 from accelbench.workloads.base import Batch, Noise, Workload
@@ -219,7 +220,7 @@ def _prepare(workload_cls: type[Workload], size: str, initial: nn.Module, device
     workload = workload_cls(size)
     model = seed_randomness(copy.deepcopy(initial), random)
     model = prepare_model(model, precision, channels_last).to(device.torch_device)
-    runnable = torch.compile(model, backend=compile_backend) if compile_backend else model
+    runnable = compile_module(model, compile_backend)
     return Prepared(Side(workload, model, device, precision, random), runnable, channels_last)
 
 

@@ -152,6 +152,19 @@ class Workload(ABC):
         weights."""
         raise NotImplementedError(f"workload {self.name!r} does not generate")
 
+    #: How the cache holds positions: "static" (allocated for the case's whole length and written
+    #: in place, as gpt-fast's and transformers' ``StaticCache``: no shape grows, which CUDA
+    #: graphs need) or "dynamic" (grows by a position a token, transformers' default).
+    kv_cache_kind: ClassVar[str] = "dynamic"
+
+    def keep_cache(self, model: nn.Module) -> None:
+        """Reuse one cache for every generation of ``model`` from now on (its tensors keep their
+        addresses, which a captured CUDA graph replays). A workload with a static cache that can
+        be kept overrides it; others raise NotImplementedError (the case: unsupported)."""
+        raise NotImplementedError(
+            f"{self.name!r} generates with a {self.kv_cache_kind} key/value cache: CUDA graphs "
+            "replay fixed shapes and addresses, which need a static cache kept across tokens")
+
 
 class Noise(nn.Module):
     """The source of a model's own random noise (e.g. a VAE's reparameterisation).

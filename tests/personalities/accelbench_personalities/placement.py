@@ -67,6 +67,11 @@ def _guard_compile(compile_: Callable[..., Any]) -> Callable[..., Any]:
             untraced = torch._dynamo.disable(handler, recursive=True)
             untraced._personality_untraced = True
             replace(PlacementMode, "__torch_dispatch__", untraced)
+        # What was asked of torch.compile (frames then run eagerly here): the tests read the
+        # mode and fullgraph a recipe passed (issue 33), as on a real GPU.
+        journal.write("compile", backend=str(kwargs.get("backend", "inductor")),
+                      mode=kwargs.get("mode"), fullgraph=bool(kwargs.get("fullgraph", False)),
+                      frames=journal.accelbench_frames())
         return compile_(*args, **kwargs)
     compile.__wrapped__ = compile_  # type: ignore[attr-defined]
     return compile

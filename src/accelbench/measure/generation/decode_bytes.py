@@ -278,3 +278,58 @@ def judge_bandwidth(effective_bytes_per_s: float, measured_bytes_per_s: float, b
     if bytes_per_step <= last_level_cache_bytes:
         return BandwidthJudgement(share, CACHE_RESIDENT, False)
     return BandwidthJudgement(share, MEASUREMENT_ERROR, True)
+
+
+# --- which bound a decode hit ---------------------------------------------------------------------
+#: A TPOT more than this many times the bandwidth floor is not the memory's doing: the step waits
+#: on the host (Python, the dispatcher, one kernel launch per op), which CUDA graphs remove.
+OVERHEAD_FACTOR = 3.0
+OVERHEAD, BANDWIDTH = "overhead", "bandwidth"
+
+
+@dataclass(frozen=True)
+class DecodeBound:
+    """Which limit a decode row ran into: the floor is the time reading a step's bytes takes at
+    the measured bandwidth (bytes per step / bandwidth); a TPOT over OVERHEAD_FACTOR x the floor
+    is overhead-bound (host launches), one within it bandwidth-bound."""
+
+    bound: str
+    floor_s: float
+    #: TPOT over the floor (1 = at the bandwidth).
+    ratio: float
+    host_cpu: str
+
+    @property
+    def words(self) -> str:
+        if self.bound == OVERHEAD:
+            return (f"overhead-bound (host launches, {self.host_cpu}): {self.ratio:.0f}x the "
+                    "bandwidth floor")
+        return f"bandwidth-bound: {1 / self.ratio:.0%} of measured bandwidth"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"decode_bound": self.bound, "decode_floor_s": self.floor_s,
+                "decode_floor_ratio": self.ratio, "decode_bound_words": self.words,
+                "host_cpu": self.host_cpu}
+
+
+def judge_decode(tpot_s: float, bytes_per_step: int, bandwidth_bytes_per_s: float,
+                 host_cpu: str) -> DecodeBound:
+    """The bound of a decode whose steps took ``tpot_s`` and read ``bytes_per_step`` on a device
+    whose memory delivers ``bandwidth_bytes_per_s`` (measured), driven from ``host_cpu``."""
+    if tpot_s <= 0 or bytes_per_step <= 0 or bandwidth_bytes_per_s <= 0:
+        raise ValueError("a decode bound needs a positive TPOT, bytes per step and bandwidth")
+    floor = bytes_per_step / bandwidth_bytes_per_s
+    ratio = tpot_s / floor
+    return DecodeBound(OVERHEAD if ratio > OVERHEAD_FACTOR else BANDWIDTH, floor, ratio, host_cpu)
+
+
+def decode_judgements(effective_bytes_per_s: float, tpot_s: float, bytes_per_step: int,
+                      measured_bytes_per_s: float, last_level_cache_bytes: int | None,
+                      host_cpu: str) -> dict[str, Any]:
+    """A generation result's bandwidth share and verdict (judge_bandwidth) and its bound
+    (judge_decode), as the result keeps them: computed once when a case (or a --repeat's
+    pooled rounds) is made."""
+    judged = judge_bandwidth(effective_bytes_per_s, measured_bytes_per_s, bytes_per_step,
+                             last_level_cache_bytes)
+    bound = judge_decode(tpot_s, bytes_per_step, measured_bytes_per_s, host_cpu)
+    return {"bandwidth_share": judged.share, "bandwidth_verdict": judged.verdict, **bound.to_dict()}

@@ -103,16 +103,22 @@ class Int8WeightOnlyLinear(_QuantizedLinear):
 
 
 class Int4WeightOnlyLinear(_QuantizedLinear):
+    """``padded_rows`` rows of zeros complete the outputs to the kernel's multiple; the product's
+    extra columns are dropped."""
+
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, kernel: Int4Kernel,
-                 group: int) -> None:
+                 group: int, padded_rows: int = 0) -> None:
         super().__init__(weight.shape[1], weight.shape[0], bias)
+        if padded_rows:
+            weight = torch.cat([weight, weight.new_zeros(padded_rows, weight.shape[1])])
         values, scales_and_zeros = int4_weights(weight, group, weight.dtype)
         self.register_buffer("weight", kernel.pack(values))
         self.register_buffer("scales_and_zeros", scales_and_zeros)
-        self.kernel, self.group = kernel, group
+        self.kernel, self.group, self.padded_rows = kernel, group, padded_rows
 
     def _product(self, x: torch.Tensor) -> torch.Tensor:
-        return self.kernel.matmul(x, self.weight, self.group, self.scales_and_zeros)
+        out = self.kernel.matmul(x, self.weight, self.group, self.scales_and_zeros)
+        return out[:, :self.out_features] if self.padded_rows else out
 
 
 def _is_conv1d(module: nn.Module) -> bool:
@@ -167,6 +173,8 @@ class QuantizedLayers:
     kept: dict[str, str] = field(default_factory=dict)
     #: Layers whose group is smaller than ``group_size`` (too few inputs), and the group used.
     smaller_groups: dict[str, int] = field(default_factory=dict)
+    #: int4 layers whose outputs were padded with zero rows to the kernel's multiple: rows added.
+    padded: dict[str, int] = field(default_factory=dict)
     #: The quantized model's parameters and buffers, measured (each storage once) ...
     weight_bytes: int = 0
     #: ... and the packed layers' weights, scales and zero points alone.
@@ -178,7 +186,8 @@ class QuantizedLayers:
     def to_dict(self) -> dict[str, Any]:
         return {"precision": self.precision, "kernel": self.kernel, "group_size": self.group_size,
                 "quantized_layers": self.quantized, "kept": dict(self.kept),
-                "smaller_groups": dict(self.smaller_groups), "weight_bytes": self.weight_bytes,
+                "smaller_groups": dict(self.smaller_groups), "padded": dict(self.padded),
+                "weight_bytes": self.weight_bytes,
                 "packed_bytes": self.packed_bytes, "unquantized_bytes": self.unquantized_bytes,
                 "library": self.library}
 
@@ -244,22 +253,26 @@ def _quantize_with_torchao(model: nn.Module, precision: str) -> QuantizedLayers:
 
 
 @torch.no_grad()
-def quantize_weights(model: nn.Module, precision: str, device: Device) -> QuantizedLayers:
+def quantize_weights(model: nn.Module, precision: str, device: Device,
+                     fused: bool = False) -> QuantizedLayers:
     """Replace every linear layer of ``model`` (on ``device``, in its activation dtype) by its
-    weight-only quantized form, in place. Raises NotImplementedError (the case's status:
-    unsupported) where the device has no kernel for the precision."""
+    weight-only quantized form, in place. ``fused``: the model will be compiled by inductor, so
+    int8 takes gpt-fast's dequantise-and-multiply form, which inductor fuses (the kernel the
+    report names says which ran). Raises NotImplementedError (the case's status: unsupported)
+    where the device has no kernel for the precision."""
     spec = precision_spec(precision)
     if spec.weight_bits is None:
         raise ValueError(f"{precision} is not a weight-only quantized precision")
     if spec.library == "torchao":
         return _quantize_with_torchao(model, precision)
-    kernel = kernel_for(device, spec.weight_bits)
+    kernel = kernel_for(device, spec.weight_bits, fused=fused)
     if isinstance(kernel, str):
         raise NotImplementedError(kernel)
     before = tensor_bytes(model)
     _untie_output(model)
     kept: dict[str, str] = {}
     smaller: dict[str, int] = {}
+    padded: dict[str, int] = {}
     packed: list[nn.Module] = []
     for parent, attribute, name, weight, bias in list(linear_layers(model)):
         n, k = weight.shape
@@ -271,13 +284,16 @@ def quantize_weights(model: nn.Module, precision: str, device: Device) -> Quanti
         else:
             asked = spec.group_size or INT4_GROUPS[-2]
             group = _group_for(k, asked)
+            rows = kernel.padded_rows(n)
             reason = (f"{k} inputs split into none of the groups {INT4_GROUPS}" if group is None
-                      else kernel.unfit(n, k, group, weight.dtype))
+                      else kernel.unfit(n + rows, k, group, weight.dtype))
             if reason is None:
                 assert group is not None
                 if group != asked:
                     smaller[name] = group
-                replacement = Int4WeightOnlyLinear(weight, bias, kernel, group)
+                if rows:
+                    padded[name] = rows
+                replacement = Int4WeightOnlyLinear(weight, bias, kernel, group, rows)
         if reason is not None:
             kept[name] = reason
             continue
@@ -285,5 +301,5 @@ def quantize_weights(model: nn.Module, precision: str, device: Device) -> Quanti
         packed.append(replacement)
     return QuantizedLayers(
         precision=precision, kernel=kernel.name, group_size=spec.group_size, quantized=len(packed),
-        kept=kept, smaller_groups=smaller, weight_bytes=tensor_bytes(model),
+        kept=kept, smaller_groups=smaller, padded=padded, weight_bytes=tensor_bytes(model),
         packed_bytes=sum(tensor_bytes(layer) for layer in packed), unquantized_bytes=before)

@@ -108,7 +108,7 @@ class KVCache:
     would be specialised on it and recompiled at every token.
     """
 
-    def __init__(self, layers: int, max_len: int) -> None:
+    def __init__(self, layers: int, max_len: int, static: bool = False) -> None:
         self.max_len = max_len
         self.keys: list[torch.Tensor | None] = [None] * layers
         self.values: list[torch.Tensor | None] = [None] * layers
@@ -116,16 +116,45 @@ class KVCache:
         self.decoding = False
         self.position: torch.Tensor | None = None
         self.slots: torch.Tensor | None = None
+        #: Kept for every generation (:meth:`Decoder.keep_cache`): its tensors are marked static
+        #: addresses for torch.compile, so a CUDA graph that writes them is captured and replayed
+        #: (inductor skips graphs whose mutated inputs are not static).
+        self.static = static
 
     def layer(self, index: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.keys[index] is None:
-            batch, kv_heads, _, head_dim = like.shape
-            shape = (batch, kv_heads, self.max_len, head_dim)
-            self.keys[index] = torch.zeros(shape, dtype=like.dtype, device=like.device)
-            self.values[index] = torch.zeros(shape, dtype=like.dtype, device=like.device)
+        batch, kv_heads, _, head_dim = like.shape
+        shape = (batch, kv_heads, self.max_len, head_dim)
+        kept = self.keys[index]
+        if kept is None or kept.shape != shape or kept.dtype != like.dtype or kept.device != like.device:
+            self.keys[index] = self._buffer(torch.zeros(shape, dtype=like.dtype, device=like.device))
+            self.values[index] = self._buffer(torch.zeros(shape, dtype=like.dtype, device=like.device))
         keys, values = self.keys[index], self.values[index]
         assert keys is not None and values is not None
         return keys, values
+
+    def _buffer(self, tensor: torch.Tensor) -> torch.Tensor:
+        if self.static:
+            import torch._dynamo
+
+            # Unguarded: a new address re-records the graph instead of recompiling it.
+            torch._dynamo.mark_static_address(tensor, guard=False)
+        return tensor
+
+    def start(self, length: int, device: torch.device) -> None:
+        """The prompt's ``length`` positions are in: decode from there. A kept cache keeps its
+        position and slot tensors (their addresses are in the captured graphs) and refills them."""
+        self.length, self.decoding = length, True
+        if self.slots is None or self.slots.device != device:
+            self.slots = self._buffer(torch.arange(self.max_len, device=device))
+        if self.position is None or self.position.device != device:
+            self.position = self._buffer(torch.full((1,), length, dtype=torch.long, device=device))
+        else:
+            self.position.fill_(length)
+
+    def reset(self) -> None:
+        """Empty again for the next prefill; its tensors stay where they are (stale keys past
+        the position are masked, as gpt-fast's kept caches are)."""
+        self.length, self.decoding = 0, False
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in (*self.keys, *self.values) if t is not None)
@@ -244,6 +273,9 @@ class Decoder(nn.Module):
         # parameters (a tensor subclass, XLA) would split in two. A weight-only quantizer gives
         # it a module of its own (untie_output), the packed copy the head then reads.
         self.output: nn.Module | None = None
+        #: After keep_cache(): every generation reuses one cache (kept_cache) instead of a new one.
+        self.keeps_cache = False
+        self.kept_cache: KVCache | None = None
         if config.layout == "llama":
             angles = torch.outer(torch.arange(config.context, dtype=torch.float64),
                                  rope_frequencies(config))
@@ -310,8 +342,21 @@ class Decoder(nn.Module):
         return self.head(hidden[:, -1])
 
     def new_cache(self, max_len: int) -> KVCache:
+        """An empty cache for ``max_len`` positions: a new one, or after :meth:`keep_cache` the
+        kept one, emptied (a new one where ``max_len`` differs)."""
         _check_length(max_len, self.config.context)
-        return KVCache(self.config.layers, max_len)
+        if not self.keeps_cache:
+            return KVCache(self.config.layers, max_len)
+        if self.kept_cache is None or self.kept_cache.max_len != max_len:
+            self.kept_cache = KVCache(self.config.layers, max_len, static=True)
+        self.kept_cache.reset()
+        return self.kept_cache
+
+    def keep_cache(self) -> None:
+        """From now on every generation reuses one cache, allocated at the first prefill and
+        emptied for each next one (gpt-fast's ``setup_caches``): its tensors keep their
+        addresses, so a decode step captured as a CUDA graph replays on them."""
+        self.keeps_cache = True
 
     def prefill(self, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
         """:func:`prefill` through this module (its forward, as the module is)."""
@@ -337,9 +382,7 @@ def prefill(model: nn.Module, ids: torch.Tensor, cache: KVCache) -> torch.Tensor
         raise ValueError("prefill needs an empty cache")
     _check_length(length, cache.max_len)
     logits = model(ids, cache)
-    cache.length, cache.decoding = length, True
-    cache.slots = torch.arange(cache.max_len, device=ids.device)
-    cache.position = torch.full((1,), length, dtype=torch.long, device=ids.device)
+    cache.start(length, ids.device)
     return logits
 
 

@@ -118,6 +118,11 @@ class DecoderLM(Workload):
     def kv_cache_bytes(self, batch_size: int, max_len: int, dtype: torch.dtype) -> int:
         return kv_cache_bytes(self.preset.model, batch_size, max_len, dtype)
 
+    kv_cache_kind: ClassVar[str] = "static"
+
+    def keep_cache(self, model: nn.Module) -> None:
+        getattr(model, "_orig_mod", model).keep_cache()
+
     def decoder_shape(self) -> dict[str, int]:
         """Layers, width, heads, key/value heads, MLP width and vocabulary: what a published
         budget is set for (MLPerf Inference's, for Llama-3.1-8B's shape)."""
