@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from conftest_share import EPYC_MODEL, environment, result, run, steps_for, write_bundle
+from test_hub_push import hub_server  # noqa: F401 - the stand-in Hub, a fixture
 
 from accelbench.compare.outliers import CONFLICT
 from accelbench.sharing.bundle import dump_line, parse_line
@@ -224,3 +225,27 @@ def test_one_count_of_what_was_kept_apart_everywhere(tmp_path: Path, inline_cli)
     (ok_other / "other.jsonl").write_bytes(other.read_bytes())
     apart = against(ok_other)
     assert apart["read"]["other_work"] == 1 and apart["read"]["lines"] == 0 and apart["read"]["skipped"] == {}
+
+
+def test_a_push_already_on_the_hub_sends_nothing(tmp_path: Path, cli, hub_server) -> None:  # noqa: F811
+    """Issue 34: the same bundle pushed again while its pull request is open opens no second pull
+    request ("already there; nothing sent"), and neither does one already merged into main; the
+    real huggingface_hub client against the stand-in of tests/test_hub_push.py."""
+    pytest.importorskip("huggingface_hub")
+    address, hub = hub_server
+    record = save_record(_records(1)[0], tmp_path / "run.json")
+    env = {"HF_ENDPOINT": address, "HF_TOKEN": "hf_test_token", "HF_HOME": str(tmp_path / "hf-home"),
+           "HF_HUB_DISABLE_TELEMETRY": "1"}
+    target = ("share", str(record), "--push", "hf://datasets/acme/results", "--yes")
+    first = cli(*target, env=env)
+    assert first.returncode == 0 and "pull request" in first.stderr, first.stderr
+    (path,) = hub.files["refs/pr/7"]
+    again = cli(*target, env=env)
+    assert again.returncode == 0, again.stderr
+    assert "already there; nothing sent" in again.stderr and "open pull request" in again.stderr
+    assert len(hub.commits) == 1
+    hub.open_requests.clear()  # merged
+    hub.files["main"].add(path)
+    merged = cli(*target, env=env)
+    assert "on the main branch" in merged.stderr and "nothing sent" in merged.stderr
+    assert len(hub.commits) == 1

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 import pytest
 from conftest_report import assert_one_line_error
@@ -96,6 +96,9 @@ class _Hub:
     def __init__(self) -> None:
         self.preuploads: list[dict[str, Any]] = []
         self.commits: list[dict[str, Any]] = []
+        #: Revision ("main", "refs/pr/N") -> the paths it holds; open pull requests' numbers.
+        self.files: dict[str, set[str]] = {"main": set()}
+        self.open_requests: list[int] = []
 
 
 def _handler(hub: _Hub, base: list[str]) -> type[BaseHTTPRequestHandler]:
@@ -113,7 +116,28 @@ def _handler(hub: _Hub, base: list[str]) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def do_HEAD(self) -> None:  # noqa: N802 - the base's name: a file's metadata (file_exists)
+            prefix = "/datasets/acme/results/resolve/"
+            path = unquote(urlparse(self.path).path)
+            revision, _, name = path[len(prefix):].partition("/") if path.startswith(prefix) else ("", "", "")
+            if revision == "refs" and name.startswith("pr/"):
+                number, _, name = name[3:].partition("/")
+                revision = f"refs/pr/{number}"
+            found = name in hub.files.get(revision, set())
+            self.send_response(200 if found else 404)
+            headers = ({"X-Repo-Commit": "c" * 40, "ETag": '"e"', "Content-Length": "0"} if found
+                       else {"X-Error-Code": "EntryNotFound", "Content-Length": "0"})
+            for header, value in headers.items():
+                self.send_header(header, value)
+            self.end_headers()
+
         def do_GET(self) -> None:  # noqa: N802 - the base's name
+            if urlparse(self.path).path == "/api/datasets/acme/results/discussions":
+                requests = [{"title": "accelbench", "num": n, "author": {"name": "someone"},
+                             "createdAt": "2026-01-01T00:00:00.000Z", "status": "open",
+                             "repo": {"name": "acme/results", "type": "dataset"}, "isPullRequest": True}
+                            for n in hub.open_requests]
+                return self._reply(200, {"count": len(requests), "start": 0, "discussions": requests})
             if urlparse(self.path).path == "/api/datasets/acme/results":
                 if self.headers.get("Authorization") != "Bearer hf_test_token":
                     return self._reply(401, {"error": "Invalid credentials"})
@@ -141,9 +165,12 @@ def _handler(hub: _Hub, base: list[str]) -> type[BaseHTTPRequestHandler]:
                 items = [json.loads(line) for line in body.decode().splitlines() if line.strip()]
                 hub.commits.append({"items": items, "query": query, "revision": parts[6],
                                     "content_type": self.headers.get("Content-Type")})
-                return self._reply(200, {"commitUrl": f"{base[0]}/datasets/acme/results/commit/{'c' * 40}",
-                                         "commitOid": "c" * 40,
-                                         "pullRequestUrl": f"{base[0]}/datasets/acme/results/discussions/7"})
+                number = 7 + len(hub.open_requests)
+                hub.open_requests.append(number)
+                hub.files[f"refs/pr/{number}"] = {i["value"]["path"] for i in items if i["key"] == "file"}
+                where = f"{base[0]}/datasets/acme/results"
+                return self._reply(200, {"commitUrl": f"{where}/commit/{'c' * 40}", "commitOid": "c" * 40,
+                                         "pullRequestUrl": f"{where}/discussions/{number}"})
             return self._reply(404, {"error": "not found"})
 
     return Handler

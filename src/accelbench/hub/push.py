@@ -6,8 +6,9 @@ few thousand files per folder; a git checkout stays browsable)::
     bundles/<yyyy>/<mm>/<first 2 hex digits of the machine id>/<sha256 of the bundle, 16 digits>.jsonl
 
 (256 folders a month: a million submissions a month is about 4,000 files a folder). The name is
-the bundle's own hash, so the same bundle submitted twice is the same file (a folder push says
-so; the Hub makes no second commit).
+the bundle's own hash, so the same bundle submitted twice in a month is the same file: a push
+whose file is already there (in the folder, on the dataset's main branch, or in one of its open
+pull requests) says "already there; nothing sent" and sends nothing, never a second pull request.
 
 Targets: ``hf://datasets/ORG/NAME`` opens a pull request on the dataset through huggingface_hub's
 commit API (``HfApi.create_commit(..., create_pr=True)``, with the user's usual login or
@@ -176,6 +177,18 @@ def _hf_failure(error: Exception, repo: str) -> str:
     return f"cannot reach the Hub ({type(error).__name__}{': ' + first if first else ''})"
 
 
+def _already_there(api: Any, repo: str, path: str) -> str:
+    """Where ``path`` already is on the dataset ("" where nowhere): its main branch, or an open pull
+    request (one request for the list, one per open pull request)."""
+    if api.file_exists(repo, path, repo_type="dataset"):
+        return "on the main branch"
+    for request in api.get_repo_discussions(repo, repo_type="dataset", discussion_type="pull_request",
+                                            discussion_status="open"):
+        if api.file_exists(repo, path, repo_type="dataset", revision=request.git_reference):
+            return f"in open pull request {request.url}"
+    return ""
+
+
 def _push_hf(target: str, sub: Submission) -> str:
     match = _HF_DATASET.fullmatch(target)
     if match is None:
@@ -195,6 +208,9 @@ def _push_hf(target: str, sub: Submission) -> str:
         # One request without retries first: an unknown dataset or no network is said at once
         # (the commit's own requests retry for about half a minute).
         api.dataset_info(repo, timeout=HTTP_TIMEOUT_S)
+        there = _already_there(api, repo, sub.path)
+        if there:
+            return f"{sub.path} is already {there} of {target}: already there; nothing sent"
         info = api.create_commit(
             repo_id=repo, repo_type="dataset", create_pr=True,
             operations=[CommitOperationAdd(path_in_repo=sub.path,
