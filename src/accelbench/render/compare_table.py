@@ -29,7 +29,7 @@ from accelbench.reference.published import (
     EpochReference,
 )
 from accelbench.render.fit import FittedTable, Footnotes, Prose, non_empty_columns
-from accelbench.render.format import format_seconds
+from accelbench.render.format import format_rate, format_seconds
 from accelbench.render.steady import STEADY_COLUMNS, STEADY_NOTE, steady_rows
 from accelbench.render.words import shorten
 from accelbench.results import CaseResult
@@ -84,6 +84,8 @@ def epoch_cell(case: CaseResult | None) -> str:
     if epoch:
         return f"{format_seconds(epoch[0])} {epoch[3][:4]}."
     rate = case.throughput()
+    if rate and case.mode == "generate":  # no epoch: its rate as its table shows it, in its unit
+        return f"{format_rate(rate)} {case.rate_unit()}"
     return f"{rate:,.0f}/s (no epoch size)" if rate else "n/a"
 
 

@@ -12,8 +12,11 @@ from accelbench.measure.trackers.memory import format_bytes
 from accelbench.reference.expected_tokens import describe
 from accelbench.render.format import format_bytes_rate, format_rate, format_seconds
 from accelbench.results import CaseResult, RunRecord
+from accelbench.results.catalogue import BY_NAME
 from accelbench.results.protocol_summary import mlperf_client_overall
 
+#: Marks a table cell that holds a --protocol figure (the generation table's PROTOCOL_CELLS).
+PROTOCOL_MARK = "*"
 #: Said once under a table that holds a quantized case: how to read its bandwidth share.
 QUANTIZED_READING = ("a quantized row reads its weights packed (int8: 1 byte a weight, int4: half "
                      "a byte, with their scales and zero points), so its bytes per token are the "
@@ -35,15 +38,23 @@ def _plus_minus(section: dict[str, Any]) -> str:
 def _protocol_line(case: CaseResult, section: dict[str, Any]) -> str:
     figure, label = section.get("figure"), section.get("label", section.get("test"))
     who = f"  {_who(case)} {label}"
+    # The clock the peer's figures were read by (a result written before it was kept: unsaid).
+    clock = f"; {section['clock']}" if section.get("clock") else ""
     if figure in ("pp", "tg"):
-        return f"{who}: {_plus_minus(section)} (mean ± sd over {section.get('rounds')} repetitions)"
+        return f"{who}: {_plus_minus(section)} (mean ± sd over {section.get('rounds')} repetitions{clock})"
     if figure == "decode":
+        share = _figure(case, "gpt_fast_bandwidth_share")
         return (f"{who}: {format_rate(section.get('tokens_per_s'))} tokens/s, bandwidth achieved "
-                f"{format_bytes_rate(section.get('bandwidth_bytes_per_s'))} (mean over "
-                f"{section.get('rounds')} samples)")
+                f"{format_bytes_rate(section.get('bandwidth_bytes_per_s'))}"
+                + (f" ({share:.0%} of measured)" if share is not None else "")
+                + f" (mean over {section.get('rounds')} samples{clock})")
     return (f"{who}: TTFT {format_seconds(section.get('ttft_mean_s'))}, 2nd+ token rate "
             f"{format_rate(section.get('token_rate'))} tokens/s (mean over {section.get('rounds')} "
-            "iterations)")
+            f"iterations{clock})")
+
+
+def _figure(case: CaseResult, name: str) -> Any:
+    return BY_NAME[name].read(case)
 
 
 def protocol_lines(record: RunRecord) -> list[str]:
@@ -55,7 +66,8 @@ def protocol_lines(record: RunRecord) -> list[str]:
             by_protocol.setdefault(str(section.get("name")), []).append(_protocol_line(case, section))
     lines = []
     for name, rows in by_protocol.items():
-        lines += [f"--protocol {name}, as the peer reports it:", *rows]
+        lines += [f"--protocol {name}, as the peer reports it ({PROTOCOL_MARK} in the table: the case's "
+                  "rate, and the figures its peer defines):", *rows]
     for overall in mlperf_client_overall(record.cases):
         if overall.missing:
             lines.append(f"  {overall.label} {overall.device} overall: none (categories missing: "

@@ -10,17 +10,23 @@ from accelbench.measure.trackers.memory import format_bytes
 from accelbench.reference.expected_tokens import describe
 from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_bytes_rate, format_rate, format_seconds
-from accelbench.render.generation_detail import generation_detail_lines
+from accelbench.render.generation_detail import PROTOCOL_MARK, generation_detail_lines
 from accelbench.render.words import shorten
 from accelbench.results import CaseResult, RunRecord
+from accelbench.results.catalogue import BY_NAME
 
 
 def generation_cases(record: RunRecord) -> list[CaseResult]:
     return [case for case in record.cases if case.mode == "generate"]
 
 
-GENERATION_COLUMNS = ("case", "B/P/N", "TTFT", "prefill tok/s", "decode tok/s", "total",
-                      "ITL p50/p99", "KV", "read/token")
+GENERATION_COLUMNS = ("case", "B/P/N", "TTFT", "prefill tok/s", "decode tok/s", "batch tok/s", "E2E",
+                      "output tok/s", "ITL p50/p99", "KV", "read/token")
+#: A --protocol case's own figures (results/catalogue.py), each in the column of the quantity it
+#: is, with its peer's statistic and marked: the case's rate reads here as on every other surface.
+PROTOCOL_CELLS = {"pp_tokens_per_s": "prefill tok/s", "tg_tokens_per_s": "output tok/s",
+                  "gpt_fast_tokens_per_s": "output tok/s", "mlperf_ttft_s": "TTFT",
+                  "mlperf_token_rate": "decode tok/s"}
 #: ``--wide`` adds the tails MLPerf budgets (TTFT p90/p99 across rounds, TPOT p99), the memory
 #: the weights take, and whether the tokens are the fp64 reference's.
 WIDE_COLUMNS = ("TTFT p90/p99", "TPOT p99", "weights", "tokens")
@@ -48,6 +54,21 @@ def _wide_cells(figures: dict) -> list[str]:
             describe(figures.get("tokens"))]
 
 
+def _request_cells(figures: dict) -> list[str]:
+    """End-to-end latency and output tokens/s (blank in a result written before they were kept)."""
+    e2e = figures.get("e2e_s")
+    return [format_seconds(e2e), format_rate(figures.get("output_tokens_per_s"))] if e2e else ["", ""]
+
+
+def _mark_protocol(case: CaseResult, row: list[str]) -> None:
+    for name, column in PROTOCOL_CELLS.items():
+        figure = BY_NAME[name]
+        value = figure.read(case)
+        if value is not None:
+            shown = format_seconds(value) if figure.unit == "s" else format_rate(value)
+            row[GENERATION_COLUMNS.index(column)] = shown + PROTOCOL_MARK
+
+
 def generation_rows(record: RunRecord, wide: bool = False) -> list[list[str]]:
     """Plain-text cells, one row per generation case (a failed one: its status and error)."""
     rows = []
@@ -57,7 +78,7 @@ def generation_rows(record: RunRecord, wide: bool = False) -> list[list[str]]:
         shape = f"{case.batch_size}/{case.prompt_len}/{case.new_tokens}"
         figures = case.generation
         if not case.ok or figures is None:
-            rows.append([label, shape, shorten(f"{case.status}: {case.error}", 60), *["-"] * (6 + extra)])
+            rows.append([label, shape, shorten(f"{case.status}: {case.error}", 60), *["-"] * (8 + extra)])
             continue
         windows = figures.get("itl_p99_s") is None
         itl = "windows" if windows else (f"{format_seconds(figures['itl_median_s'])} / "
@@ -70,9 +91,10 @@ def generation_rows(record: RunRecord, wide: bool = False) -> list[list[str]]:
         row = [label, shape, format_seconds(figures["ttft_s"]),
                format_rate(figures["prefill_tokens_per_s"]),
                format_rate(figures.get("decode_tokens_per_s")),
-               format_rate(figures.get("decode_tokens_per_s_total")), itl,
+               format_rate(figures.get("decode_tokens_per_s_total")), *_request_cells(figures), itl,
                format_bytes(figures["kv_cache_bytes"]),
                f"{format_bytes(figures['bytes_per_step'])} {bandwidth}"]
+        _mark_protocol(case, row)
         rows.append(row + (_wide_cells(figures) if wide else []))
     return rows
 
@@ -81,10 +103,11 @@ def generation_table(record: RunRecord, wide: bool = False) -> FittedTable:
     """Fitted to the terminal: cells wrap between words, nothing is cut (100 columns hold it;
     ``wide`` adds WIDE_COLUMNS)."""
     columns = GENERATION_COLUMNS + (WIDE_COLUMNS if wide else ())
-    return FittedTable("Generation (greedy, KV cache): per sequence unless 'total'",
+    return FittedTable("Generation (greedy, KV cache): decode tok/s per sequence, batch tok/s over the "
+                       "B sequences; E2E = TTFT + decode, output tok/s = B x N / E2E",
                        columns, generation_rows(record, wide), right=columns[1:],
-                       whole=("B/P/N", "TTFT", "prefill tok/s", "decode tok/s", "total", "KV",
-                              "TPOT p99", "weights"), stack=("case",))
+                       whole=("B/P/N", "TTFT", "prefill tok/s", "decode tok/s", "batch tok/s", "E2E",
+                              "output tok/s", "KV", "TPOT p99", "weights"), stack=("case",))
 
 
 def generation_notes(record: RunRecord) -> list[str]:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_rate
 from accelbench.results import rate_unit
+from accelbench.results.catalogue import key_headline
 
 SPARK = "▁▂▃▄▅▆▇█"
 
@@ -34,6 +36,14 @@ def runs_table(rows: list[Any], path: Path) -> FittedTable:
                        stack=("run id",), hint="--json shows them")
 
 
+def _unit(mode: str, config_key: str) -> str:
+    """What a series' stored rate counts: its key's headline (a --protocol series: its peer's)."""
+    if not config_key:
+        return rate_unit(mode) + (" (all sequences)" if mode == "generate" else "")
+    figure = key_headline(json.loads(config_key))
+    return figure.label + (" (all sequences)" if figure.name == "decode_tokens_per_s_total" else "")
+
+
 TIMELINE_COLUMNS = ("machine", "device", "config", "runs", "first", "latest", "change", "trend")
 
 
@@ -43,15 +53,17 @@ def timeline_table(workload: str, mode: str, points: list[Any]) -> FittedTable:
     series: dict[tuple[str, str, str], list[Any]] = {}
     for point in points:
         series.setdefault((point.machine, point.device, point.config_key), []).append(point)
-    unit = rate_unit(mode) + (" (all sequences)" if mode == "generate" else "")
-    rows = []
-    for (machine, device, _), mine in series.items():
+    rows: list[list[str]] = []
+    units: dict[str, None] = {}  # each series' unit once, in order (a dict keeps the order)
+    for (machine, device, key), mine in series.items():
+        units.setdefault(_unit(mode, key), None)
         rates = [p.throughput for p in mine if p.throughput and p.status == "ok"]
         first, last = (rates[0], rates[-1]) if rates else (None, None)
         change = f"{(last / first - 1) * 100:+.1f}%" if first and last and len(rates) > 1 else ""
         rows.append([machine, device, mine[0].config or f"batch {mine[0].batch_size}",
                      str(len(mine)), format_rate(first), format_rate(last), change,
                      sparkline(rates)])
+    unit = "; ".join(units) or _unit(mode, "")
     return FittedTable(f"{workload} {mode}: {unit} over time", TIMELINE_COLUMNS, rows,
                        right=("runs", "first", "latest", "change"),
                        whole=("runs", "first", "latest", "change"), stack=("machine", "device"),

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 from accelbench.compare import MachineRow, Pair, Verdict, WorkloadComparison
 from accelbench.parity.shown import verdict_of
 from accelbench.results import CaseResult, RunRecord, rate_unit
-from accelbench.results.catalogue import case_figures, headline
+from accelbench.results.catalogue import case_figures, case_headline, key_headline
 from accelbench.results.key import KEY_FIELDS, comparability_key, config_label
+from accelbench.results.protocol_summary import mlperf_client_overall
 from accelbench.store.history import RunSummaryRow, TimelinePoint
 from accelbench.store.jsonfile import clean_for_json
 
@@ -35,7 +36,7 @@ def case_view(case: CaseResult | None) -> dict[str, Any] | None:
             "config": config_label(case),
             "key": dict(zip(KEY_FIELDS, comparability_key(case), strict=True)),
             "rate": case.throughput(), "rate_ci": case.throughput_ci(),
-            "rate_name": headline(case.mode).name, "rate_unit": rate_unit(case.mode),
+            "rate_name": case_headline(case).name, "rate_unit": case.rate_unit(),
             "figures": case_figures(case)}
 
 
@@ -52,6 +53,9 @@ def record_view(record: RunRecord) -> dict[str, Any]:
         stored.update({name: view[name] for name in _ADDED})
         if record.kind == "check":
             stored["verdict"] = verdict_of(case)
+    overall = mlperf_client_overall(record.cases)
+    if overall:  # figures across cases (catalogue ACROSS_CASES), as the lines under the table
+        data["protocol_overall"] = [group.to_dict() for group in overall]
     return data
 
 
@@ -93,7 +97,7 @@ def _placement(comparison: PeerComparison) -> dict[str, Any]:
     mine = placement.mine
     key = dict(zip(KEY_FIELDS, mine.key, strict=True))
     return {"run": comparison.run_label, "device": comparison.device, "key": key,
-            "config": config_label(key), "rate_unit": rate_unit(str(key["mode"])),
+            "config": config_label(key), "rate_unit": key_headline(key).label,
             "device_model": mine.device_model, "rate": mine.throughput,
             "verdict": placement.verdict, "percentile": placement.percentile,
             "ratio_to_median": placement.ratio_to_median, "reasons": list(placement.reasons),
@@ -122,7 +126,7 @@ def peers_view(comparisons: list[PeerComparison], loaded: Loaded) -> dict[str, A
 def _point(point: TimelinePoint, mode: str) -> dict[str, Any]:
     view = asdict(point)
     view["key"] = json.loads(point.config_key) if point.config_key else None
-    view["rate_unit"] = rate_unit(mode)
+    view["rate_unit"] = key_headline(view["key"]).label if view["key"] else rate_unit(mode)
     return view
 
 

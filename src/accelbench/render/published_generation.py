@@ -16,6 +16,7 @@ from accelbench.reference.published import PUBLISHED_LABEL, DecodeReference, dec
 from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_bytes_rate, format_rate
 from accelbench.results import CaseResult, RunRecord
+from accelbench.results.catalogue import case_figures
 
 COLUMNS = ("whose", "device", "runtime / model", "precision", "test", "tokens/s", "read/s",
            "% bandwidth")
@@ -26,14 +27,19 @@ def _share(value: float | None) -> str:
 
 
 def _mine(case: CaseResult, label: str) -> tuple[str, ...]:
-    figures = case.generation or {}
-    protocol = figures.get("protocol") if isinstance(figures.get("protocol"), dict) else {}
-    test = str(protocol.get("test") or f"{case.prompt_len}+{case.new_tokens}")
-    rate = protocol.get("tokens_per_s") if protocol.get("figure") in ("tg", "decode") else None
+    """A case's row: a --protocol case's own rate (its catalogue headline, as its table shows it)
+    and, for gpt-fast, its bandwidth achieved; else the decode rate per sequence (the published
+    rows are batch 1) and the decode bandwidth."""
+    figures = case_figures(case)
+    protocol = (case.generation or {}).get("protocol")
+    named = protocol.get("test") if isinstance(protocol, dict) else None
+    test = str(named or f"{case.prompt_len}+{case.new_tokens}")
+    rate = case.throughput() if case.protocol else figures.get("decode_tokens_per_s")
+    own = figures.get("gpt_fast_bandwidth_bytes_per_s") is not None
+    read = figures["gpt_fast_bandwidth_bytes_per_s" if own else "decode_bandwidth_bytes_per_s"]
+    share = figures["gpt_fast_bandwidth_share" if own else "bandwidth_share"]
     return (f"yours: {label}", case.device_name or case.device, f"accelbench / {case.workload}",
-            case.precision, test, format_rate(rate or figures.get("decode_tokens_per_s")),
-            format_bytes_rate(figures.get("effective_bandwidth_bytes_per_s")),
-            _share(figures.get("bandwidth_share")))
+            case.precision, test, format_rate(rate), format_bytes_rate(read), _share(share))
 
 
 def _published(row: DecodeReference) -> tuple[str, ...]:

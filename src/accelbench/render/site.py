@@ -24,7 +24,7 @@ from accelbench.compare.peers import ModelGroup, PeerResult, model_key
 from accelbench.reference.published import PUBLISHED_LABEL
 from accelbench.render.format import format_rate
 from accelbench.render.html import Markup, el
-from accelbench.results import rate_unit
+from accelbench.results.catalogue import key_headline
 from accelbench.results.key import KEY_FIELDS, config_label
 
 STYLE = """
@@ -59,6 +59,11 @@ def _page(title: str, *body: Any) -> str:
 
 def _key(key: KeyTuple) -> dict[str, Any]:
     return dict(zip(KEY_FIELDS, key, strict=True))
+
+
+def _unit(key: KeyTuple) -> str:
+    """What a configuration's figures count: its headline's words (results/catalogue.headline)."""
+    return key_headline(_key(key)).label
 
 
 def _bench_name(key: KeyTuple) -> tuple[str, str, str]:
@@ -152,7 +157,7 @@ def render_site(peers: Iterable[PeerResult] | Collection, generated_at: str = ""
         for key in keys:
             sections += [el("h2", _heading(key, keys)),
                          _groups_table(measured[key].groups, f"Device models, fastest median first "
-                                                             f"({rate_unit(name[1])})"),
+                                                             f"({_unit(key)})"),
                          _apart_note(measured[key].apart)]
         pages[_bench_file(name)] = _page(" · ".join(name), *sections, _published_note())
         results = sum(g.count for key in keys for g in measured[key].measured)
@@ -172,7 +177,9 @@ def render_site(peers: Iterable[PeerResult] | Collection, generated_at: str = ""
         el("p", f"{collection.results:,} shared results from {collection.machines:,} machines and "
                 f"{len(collection.settings):,} device models; "
                 f"generated {generated_at}. Figures are each work's headline rate: samples per second at "
-                "the median step time, or a generation case's decode tokens per second over the batch. "
+                "the median step time, a generation case's decode tokens per second over the batch, or "
+                "a --protocol case's rate as its peer publishes it (llama-bench's pp or tg, gpt-fast's "
+                "tokens/s, MLPerf Client's 2nd+ token rate). "
                 "Medians, bands and bests are over machines (each machine's median result). A result is "
                 f"compared only with results of the same work (the same {fields}). {INDEX_NOTE}"
                 + (f" {flagged:,} result(s) flagged invalid (implausible on their own machine, or "
@@ -201,7 +208,7 @@ def _index_figures(name: tuple[str, str, str], keys: Sequence[KeyTuple],
     groups = sorted(measured[key].measured, key=lambda g: -g.median)
     if not groups:
         return [el("td", ""), el("td", ""), el("td", ""), el("td", "")]
-    unit = rate_unit(name[1])
+    unit = _unit(key)
     best = max(groups, key=lambda g: g.best)
     return [el("td", _heading(key, keys)),
             _number(f"{format_rate(best.best)} {unit} ({best.device_model})"),
@@ -239,7 +246,7 @@ def _device_page(model: str, work: Sequence[tuple[KeyTuple, ModelGroup]],
                        _number(f"{group.count} ({group.machines} machines)"),
                        _number(format_rate(group.median)),
                        _number(f"{format_rate(group.low)}–{format_rate(group.high)}"),
-                       _number(format_rate(group.best)), el("td", rate_unit(name[1]))))
+                       _number(format_rate(group.best)), el("td", _unit(key))))
     table = el("table", el("caption", "Every work measured on this device model"),
                el("thead", el("tr", *(el("th", h) for h in ("workload · mode · precision", "configuration",
                                                             "results", "median", "p10–p90", "best",

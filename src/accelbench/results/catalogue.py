@@ -10,8 +10,15 @@ entry points at, never recomputes it. ``docs``/the README's figure catalogue is 
 (``accelbench.results.catalogue.markdown_table()``), and a test holds every name to it.
 
 Generation figures follow the field's definitions (MLPerf Inference, vLLM): TTFT, TPOT = the
-median round's (end-to-end - TTFT) / (N - 1), ITL = the pooled per-token gaps; the decode rates are
-1 / TPOT per sequence and B / TPOT over the batch (``measure/generation/rounds.GenerationFigures``).
+median round's (end-to-end - TTFT) / (N - 1), ITL = the pooled per-token gaps, end-to-end latency
+= TTFT + decode; the decode rates are 1 / TPOT per sequence and B / TPOT over the batch, output
+tokens/s B x N / end-to-end (``measure/generation/rounds.GenerationFigures``).
+
+A ``--protocol`` case's figures are also its peer's own (llama-bench's pp and tg, gpt-fast's
+tokens/s, MLPerf Client's TTFT and 2nd+ token rate: ``measure/generation/protocols.py``), named as
+the peer names them, timed by the peer's clock (a per-token read or the device's cadence), and its
+rate (``headline``) is the one its peer publishes: what history, compare, bundles, peers and the
+site read for it.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelbench.results.records import CaseResult
+from accelbench.workloads.protocols import reported_figure
 
 TRAIN_EVAL = ("train", "eval")
 GENERATE = ("generate",)
@@ -57,6 +65,13 @@ def _protocol(figure: str, name: str) -> Callable[[CaseResult], Any]:
         value = section.get(name)
         return value if isinstance(value, int | float) and not isinstance(value, bool) else None
     return read
+
+
+def _protocol_share(case: CaseResult) -> Any:
+    """gpt-fast's bandwidth achieved over the bandwidth the device measured (both stored)."""
+    achieved = _protocol("decode", "bandwidth_bytes_per_s")(case)
+    reference = _generation("bandwidth_reference_bytes_per_s")(case)
+    return achieved / reference if achieved is not None and reference else None
 
 
 def _sub(record: str, name: str) -> Callable[[CaseResult], Any]:
@@ -109,6 +124,11 @@ def _break_even(case: CaseResult) -> Any:
 _STEP_RATE = ("batch / the median step time of the timed steps (after warm-up, each step closed "
               "by a device synchronisation or timed in synchronised windows)")
 _GEN = "greedy decoding with a KV cache; each timed round prefills a fresh cache, then decodes N - 1 steps"
+#: The clocks a protocol's figure is read from (workloads/protocols.py ProtocolTest.clock).
+_PER_TOKEN_READ = ("clock: per-token read (each token read to the host as it is made, the host clock "
+                   "per token, on every device)")
+_DEVICE_CADENCE = ("clock: device cadence (no token read between steps; timing events per token on "
+                   "CUDA/XPU, the host clock on the CPU)")
 
 FIGURES: tuple[Figure, ...] = (
     Figure("samples_per_s", "samples/s", "samples/s", "median over steps", _STEP_RATE, TRAIN_EVAL,
@@ -128,6 +148,13 @@ FIGURES: tuple[Figure, ...] = (
     Figure("prefill_tokens_per_s", "prefill tokens/s", "tokens/s", "B x P / median TTFT",
            f"{_GEN}; prompt tokens over the time to the first token", GENERATE,
            _generation("prefill_tokens_per_s")),
+    Figure("e2e_s", "E2E latency", "s", "median over rounds",
+           "end-to-end latency, a request's whole time: TTFT + the N - 1 decode steps (vLLM's "
+           "benchmark_serving E2EL, MLPerf)", GENERATE, _generation("e2e_s")),
+    Figure("output_tokens_per_s", "output tokens/s", "tokens/s", "B x N / median E2E latency",
+           f"{_GEN}; every output token of the B sequences over the request's end-to-end latency "
+           "(vLLM's output token throughput, one request at a time)", GENERATE,
+           _generation("output_tokens_per_s")),
     Figure("ttft_s", "TTFT", "s", "median over rounds",
            "time to first token: prefill and the first token's argmax, host clock, one "
            "synchronisation", GENERATE, _generation("ttft_s")),
@@ -161,33 +188,42 @@ FIGURES: tuple[Figure, ...] = (
            "the model's parameters and buffers as held for generation, measured on its tensors (each "
            "storage once): packed weights, scales and zero points where quantized (int8-wo, int4-wo)",
            GENERATE, _generation("weights_memory_bytes")),
-    Figure("pp_tokens_per_s", "pp (llama-bench)", "tokens/s", "mean over repetitions",
+    Figure("pp_tokens_per_s", "pp tokens/s (llama-bench)", "tokens/s", "mean over repetitions",
            "--protocol llama-bench: pp512, B x P prompt tokens / the time to first token of each "
-           "repetition (a tiny model's test scaled to its context says so)", GENERATE,
-           _protocol("pp", "tokens_per_s")),
+           "repetition (a tiny model's test scaled to its context says so); the rate of a pp case; "
+           "clock: the host's, one synchronisation when the prompt is done (llama-bench "
+           "synchronises once after the prompt)", GENERATE, _protocol("pp", "tokens_per_s")),
     Figure("pp_tokens_per_s_sd", "pp sd", "tokens/s", "sample standard deviation over repetitions",
            "as pp (llama-bench prints mean +- sd)", GENERATE, _protocol("pp", "tokens_per_s_sd")),
-    Figure("tg_tokens_per_s", "tg (llama-bench)", "tokens/s", "mean over repetitions",
+    Figure("tg_tokens_per_s", "tg tokens/s (llama-bench)", "tokens/s", "mean over repetitions",
            "--protocol llama-bench: tg128, B x N tokens / the whole generation from a one-token "
-           "prompt (N one-token steps from an empty context)", GENERATE,
+           "prompt (N one-token steps from an empty context); the rate of a tg case; "
+           f"{_PER_TOKEN_READ}, as llama-bench synchronises after every token", GENERATE,
            _protocol("tg", "tokens_per_s")),
     Figure("tg_tokens_per_s_sd", "tg sd", "tokens/s", "sample standard deviation over repetitions",
            "as tg (llama-bench prints mean +- sd)", GENERATE, _protocol("tg", "tokens_per_s_sd")),
     Figure("gpt_fast_tokens_per_s", "tokens/s (gpt-fast)", "tokens/s", "mean over samples",
            "--protocol gpt-fast: batch 1, 6-token prompt, 200 new tokens / the whole generation "
-           "(prefill included) of each sample, after a dropped first", GENERATE,
+           "(prefill included) of each sample, after a dropped first; the rate of a gpt-fast case; "
+           f"{_DEVICE_CADENCE}, as gpt-fast synchronises once a generation", GENERATE,
            _protocol("decode", "tokens_per_s")),
     Figure("gpt_fast_bandwidth_bytes_per_s", "bandwidth achieved (gpt-fast)", "bytes/s",
            "weight bytes x mean tokens/s", "--protocol gpt-fast: the weight bytes one decode step "
            "reads (packed where quantized) x tokens/s", GENERATE,
            _protocol("decode", "bandwidth_bytes_per_s")),
+    Figure("gpt_fast_bandwidth_share", "% bandwidth (gpt-fast)", "fraction",
+           "bandwidth achieved / measured bandwidth", "--protocol gpt-fast: bandwidth achieved over "
+           "the device's measured copy bandwidth (roofline), as compare --published reads it",
+           GENERATE, _protocol_share),
     Figure("mlperf_ttft_s", "TTFT (MLPerf Client)", "s", "mean over iterations",
-           "--protocol mlperf-client: one category's time to first token; the overall figure is "
-           "the geometric mean over the categories", GENERATE, _protocol("category", "ttft_mean_s")),
+           "--protocol mlperf-client: one category's time to first token, the first token read to "
+           "the host; the overall figure is mlperf_ttft_geomean_s", GENERATE,
+           _protocol("category", "ttft_mean_s")),
     Figure("mlperf_token_rate", "2nd+ token rate (MLPerf Client)", "tokens/s",
            "1 / mean over iterations of (end - first token) / (N - 1)",
-           "--protocol mlperf-client: one category's rate after the first token; the overall "
-           "figure is the geometric mean over the categories", GENERATE,
+           "--protocol mlperf-client: one category's rate after the first token; the rate of a "
+           f"category case; {_PER_TOKEN_READ}, as MLPerf Client receives each token as it streams; "
+           "the overall figure is mlperf_token_rate_geomean", GENERATE,
            _protocol("category", "token_rate")),
     Figure("peak_memory_bytes", "peak mem", "bytes", "maximum",
            "the steady state's peak (see memory_source: allocator, RSS or sampled)", ALL_MODES,
@@ -234,9 +270,56 @@ def figure(name: str) -> Figure:
     return BY_NAME[name]
 
 
-def headline(mode: str) -> Figure:
-    """The figure a case's "rate" is: samples/s, or a generation case's decode tokens/s."""
-    return BY_NAME["decode_tokens_per_s_total" if mode == "generate" else "samples_per_s"]
+#: The rate a --protocol test's peer publishes, by what the test reports (ProtocolTest.figure).
+PROTOCOL_HEADLINES = {"pp": "pp_tokens_per_s", "tg": "tg_tokens_per_s", "decode": "gpt_fast_tokens_per_s",
+                      "category": "mlperf_token_rate"}
+
+
+def headline(mode: str, protocol: str = "", new_tokens: int = 0) -> Figure:
+    """The figure a case's "rate" is, from its comparability key: samples/s; a generation case's
+    decode tokens/s over the batch; a --protocol case's the rate its peer publishes (llama-bench's
+    pp or tg, gpt-fast's tokens/s, MLPerf Client's 2nd+ token rate), so a protocol case has one
+    rate on every surface and a pp case (no decode step) has one at all."""
+    if mode != "generate":
+        return BY_NAME["samples_per_s"]
+    kind = reported_figure(protocol, new_tokens) if protocol else None
+    return BY_NAME[PROTOCOL_HEADLINES.get(kind or "", "decode_tokens_per_s_total")]
+
+
+def case_headline(case: CaseResult) -> Figure:
+    return headline(case.mode, case.protocol, case.new_tokens)
+
+
+def key_headline(key: Mapping[str, Any]) -> Figure:
+    """The headline of a comparability key as a dict (a bundle line's, a stored config key)."""
+    new_tokens = key.get("new_tokens")
+    return headline(str(key.get("mode", "")), str(key.get("protocol") or ""),
+                    new_tokens if isinstance(new_tokens, int) else 0)
+
+
+@dataclass(frozen=True)
+class AcrossCases:
+    """A figure of several cases together (a protocol's overall score): computed once by the
+    function ``computed_by`` names from the cases' stored figures, never stored on one case."""
+
+    name: str
+    label: str
+    unit: str
+    statistic: str
+    method: str
+    computed_by: str
+
+
+ACROSS_CASES: tuple[AcrossCases, ...] = (
+    AcrossCases("mlperf_ttft_geomean_s", "TTFT (MLPerf Client, overall)", "s",
+                "geometric mean over the categories of mlperf_ttft_s",
+                "--protocol mlperf-client: one per model, device, precision and compile, only where "
+                "every category finished (MLPerf Client gives no overall score without them)",
+                "results/protocol_summary.mlperf_client_overall"),
+    AcrossCases("mlperf_token_rate_geomean", "2nd+ token rate (MLPerf Client, overall)", "tokens/s",
+                "geometric mean over the categories of mlperf_token_rate", "as mlperf_ttft_geomean_s",
+                "results/protocol_summary.mlperf_client_overall"),
+)
 
 
 def case_figures(case: CaseResult) -> dict[str, Any]:
@@ -250,4 +333,6 @@ def markdown_table() -> str:
     rows = ["| figure | unit | statistic | how it is measured | modes |", "|---|---|---|---|---|"]
     rows += [f"| `{f.name}` ({f.label}) | {f.unit} | {f.statistic} | {f.method} | "
              f"{', '.join(f.modes)} |" for f in FIGURES]
+    rows += [f"| `{f.name}` ({f.label}) | {f.unit} | {f.statistic} | {f.method} | generate, across "
+             "cases |" for f in ACROSS_CASES]
     return "\n".join(rows)

@@ -22,22 +22,18 @@ def process_figure(step_times: Sequence[float]) -> float:
     return float(np.percentile(step_times, PROCESS_PERCENTILE))
 
 
-def _tpot(generation: object) -> float | None:
-    value = generation.get("tpot_s") if isinstance(generation, dict) else None
-    return float(value) if isinstance(value, int | float) and value > 0 else None
-
-
 def process_step_times(case: CaseResult) -> list[float]:
     """The unit of comparison: each finished process's figure (seconds; ``process_figure``).
 
     A result without repeats is one process (its own samples). A generation case's figure is
-    its TPOT, the statistic its decode rate is (results/catalogue.py), so a verdict judges the
-    figure its rows show."""
+    B / its rate (results/catalogue.headline): its TPOT, the statistic its decode rate is, or the
+    time per token of a --protocol case's own rate (llama-bench's pp or tg ...), so a verdict
+    judges the figure its rows show."""
     if case.mode == "generate":
         if case.repeats:
             return [float(r.tpot_s) for r in case.repeats if r.ok and r.tpot_s is not None]
-        tpot = _tpot(case.generation)
-        return [tpot] if tpot else []
+        rate = case.throughput()
+        return [case.batch_size / rate] if rate else []
     if case.repeats:
         return [process_figure(r.step_times) if r.step_times else float(r.median_step_s or 0.0)
                 for r in case.repeats if r.ok and (r.step_times or r.median_step_s)]

@@ -154,13 +154,21 @@ class CaseResult(Timing, _CaseHead):
     def throughput(self) -> float | None:
         """The case's headline rate (results/catalogue.headline): samples per second at the
         median step time; for a generation case the stored decode tokens per second over the
-        batch, B / median TPOT (``rate_unit``), the figure its generation table shows."""
+        batch, B / median TPOT (``rate_unit``), the figure its generation table shows, or a
+        --protocol case's stored rate as its peer publishes it (llama-bench's pp or tg ...)."""
         if self.mode == "generate":
-            return _stored_rate(self.generation)
+            from accelbench.results.catalogue import case_headline  # the catalogue reads this module
+
+            return _positive(case_headline(self).read(self))
         summary = self.summary()
         return self.batch_size / summary.median if summary else None
 
     def rate_unit(self) -> str:
+        """What ``throughput()`` counts: ``rate_unit(mode)``, or a --protocol case's own rate."""
+        if self.protocol and self.mode == "generate":
+            from accelbench.results.catalogue import case_headline
+
+            return case_headline(self).label
         return rate_unit(self.mode)
 
     def tokens_per_s(self) -> float | None:
@@ -184,7 +192,12 @@ class CaseResult(Timing, _CaseHead):
 
     def _generation_rate_ci(self) -> tuple[float, float] | None:
         """B / TPOT's interval: across processes (their TPOTs) with --repeat, else the median
-        TPOT's order-statistic interval across rounds."""
+        TPOT's order-statistic interval across rounds; a --protocol case's is its own rate's
+        (results/protocol_summary.protocol_rate_ci)."""
+        if self.protocol:
+            from accelbench.results.protocol_summary import protocol_rate_ci
+
+            return protocol_rate_ci(self.generation)
         tpots = [r.tpot_s for r in self.repeats if r.ok and r.tpot_s is not None]
         if len(tpots) >= 2:
             low, high = geometric_ci(tpots)
@@ -286,8 +299,7 @@ class CaseResult(Timing, _CaseHead):
         return case
 
 
-def _stored_rate(generation: dict[str, Any] | None) -> float | None:
-    value = (generation or {}).get("decode_tokens_per_s_total")
+def _positive(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and value > 0 else None
 
 

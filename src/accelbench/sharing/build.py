@@ -4,7 +4,8 @@ Every value is named here: what explains a figure goes in (device model and coun
 versions, the comparability key, backend flags, threads, loader workers, power state, validity);
 nothing else is read. The key is every field of ``results/key.KEY_FIELDS`` (a field added there is
 shared with no edit here) and the figures are the catalogue's (``results/catalogue.case_figures``),
-so a bundle says what the run table says. Host names, user names, paths (data_dir, workload
+so a bundle says what the run table says (a --protocol case's rate, as every figure, is the one its
+table shows: its peer's, ``catalogue.headline``). Host names, user names, paths (data_dir, workload
 files, the command line), environment variables, error texts, tracebacks and stderr tails are
 never copied; a case that did not finish is shared with its status only. ``privacy.scrub`` then
 checks every string that did go in against what would identify this machine's user.
@@ -17,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelbench.results import CaseResult, RunRecord, rate_unit
+from accelbench.results import CaseResult, RunRecord
 from accelbench.results.catalogue import BY_NAME, case_figures
 from accelbench.results.key import KEY_FIELDS, comparability_key, key_json
 from accelbench.results.process import process_figure
@@ -191,7 +192,7 @@ def case_line(record: RunRecord, case: CaseResult, machine_id: str,
     line: dict[str, Any] = {
         "machine_id": machine_id, "case_id": case_id(record, case),
         "accelbench_version": record.accelbench_version,
-        "date": record.created_at[:10], "status": case.status, "rate_unit": rate_unit(case.mode),
+        "date": record.created_at[:10], "status": case.status, "rate_unit": case.rate_unit(),
         "key": dict(zip(KEY_FIELDS, comparability_key(case), strict=True)),
         "device": _device(record, case), "limits": _limits(case), "host": _host(record.environment),
         "software": _software(record.environment),

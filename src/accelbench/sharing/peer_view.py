@@ -5,8 +5,9 @@ The same function turns the user's own cases into peers (through the line ``shar
 so the user's result and the shared ones are read by one piece of code and cannot disagree.
 
 The key is read field by field from ``results/key.KEY_FIELDS``; the rate is the figure
-``results/catalogue.headline(mode)`` names (samples_per_s, or a generation case's
-decode_tokens_per_s_total). A line whose workload or device model was redacted is never a peer
+``results/catalogue.headline`` names for the key (samples_per_s, a generation case's
+decode_tokens_per_s_total, or a --protocol case's own: llama-bench's pp or tg ...).
+A line whose workload or device model was redacted is never a peer
 (nothing says what it was: two redacted names are not the same work or the same device). A line
 that cannot be right on its own machine (``plausible.implausible``: beyond its device's limits,
 self-contradictory, tokens that do not match) is a peer flagged implausible: kept apart, never
@@ -85,7 +86,7 @@ def settings_of(line: dict[str, Any], kind: str) -> dict[str, str]:
 
 #: (field, default, its exact type): bool is not accepted for an int field, nor an int for a bool.
 _KEY_TYPES = tuple((name, KEY_DEFAULTS[name], type(KEY_DEFAULTS[name])) for name in KEY_FIELDS)
-_MODE = KEY_FIELDS.index("mode")
+_MODE, _NEW, _PROTOCOL = (KEY_FIELDS.index(name) for name in ("mode", "new_tokens", "protocol"))
 
 
 #: Keys already checked, by their raw values and those values' types (True and 1 are equal and hash
@@ -135,7 +136,7 @@ def peer_of(line: dict[str, Any], settings_for: set[str] | None = None) -> PeerR
     device = section(line, "device")
     kind = text(device.get("kind"), "device.kind")
     figures = section(line, "figures")
-    rate = headline(key[_MODE]).name
+    rate = headline(key[_MODE], key[_PROTOCOL], key[_NEW]).name  # a --protocol line: its peer's rate
     throughput = number(figures.get(rate), f"figures.{rate}")
     dataset_size = figures.get("dataset_size")
     if throughput <= 0:

@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
+from accelbench.results import CaseResult
 from accelbench.results.key import KEY_FIELDS, comparability_key, key_json
 from accelbench.results.schema import upgrade
 from accelbench.store.jsonfile import clean_for_json
@@ -135,9 +136,27 @@ def _migrate_4_to_5(conn: sqlite3.Connection) -> None:
                      (rate if isinstance(rate, int | float) else None, run_id, position))
 
 
+def _migrate_5_to_6(conn: sqlite3.Connection) -> None:
+    # Version 6: a --protocol generation case's stored throughput is the rate its peer publishes
+    # (results/catalogue.headline: llama-bench's pp or tg mean, gpt-fast's tokens/s, MLPerf
+    # Client's 2nd+ token rate), what its table shows, not accelbench's own median; a pp case (no
+    # decode step) had none. Read from the stored protocol section, as a new row is.
+    rows = conn.execute("SELECT run_id, position, case_json FROM cases WHERE mode = 'generate'")
+    for run_id, position, case_json in rows.fetchall():
+        data = json.loads(case_json)
+        generation, protocol = data.get("generation"), data.get("protocol")
+        if not protocol or not isinstance(generation, dict):
+            continue
+        case = CaseResult(workload=str(data.get("workload", "")), mode="generate", device="",
+                          batch_size=1, protocol=str(protocol), new_tokens=int(data.get("new_tokens") or 0),
+                          generation=generation)
+        conn.execute("UPDATE cases SET throughput = ? WHERE run_id = ? AND position = ?",
+                     (case.throughput(), run_id, position))
+
+
 _MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     0: _migrate_0_to_1, 1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4,
-    4: _migrate_4_to_5}
+    4: _migrate_4_to_5, 5: _migrate_5_to_6}
 DB_VERSION = len(_MIGRATIONS)
 
 

@@ -14,6 +14,10 @@ each; every surface reads the stored value.
 - MLPerf Client, per category: TTFT, the mean over iterations; the "2nd+ token rate" = 1 / the
   mean over iterations of (end - first token) / (N - 1). The overall figures (the geometric means
   over the categories) are across cases: results/protocol_summary.py.
+- Each test's clock is its peer's (workloads/protocols.py ``ProtocolTest.clock``): "per-token read"
+  (llama-bench's tg, MLPerf Client: each token read to the host as it is made) or "device cadence"
+  (gpt-fast, llama-bench's pp: no read between steps; timing events on CUDA and XPU). The section
+  records it beside the rounds' own ``timing_method``.
 - MLPerf Inference's interactive scenario for Llama-3.1-8B (LoadGen, v5.1): TTFT p99 within
   500 ms and TPOT p99 within 30 ms. Judged on a case whose model has Llama-3.1-8B's shape, with
   TTFT p99 across rounds and TPOT p99 across rounds (each round one sequence's TPOT).
@@ -39,7 +43,8 @@ def protocol_figures(name: str, test: ProtocolTest, figures: GenerationFigures) 
     batch, prompt, new = figures.batch_size, figures.prompt_len, figures.new_tokens
     out: dict[str, Any] = {"name": name, "test": test.name, "label": test.label,
                            "figure": test.figure, "scaled_from": test.scaled_from or None,
-                           "rounds": len(figures.rounds)}
+                           "rounds": len(figures.rounds), "clock": test.clock,
+                           "timing_method": figures.timing_method}
     whole = [r.ttft_s + r.decode_s for r in figures.rounds]
     if test.figure == "pp":
         rates = [batch * prompt / r.ttft_s for r in figures.rounds]

@@ -168,6 +168,18 @@ class GenerationFigures:
         return None if per_sequence is None else per_sequence * self.batch_size
 
     @property
+    def e2e_s(self) -> float:
+        """End-to-end latency, a request's whole time (TTFT + its decode), as vLLM's
+        benchmark_serving (E2EL) and MLPerf define it: the median round's."""
+        return statistics.median(r.ttft_s + r.decode_s for r in self.rounds)
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        """B x N output tokens over the end-to-end latency (vLLM's output token throughput, one
+        request of B sequences at a time)."""
+        return self.batch_size * self.new_tokens / self.e2e_s
+
+    @property
     def token_times_s(self) -> list[float]:
         return [t for r in self.rounds for t in r.token_times_s]
 
@@ -198,6 +210,7 @@ class GenerationFigures:
             "prefill_tokens_per_s": self.prefill_tokens_per_s,
             "decode_tokens_per_s": self.decode_tokens_per_s,
             "decode_tokens_per_s_total": self.decode_tokens_per_s_total,
+            "e2e_s": self.e2e_s, "output_tokens_per_s": self.output_tokens_per_s,
             "itl_median_s": self.itl_median_s, "itl_p99_s": self.itl_p99_s,
             "kv_cache_bytes": self.kv_cache_bytes, "weight_bytes_per_step": self.weight_bytes_per_step,
             "cache_bytes_per_step": self.cache_bytes_per_step, "bytes_per_step": self.bytes_per_step,

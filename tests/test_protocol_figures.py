@@ -1,0 +1,273 @@
+"""Issue 33, "each protocol's figure, one truth": a --protocol case showed two figures (the
+table's median and the protocol line's mean: gpt-fast 202 vs 335 tokens/s), history, compare and
+the site showed accelbench's median, and llama-bench's pp lines were shared with empty figures.
+Here each protocol case's rate is its peer's own figure (results/catalogue.headline), and one
+result is rendered through every surface: the table, --json, history, compare, share, peers, the
+site and compare --published all read the same number; a pp line is shared and placed among peers.
+The rounds are chosen so that the peer's mean and accelbench's median differ: a surface that
+showed the median would fail. Each protocol times the way its peer observes a token: a real run."""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from accelbench.compare import LabelledRun, compare_runs
+from accelbench.measure.generation.generation_clocks import STREAMED
+from accelbench.measure.generation.protocols import protocol_figures
+from accelbench.measure.generation.rounds import GenerationFigures, GenerationRound
+from accelbench.render.compare_table import comparison_renderable, epoch_cell
+from accelbench.render.format import format_rate, format_seconds
+from accelbench.render.generation_table import generation_notes, generation_table
+from accelbench.render.history_table import timeline_table
+from accelbench.render.json_views import comparison_json, history_json, record_view
+from accelbench.render.published_generation import published_rows
+from accelbench.render.site import render_site
+from accelbench.results import CaseResult, RunRecord
+from accelbench.results.catalogue import BY_NAME, case_figures, case_headline, headline, markdown_table
+from accelbench.results.protocol_summary import mlperf_client_overall
+from accelbench.sharing.against import compare_against
+from accelbench.sharing.build import build_bundle
+from accelbench.sharing.bundle import parse_line
+from accelbench.sharing.peer_view import peer_of
+from accelbench.store.history import HistoryDB
+from accelbench.workloads.protocols import (
+    DEVICE_CADENCE,
+    PER_TOKEN_READ,
+    fitted_tests,
+    reads_each_token,
+    reported_figure,
+)
+
+ENV = {"machine": {"hostname": "bench-host"}}
+MODEL = "Test CPU 9000"
+#: Per-round time multipliers whose mean is far from their median (one slow, one fast round).
+SPREAD = (1.0, 1.0, 1.0, 2.5, 0.5)
+
+
+def _case(protocol: str, test_name: str, scale: float, context: int = 8192) -> CaseResult:
+    test = next(t for t in fitted_tests(protocol, context) if t.name == test_name)
+    spread = SPREAD[:3] if protocol == "mlperf-client" else SPREAD
+    steps = test.new_tokens - 1
+    rounds = tuple(GenerationRound(0.002 * test.prompt_len * scale * k, 0.004 * steps * scale * k,
+                                   tuple([0.004 * scale * k] * steps)) for k in spread)
+    figures = GenerationFigures(batch_size=1, prompt_len=test.prompt_len, new_tokens=test.new_tokens,
+                                timing_method=STREAMED if test.reads_each_token else "host clock",
+                                rounds=rounds, warmup_rounds=1, kv_cache_bytes=4096,
+                                weight_bytes_per_step=10**6, cache_bytes_per_step=2048,
+                                streamed=test.reads_each_token)
+    generation = {**figures.to_dict(), "protocol": protocol_figures(protocol, test, figures),
+                  "bandwidth_reference_bytes_per_s": 1e11, "bandwidth_share": 0.01,
+                  "bandwidth_verdict": "within"}
+    return CaseResult(workload="llama-1b", mode="generate", device="cpu", device_name=MODEL, batch_size=1,
+                      size="tiny", prompt_len=test.prompt_len, new_tokens=test.new_tokens,
+                      protocol=protocol, step_times=list(figures.token_times_s) or [r.ttft_s for r in rounds],
+                      generation=generation)
+
+
+def _record(run_id: str, scale: float) -> RunRecord:
+    cases = [_case("llama-bench", "pp512", scale), _case("llama-bench", "tg128", scale),
+             _case("gpt-fast", "gpt-fast", scale)]
+    cases += [_case("mlperf-client", t.name, scale) for t in fitted_tests("mlperf-client", 8192)]
+    return RunRecord(run_id, f"2026-11-2{int(scale)}T00:00:00+00:00", "0.1.0", cases=cases, environment=ENV)
+
+
+@pytest.fixture(scope="module")
+def runs() -> tuple[RunRecord, RunRecord]:
+    return _record("run-a", 1), _record("run-b", 2)
+
+
+def _text(renderable: object) -> str:
+    console = Console(record=True, width=400, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_each_protocol_case_s_rate_is_its_peer_s_figure(runs: tuple[RunRecord, RunRecord]) -> None:
+    a, _ = runs
+    names = [case_headline(c).name for c in a.cases]
+    assert names[:3] == ["pp_tokens_per_s", "tg_tokens_per_s", "gpt_fast_tokens_per_s"]
+    assert set(names[3:]) == {"mlperf_token_rate"}
+    pp, tg, gpt_fast = a.cases[:3]
+    assert pp.throughput() == pp.generation["protocol"]["tokens_per_s"]
+    assert tg.throughput() == tg.generation["protocol"]["tokens_per_s"]
+    assert gpt_fast.throughput() == gpt_fast.generation["protocol"]["tokens_per_s"]
+    assert a.cases[3].throughput() == a.cases[3].generation["protocol"]["token_rate"]
+    # The peer's mean is not accelbench's median (what every surface showed before).
+    assert abs(tg.throughput() / tg.generation["output_tokens_per_s"] - 1) > 0.05
+    assert abs(pp.throughput() / pp.generation["prefill_tokens_per_s"] - 1) > 0.05
+    assert headline("generate").name == "decode_tokens_per_s_total"  # a case without a protocol
+    for case in a.cases:  # the rate's interval is of the rate's own statistic
+        low, high = case.throughput_ci()
+        assert low <= case.throughput() <= high
+        assert case.rate_unit() == case_headline(case).label
+
+
+def test_every_surface_reads_the_protocol_figure(runs: tuple[RunRecord, RunRecord], tmp_path: Path) -> None:
+    a, b = runs
+    table = _text(generation_table(a))
+    notes = "\n".join(generation_notes(a))
+    views = record_view(a)["cases"]
+    comparisons = compare_runs([LabelledRun("A", a), LabelledRun("B", b)])
+    compared = _text(comparison_renderable(comparisons))
+    judged = [v for group in json.loads(comparison_json(comparisons))["comparisons"]
+              for row in group["rows"] for v in (row["cpu"], row["accelerator"]) if v]
+    with HistoryDB(tmp_path / "h.sqlite") as db:
+        db.add_record(a)
+        timeline = db.timeline("llama-1b", "generate")
+    history = _text(timeline_table("llama-1b", "generate", timeline))
+    points = json.loads(history_json(tmp_path / "h.sqlite", [], timeline, "generate"))["timeline"]
+    lines = [parse_line(line) for line in build_bundle([a], "m" * 32).lines]
+    peers = [peer_of(line) for line in lines]
+    site = "".join(render_site([p for p in peers if p is not None]).values())
+    published = [row for row in published_rows([("A", a)]) if row[0].startswith("yours")]
+    for index, case in enumerate(a.cases):
+        figure = case_headline(case)
+        rate = case.throughput()
+        shown = format_rate(rate)
+        assert rate and case_figures(case)[figure.name] == rate
+        # the table: the marked cell, and the protocol line under it
+        assert f"{shown}*" in table, (figure.name, shown)
+        assert shown in notes
+        # --json: the rate, its name and unit, and the catalogue figure
+        view = views[index]
+        assert (view["rate"], view["rate_name"], view["rate_unit"]) == (rate, figure.name, figure.label)
+        assert view["figures"][figure.name] == rate
+        # history: the stored point, its table and --json
+        (point,) = [p for p in points if p["key"]["prompt_len"] == case.prompt_len
+                    and p["key"]["new_tokens"] == case.new_tokens]
+        assert point["throughput"] == pytest.approx(rate) and point["rate_unit"] == figure.label
+        assert shown in history
+        # compare: the row's cell and its --json view
+        assert epoch_cell(case).startswith(shown) and epoch_cell(case) in compared
+        assert any(v["rate"] == pytest.approx(rate) and v["rate_name"] == figure.name for v in judged)
+        # share: every line carries the figure (a pp line too), and a reader takes it as the rate
+        assert lines[index]["figures"][figure.name] == pytest.approx(rate, rel=1e-5)
+        assert lines[index]["rate_unit"] == figure.label
+        peer = peers[index]
+        assert peer is not None and peer.throughput == pytest.approx(rate, rel=1e-5)
+        # the site, and compare --published
+        assert shown in site
+        assert published[index][5] == shown
+    assert "pp tokens/s (llama-bench)" in site and "2nd+ token rate (MLPerf Client)" in site
+    assert "tg tokens/s (llama-bench)" in history
+
+
+def test_mlperf_client_overall_figures_are_catalogued_and_in_json(runs: tuple[RunRecord, RunRecord]) -> None:
+    a, _ = runs
+    (overall,) = mlperf_client_overall(a.cases)
+    (stored,) = record_view(a)["protocol_overall"]
+    assert stored["mlperf_ttft_geomean_s"] == overall.ttft_s
+    assert stored["mlperf_token_rate_geomean"] == overall.token_rate
+    notes = "\n".join(generation_notes(a))
+    assert format_seconds(overall.ttft_s) in notes and format_rate(overall.token_rate) in notes
+    assert "`mlperf_ttft_geomean_s`" in markdown_table() and "`mlperf_token_rate_geomean`" in markdown_table()
+
+
+def test_compare_judges_the_protocol_rate(runs: tuple[RunRecord, RunRecord]) -> None:
+    a, b = runs
+    groups = compare_runs([LabelledRun("A", a), LabelledRun("B", b)])
+    pairs = [pair for group in groups for pair in group.pairs]
+    pp = next(p for p in pairs if p.a.new_tokens == 1)  # no decode step: judged on its pp rate
+    assert pp.verdict.ratio == pytest.approx(pp.b.throughput() / pp.a.throughput())
+    assert pp.verdict.ratio == pytest.approx(0.5)
+
+
+def test_a_llama_bench_pp_line_places_among_its_peers(runs: tuple[RunRecord, RunRecord],
+                                                     tmp_path: Path) -> None:
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    for machine in range(6):
+        record = _record(f"peer-{machine}", 1 + 0.05 * machine)
+        (folder / f"{machine}.jsonl").write_text(build_bundle([record], f"{machine + 1:032x}").text())
+    a, _ = runs
+    comparisons, loaded = compare_against([("mine", a)], [str(folder)], lambda message: None)
+    assert not loaded.skipped, loaded.skipped  # no line left out as malformed
+    verdicts = {(c.placement.mine.key, c.placement.verdict) for c in comparisons}
+    assert len(comparisons) == len(a.cases)
+    (pp,) = [c for c in comparisons if c.placement.mine.throughput == pytest.approx(a.cases[0].throughput(),
+                                                                                   rel=1e-5)]
+    assert pp.placement.machine_count == 6 and pp.placement.verdict != "too few peers", verdicts
+
+
+def test_each_protocol_times_the_way_its_peer_observes_a_token() -> None:
+    assert reads_each_token("llama-bench", 128) and not reads_each_token("llama-bench", 1)
+    assert reads_each_token("mlperf-client", 256) and not reads_each_token("gpt-fast", 200)
+    assert not reads_each_token("", 128)
+    assert (reported_figure("llama-bench", 1), reported_figure("llama-bench", 63)) == ("pp", "tg")
+    assert reported_figure("vllm", 8) is None  # a line from a newer accelbench: no protocol rate
+    clocks = {t.name: t.clock for name in ("llama-bench", "gpt-fast", "mlperf-client")
+              for t in fitted_tests(name, 8192)}
+    assert clocks["tg128"] == clocks["creative writing"] == PER_TOKEN_READ
+    assert clocks["pp512"] == clocks["gpt-fast"] == DEVICE_CADENCE
+    for name in ("tg_tokens_per_s", "mlperf_token_rate"):
+        assert "per-token read" in BY_NAME[name].method
+    assert "device cadence" in BY_NAME["gpt_fast_tokens_per_s"].method
+
+
+def test_a_real_llama_bench_run_reads_each_tg_token_and_shows_one_figure(cli, tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    done = cli("run", "gpt2", "--mode", "generate", "--protocol", "llama-bench", "--size", "tiny",
+               "--device", "cpu", "--steps", "2", "--warmup", "0", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    record = RunRecord.from_dict(json.loads(out.read_text()))
+    pp, tg = record.cases
+    assert (pp.generation["streamed"], tg.generation["streamed"]) == (False, True)
+    assert tg.generation["timing_method"] == STREAMED
+    assert (pp.generation["protocol"]["clock"], tg.generation["protocol"]["clock"]) == (
+        DEVICE_CADENCE, PER_TOKEN_READ)
+    flat = " ".join(done.stdout.split())
+    for case in (pp, tg):
+        assert f"{format_rate(case.throughput())}*" in flat
+    history = cli("history", "--workload", "gpt2", "--mode", "generate", "--json")
+    assert history.returncode == 0, history.stderr
+    stored = sorted(p["throughput"] for p in json.loads(history.stdout)["timeline"])
+    assert stored == pytest.approx(sorted(c.throughput() for c in (pp, tg)))
+
+
+def test_end_to_end_latency_and_output_tokens_are_the_field_s(runs: tuple[RunRecord, RunRecord]) -> None:
+    a, _ = runs
+    tg = a.cases[1]
+    rounds = tg.generation["rounds"]
+    e2e = sorted(r["ttft_s"] + r["decode_s"] for r in rounds)[2]
+    figures = case_figures(tg)
+    assert figures["e2e_s"] == pytest.approx(e2e)
+    assert figures["output_tokens_per_s"] == pytest.approx(1 * tg.new_tokens / e2e)
+    table = _text(generation_table(a))
+    assert "batch tok/s" in table and "total" not in table.split("\n")[1]
+    assert format_seconds(e2e) in table
+
+
+def test_an_old_history_protocol_row_takes_the_peer_s_rate(runs: tuple[RunRecord, RunRecord],
+                                                          tmp_path: Path) -> None:
+    """A history written before layout 6 stored accelbench's median (or nothing, for pp)."""
+    a, _ = runs
+    path = tmp_path / "h.sqlite"
+    with HistoryDB(path) as db:
+        db.add_record(a)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE cases SET throughput = NULL")
+    conn.execute("UPDATE schema_version SET version = 5")
+    conn.commit()
+    conn.close()
+    with HistoryDB(path) as db:
+        stored = sorted(p.throughput for p in db.timeline("llama-1b", "generate"))
+    assert stored == pytest.approx(sorted(c.throughput() for c in a.cases))
+
+
+def test_a_result_written_before_the_new_figures_still_renders(runs: tuple[RunRecord, RunRecord]) -> None:
+    a, _ = runs
+    data = json.loads(json.dumps(a.to_dict()))
+    for case in data["cases"]:
+        for name in ("e2e_s", "output_tokens_per_s"):
+            case["generation"].pop(name)
+        case["generation"]["protocol"].pop("clock")
+    old = RunRecord.from_dict(data)
+    table = _text(generation_table(old))
+    assert f"{format_rate(old.cases[1].throughput())}*" in table
+    assert case_figures(old.cases[1])["e2e_s"] is None
