@@ -19,7 +19,8 @@ def add_parser(subparsers: Any) -> None:
                                    "its bands")
     commands = parser.add_subparsers(dest="hub_command", metavar="COMMAND", parser_class=type(parser))
     compact = commands.add_parser("compact", help="bundles to Parquet shards by mode and device class: "
-                                  "hashes verified, duplicates dropped, refused lines listed")
+                                  "hashes and signatures verified, duplicates dropped, conflicts and "
+                                  "outliers quarantined, refused lines listed")
     compact.add_argument("sources", nargs="+", metavar="SOURCE",
                          help="bundle files, folders of bundles, http(s) addresses or hf://datasets/ORG/NAME "
                          "(shards are derived: compaction reads the bundles)")

@@ -39,7 +39,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--with-samples", action="store_true",
                         help="also share the raw step times (larger; summaries are shared anyway)")
     parser.add_argument("--new-machine-id", action="store_true",
-                        help="make a new random machine id for this install before sharing")
+                        help="make a new signing key and machine id for this install before sharing")
     parser.add_argument("--protocol", metavar="NAME",
                         help="share only the generation cases run under this --protocol "
                         "(llama-bench, gpt-fast, mlperf-client)")
