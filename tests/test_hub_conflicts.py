@@ -249,3 +249,20 @@ def test_a_push_already_on_the_hub_sends_nothing(tmp_path: Path, cli, hub_server
     merged = cli(*target, env=env)
     assert "on the main branch" in merged.stderr and "nothing sent" in merged.stderr
     assert len(hub.commits) == 1
+
+
+def test_a_line_not_in_canonical_form_is_signed_over_the_hash_it_is_written_with() -> None:
+    """A line another writer laid out (a space in a list), hashed over its own text, is written
+    canonically when signed: the signature is over the hash the written line carries, so it
+    verifies (it was over the old text's hash, and never verified)."""
+    import hashlib
+
+    from accelbench.sharing.build import build_bundle
+
+    text = build_bundle(_records(1), "0123456789abcdef").lines[0]
+    loose = text[text.index('"accelbench_version"'):].replace('"rate_ci":[', '"rate_ci": [', 1)
+    digest = hashlib.sha256(("{" + loose).encode()).hexdigest()
+    laid_out = f'{{"hash":"{digest}","machine_id":"0123456789abcdef",' + loose
+    assert parse_line(laid_out)["hash"] == digest
+    signed = Signer.generate().sign_line(laid_out)
+    assert verify_signature(parse_line(signed))

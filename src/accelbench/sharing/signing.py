@@ -36,7 +36,7 @@ from typing import Any
 
 from accelbench.errors import UsageError
 from accelbench.files import data_home, write_atomic
-from accelbench.sharing.bundle import BadLine, dump_line
+from accelbench.sharing.bundle import BadLine, content_hash, dump_line
 
 SIGNING_KEY_FILE = "signing-key"
 #: Hex digits of the key's sha256 that make a machine id (128 bits: no one finds a second key for it).
@@ -87,7 +87,8 @@ class Signer:
         data: dict[str, Any] = json.loads(text)
         data["machine_id"] = self.machine_id
         data["public_key"] = self.public_hex
-        data["signature"] = self._key.sign(_message(data["hash"], self.machine_id)).hex()
+        # The hash the written line will carry (``dump_line`` writes the content canonically).
+        data["signature"] = self._key.sign(_message(content_hash(data), self.machine_id)).hex()
         return dump_line({name: value for name, value in data.items() if name not in ("bundle", "hash")})
 
 
