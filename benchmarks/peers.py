@@ -73,7 +73,8 @@ def generate(folder: Path, count: int, same_work: bool, seed: int = 0) -> None:
         line["settings"]["threads"] = rng.choice((4, 8, 16))
         line["settings"]["backend_flags"]["cuda_matmul_allow_tf32"] = rng.random() > 0.1
         line["software"]["torch"] = rng.choice(("2.4.1", "2.5.1", "2.6.0"))
-        line["figures"]["samples_per_s"] = (1000 + 200 * model) * rng.uniform(0.8, 1.2)
+        rate = line["figures"]["samples_per_s"] = (1000 + 200 * model) * rng.uniform(0.8, 1.2)
+        line["figures"]["median_step_s"] = line["figures"]["p10_step_s"] = line["key"]["batch_size"] / rate
         line["date"] = f"2025-{1 + index % 12:02d}-{1 + index % 28:02d}"
         # Each line is its own case of its own run (the loader drops a case its machine shared twice).
         line["case_id"] = f"{index:016x}"
