@@ -33,7 +33,7 @@ from typing import Any
 
 from accelbench.errors import UsageError
 from accelbench.files import data_home, write_atomic
-from accelbench.results.catalogue import headline
+from accelbench.results.catalogue import key_headline
 from accelbench.results.key import config_label
 
 _HF_DATASET = re.compile(r"hf://datasets/([A-Za-z0-9][\w.-]*)/([A-Za-z0-9][\w.-]*)/?")
@@ -74,7 +74,7 @@ def _row(text: str) -> Row:
     line: dict[str, Any] = json.loads(text)
     key, device, figures = line.get("key") or {}, line.get("device") or {}, line.get("figures") or {}
     mode = str(key.get("mode", ""))
-    rate = figures.get(headline(mode).name) if line.get("status") == "ok" else None
+    rate = figures.get(key_headline(key).name) if line.get("status") == "ok" else None  # a protocol's own
     return Row(str(key.get("workload", "")), mode, config_label(key), str(device.get("model", "")),
                rate if isinstance(rate, int | float) else None,
                str(line.get("rate_unit", "")) if rate is not None else str(line.get("status", "")))
