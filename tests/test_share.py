@@ -126,7 +126,7 @@ def test_the_machine_id_stays_until_a_new_one_is_asked_for_and_a_dry_run_writes_
     machine_id()  # the first dry run shows an id but stores none
     assert not machine_id_path().exists()
     first = shared_id()
-    assert machine_id() == first and len(first) == 16 and stored_machine_id() == first
+    assert machine_id() == first and len(first) == 32 and stored_machine_id() == first  # a key's hash
     dry_new = inline_cli("share", str(tmp_path / "r.json"), "--dry-run", "--json", "--new-machine-id")
     shown = json.loads(dry_new.stdout.splitlines()[0])["machine_id"]
     assert shown != first and f"as machine {shown} (a new id, not stored" in dry_new.stderr
