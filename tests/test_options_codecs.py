@@ -39,7 +39,8 @@ RUN = RunOptions(
     data_dir=FOLDER, size="tiny", workers=2, seed=5, precisions=("bf16", "fp32"),
     compile_backends=("inductor", ""), channels_last=True, workload_files=("/w/a.py",),
     case_timeout=60.0, auto_batch=True, cooldown=1.5, repeat=3, profile=True,
-    cudnn_benchmark=False, suite="quick", prompt_lens=(8, 16), new_tokens=(4, 2), stream=True)
+    cudnn_benchmark=False, suite="quick", prompt_lens=(8, 16), new_tokens=(4, 2), stream=True,
+    stop_given=True)
 SUSTAINED = StopRule("sustained", 120.0, 0.0, 5.0)
 SAMPLES: dict[type, list[Any]] = {
     StopRule: [SUSTAINED],

@@ -101,7 +101,7 @@ def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool, again
         generation_table,
     )
     from accelbench.render.steady import break_even_lines, sustained_lines
-    from accelbench.render.table import diagnosis_lines, energy_lines, run_table
+    from accelbench.render.table import busy_line, diagnosis_lines, energy_lines, run_table
 
     if as_json:  # stdout holds the JSON only; with --against, the placement among peers in it
         from accelbench.cli.compare import place_against
@@ -120,7 +120,8 @@ def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool, again
         out.print(generation_table(record, wide))
         for line in generation_notes(record):
             out.print(Prose(line, "dim"))
-    for line in diagnosis_lines(record):
+    # A busy machine is said once, under every table: each figure above is affected.
+    for line in filter(None, [busy_line(record), *diagnosis_lines(record)]):
         out.print(Prose(line))
     for line in energy_lines(record):
         out.print(Prose(line, "dim"))

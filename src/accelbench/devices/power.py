@@ -115,6 +115,11 @@ def gpu_power_limits() -> Fact:
         return _na(f"NVML power limit not readable: {error}")
 
 
+#: A 1-minute load per CPU at least this high when a run began: the machine was busy, and the
+#: run's figures (a shared line's "machine load", the run's own tables) say so.
+BUSY_LOAD = 0.5
+
+
 def load_per_cpu() -> Fact:
     """The 1-minute load average per logical CPU when the run started: other work on the machine
     moves results as much as the power state does (a load change between two runs once turned a

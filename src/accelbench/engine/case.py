@@ -17,7 +17,9 @@ from accelbench import __version__
 from accelbench.devices import Device, DeviceSet
 from accelbench.devices.environment import collect_environment
 from accelbench.errors import UsageError
+from accelbench.measure.generation.settle import RoundRule
 from accelbench.measure.loop.step_loop import NonFiniteError
+from accelbench.measure.loop.stop import StopRule
 from accelbench.options import RunOptions
 from accelbench.results import CaseResult, RunRecord
 from accelbench.workloads.base import Workload, generates
@@ -124,18 +126,31 @@ def skeleton_result(case: Case, options: RunOptions) -> CaseResult:
     )
 
 
-#: Generation rounds measured when ``--steps`` does not say how many.
+#: Generation rounds measured where no time budget governs them (``--epochs``, which counts
+#: a training set's passes, says nothing about rounds).
 DEFAULT_GENERATION_ROUNDS = 3
 
 
-def generation_rounds(options: RunOptions) -> tuple[int, int, str]:
-    """(measured rounds, warm-up rounds, the rule in words) of a generation case: ``--steps N``
-    is N rounds, otherwise 3 (a --protocol's own count: llama-bench's 5 repetitions ...); one
-    warm-up round unless ``--warmup 0``."""
-    default = protocol(options.protocol).rounds if options.protocol else DEFAULT_GENERATION_ROUNDS
-    rounds = int(options.stop.value) if options.stop.kind == "steps" else default
+def generation_rounds(options: RunOptions) -> tuple[int | StopRule, int, str]:
+    """(measured rounds: a count, or the time budget that settles them; the least warm-up
+    rounds; the rule in words) of a generation case (measure/generation/settle.py). ``--steps N``
+    is exactly N rounds; a --protocol keeps its own count (llama-bench's 5 repetitions ...)
+    unless the stop rule was given (``--time-budget``, ``--target-ci``); otherwise the time
+    budget governs rounds as it governs steps (the tiny size's 0.5 s, else 10 s), at least 5
+    rounds. One warm-up round at least, unless ``--warmup 0``."""
     warmup = 1 if options.warmup_steps else 0
-    return rounds, warmup, f"{rounds} generation rounds"
+    stop, own = options.stop, ""
+    rounds: int | StopRule
+    if stop.kind == "steps":
+        rounds = int(stop.value)
+    elif options.protocol and not (options.stop_given and stop.kind == "time"):
+        rounds, own = protocol(options.protocol).rounds, f" ({options.protocol}'s own count)"
+    elif stop.kind == "time":
+        rounds = stop
+    else:
+        rounds = DEFAULT_GENERATION_ROUNDS
+    rule = RoundRule(0, warmup, rounds) if isinstance(rounds, StopRule) else RoundRule(rounds, warmup)
+    return rounds, warmup, rule.describe() + own
 
 
 def record_error(result: CaseResult, error: Exception) -> CaseResult:

@@ -92,6 +92,9 @@ class RunOptions(Codec):
     #: Generation cases: the field's protocol whose shapes, rounds and figures they take
     #: (``--protocol``: workloads/protocols.py); "" for accelbench's own. Part of the key.
     protocol: str = ""
+    #: The stop rule was given (--steps, --time-budget, --target-ci, --epochs), not
+    #: the size's default: a --protocol's own round count yields only to a given rule.
+    stop_given: bool = False
 
     def __post_init__(self) -> None:
         bad = [m for m in self.modes if m not in RUN_MODES]
@@ -120,7 +123,7 @@ class RunOptions(Codec):
         for flag, switch in (("--channels-last", self.channels_last),
                              ("--auto-batch", self.auto_batch), ("--profile", self.profile),
                              ("warm_worker", self.warm_worker),
-                             ("cudnn_benchmark", self.cudnn_benchmark)):
+                             ("cudnn_benchmark", self.cudnn_benchmark), ("stop_given", self.stop_given)):
             _check_flag(flag, switch)
         for name in self.precisions:
             precision_spec(name)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from accelbench.results import CaseResult, rate_unit
+from accelbench.results.catalogue import max_of
 
 
 def rate_label(cases: Iterable[CaseResult]) -> str:
@@ -30,6 +32,25 @@ def format_seconds(seconds: float | None) -> str:
     if seconds < 120:
         return f"{seconds:.2f} s"
     return f"{seconds / 60:.1f} min"
+
+
+def format_tail(generation: Mapping[str, Any], name: str) -> str:
+    """A generation case's tail figure (``ttft_p99_s`` ...) in seconds, led by "max of N:" where
+    its values were too few for the percentile (results/catalogue.max_of), so it never reads as
+    one."""
+    text = format_seconds(generation.get(name))
+    stated = max_of(generation, name) if generation.get(name) is not None else ""
+    return f"{stated}: {text}" if stated else text
+
+
+def format_interval(value: float, low: float, high: float) -> str:
+    """A figure's 95% interval beside it: "±2.1%" (the wider side: the interval is asymmetric),
+    or where the interval is wider than the figure itself, "noise: 4.2–19,300": a ±% above 100%
+    reads as a figure with error bars, and such a figure is noise, not a measurement."""
+    half = max(value - low, high - value) / value
+    if half > 1:
+        return f"noise: {format_rate(low)}–{format_rate(high)}"
+    return f"±{half * 100:.1f}%"
 
 
 def format_rate(value: float | None) -> str:

@@ -12,7 +12,7 @@ from accelbench.measure.trackers.memory import format_bytes
 from accelbench.reference.expected_tokens import describe
 from accelbench.render.format import format_bytes_rate, format_rate, format_seconds
 from accelbench.results import CaseResult, RunRecord
-from accelbench.results.catalogue import BY_NAME
+from accelbench.results.catalogue import BY_NAME, tail_label
 from accelbench.results.protocol_summary import mlperf_client_overall
 
 #: Marks a table cell that holds a --protocol figure (the generation table's PROTOCOL_CELLS).
@@ -113,8 +113,10 @@ def generation_detail_lines(record: RunRecord) -> list[str]:
         if isinstance(budget, dict):
             verdict = "meets" if budget.get("meets") else "misses"
             lines.append(f"{_who(case)}: {verdict} MLPerf Inference's interactive budget for "
-                         f"{budget.get('shape')} (TTFT p99 {format_seconds(budget.get('ttft_p99_s'))} "
-                         f"of 500 ms, TPOT p99 {format_seconds(budget.get('tpot_p99_s'))} of 30 ms, "
+                         f"{budget.get('shape')} ({tail_label(case.generation, 'ttft_p99_s')} "
+                         f"{format_seconds(budget.get('ttft_p99_s'))} of 500 ms, "
+                         f"{tail_label(case.generation, 'tpot_p99_s')} "
+                         f"{format_seconds(budget.get('tpot_p99_s'))} of 30 ms, "
                          f"over {budget.get('rounds')} rounds)")
     return lines
 

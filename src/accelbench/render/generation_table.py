@@ -6,14 +6,15 @@ CUDA and XPU) does not."""
 
 from __future__ import annotations
 
+from accelbench.measure.generation.settle import FIXED_COUNT
 from accelbench.measure.trackers.memory import format_bytes
 from accelbench.reference.expected_tokens import describe
 from accelbench.render.fit import FittedTable
-from accelbench.render.format import format_bytes_rate, format_rate, format_seconds
+from accelbench.render.format import format_bytes_rate, format_rate, format_seconds, format_tail
 from accelbench.render.generation_detail import PROTOCOL_MARK, generation_detail_lines
 from accelbench.render.words import shorten
 from accelbench.results import CaseResult, RunRecord
-from accelbench.results.catalogue import BY_NAME
+from accelbench.results.catalogue import BY_NAME, max_of
 
 
 def generation_cases(record: RunRecord) -> list[CaseResult]:
@@ -27,9 +28,10 @@ GENERATION_COLUMNS = ("case", "B/P/N", "TTFT", "prefill tok/s", "decode tok/s", 
 PROTOCOL_CELLS = {"pp_tokens_per_s": "prefill tok/s", "tg_tokens_per_s": "output tok/s",
                   "gpt_fast_tokens_per_s": "output tok/s", "mlperf_ttft_s": "TTFT",
                   "mlperf_token_rate": "decode tok/s"}
-#: ``--wide`` adds the tails MLPerf budgets (TTFT p90/p99 across rounds, TPOT p99), the memory
-#: the weights take, and whether the tokens are the fp64 reference's.
-WIDE_COLUMNS = ("TTFT p90/p99", "TPOT p99", "weights", "tokens")
+#: ``--wide`` adds the tails MLPerf budgets (TTFT p90/p99 across rounds, TPOT p99: "max of N"
+#: where the rounds are too few for the percentile), the memory the weights take, whether the
+#: tokens are the fp64 reference's, and the rounds timed with why they stopped.
+WIDE_COLUMNS = ("TTFT p90/p99", "TPOT p99", "weights", "tokens", "rounds")
 
 
 def _label(case: CaseResult) -> str:
@@ -47,11 +49,14 @@ def _label(case: CaseResult) -> str:
 
 
 def _wide_cells(figures: dict) -> list[str]:
-    tpot = figures.get("tpot_p99_s")
-    return [f"{format_seconds(figures.get('ttft_p90_s'))} / {format_seconds(figures.get('ttft_p99_s'))}",
-            format_seconds(tpot) if tpot is not None else "n/a",
+    p90, p99 = (format_tail(figures, name) for name in ("ttft_p90_s", "ttft_p99_s"))
+    # Both the maximum of the same rounds: one figure, said once.
+    ttft = p99 if p90 == p99 and max_of(figures, "ttft_p99_s") else f"{p90} / {p99}"
+    rounds = figures.get("rounds") or ()
+    reason = figures.get("stop_reason")
+    return [ttft, format_tail(figures, "tpot_p99_s"),
             format_bytes(figures["weights_memory_bytes"]) if figures.get("weights_memory_bytes") else "",
-            describe(figures.get("tokens"))]
+            describe(figures.get("tokens")), f"{len(rounds)} ({reason})" if reason else str(len(rounds))]
 
 
 def _request_cells(figures: dict) -> list[str]:
@@ -82,7 +87,7 @@ def generation_rows(record: RunRecord, wide: bool = False) -> list[list[str]]:
             continue
         windows = figures.get("itl_p99_s") is None
         itl = "windows" if windows else (f"{format_seconds(figures['itl_median_s'])} / "
-                                         f"{format_seconds(figures['itl_p99_s'])}")
+                                         f"{format_tail(figures, 'itl_p99_s')}")
         bandwidth = format_bytes_rate(figures.get("effective_bandwidth_bytes_per_s"))
         share = figures.get("bandwidth_share")
         if share is not None:
@@ -90,7 +95,7 @@ def generation_rows(record: RunRecord, wide: bool = False) -> list[list[str]]:
             bandwidth += f" {share:.0%}{flag}"
         row = [label, shape, format_seconds(figures["ttft_s"]),
                format_rate(figures["prefill_tokens_per_s"]),
-               format_rate(figures.get("decode_tokens_per_s")),
+               format_rate(figures.get("decode_tokens_per_s")) + (" noisy" if figures.get("noisy") else ""),
                format_rate(figures.get("decode_tokens_per_s_total")), *_request_cells(figures), itl,
                format_bytes(figures["kv_cache_bytes"]),
                f"{format_bytes(figures['bytes_per_step'])} {bandwidth}"]
@@ -116,4 +121,24 @@ def generation_notes(record: RunRecord) -> list[str]:
     methods = sorted({str(case.generation.get("timing_method", "")) for case in
                       generation_cases(record) if case.generation})
     lines = [f"generation timed by: {method}" for method in methods if method]
-    return lines + generation_detail_lines(record)
+    return lines + rounds_lines(record) + generation_detail_lines(record)
+
+
+def rounds_lines(record: RunRecord) -> list[str]:
+    """Per stop rule (the result's ``stop_rule``): how many rounds the cases timed and why they
+    stopped, so a budget that settled a case and one that ran out read apart."""
+    by_rule: dict[str, list[dict]] = {}
+    for case in generation_cases(record):
+        if case.ok and case.generation and case.generation.get("rounds"):
+            by_rule.setdefault(case.stop_rule, []).append(case.generation)
+    lines = []
+    for rule, sections in by_rule.items():
+        counts = sorted(len(g["rounds"]) for g in sections)
+        timed = f"{counts[0]}" if counts[0] == counts[-1] else f"{counts[0]}-{counts[-1]}"
+        # A fixed count's reason ("rounds") says nothing the rule does not.
+        reasons = [str(g.get("stop_reason") or "") for g in sections]
+        why = ", ".join(f"{reason} ({reasons.count(reason)})" if len(sections) > 1 else reason
+                        for reason in dict.fromkeys(reasons) if reason and reason != FIXED_COUNT)
+        lines.append(f"generation rounds: {timed} timed" + (f", stopped by {why}" if why else "")
+                     + f" ({rule})")
+    return lines

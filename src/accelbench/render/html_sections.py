@@ -99,7 +99,7 @@ def generation_rows(runs: Sequence[LabelledRun]) -> list[tuple[str, ...]]:
     """A row per measured generation case, ordered so that decode speed reads down against the
     prompt (context) length for each workload, device and precision."""
     from accelbench.measure.trackers.memory import format_bytes
-    from accelbench.render.format import format_rate, format_seconds
+    from accelbench.render.format import format_rate, format_seconds, format_tail
 
     found = [(run, case) for run in runs for case in run.record.cases
              if case.mode == "generate" and case.ok and case.generation]
@@ -108,7 +108,7 @@ def generation_rows(runs: Sequence[LabelledRun]) -> list[tuple[str, ...]]:
     rows = []
     for run, case in found:
         g = case.generation or {}
-        itl = (f"{format_seconds(g.get('itl_median_s'))} / {format_seconds(g.get('itl_p99_s'))}"
+        itl = (f"{format_seconds(g.get('itl_median_s'))} / {format_tail(g, 'itl_p99_s')}"
                if g.get("itl_p99_s") is not None else "windows (no per-token times)")
         share = g.get("bandwidth_share")
         rows.append((run.label, case.workload, case.device, case.precision, str(case.batch_size),

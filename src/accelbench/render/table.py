@@ -22,10 +22,11 @@ from rich.markup import escape
 from rich.text import Text
 
 from accelbench.compare import SAME, speedup_vs_cpu
+from accelbench.devices.power import BUSY_LOAD
 from accelbench.measure.trackers.memory import format_bytes
 from accelbench.render.diagnosis import busy_share, diagnose
 from accelbench.render.fit import FittedTable
-from accelbench.render.format import format_rate, format_seconds
+from accelbench.render.format import format_interval, format_rate, format_seconds
 from accelbench.render.steady import break_even_cell, first_use_cell, sustained_note
 from accelbench.results import INPUT_BOUND_FRACTION, CaseResult, RunRecord
 from accelbench.results.key import config_label as key_config_label
@@ -56,8 +57,10 @@ def rate_cell(case: CaseResult) -> str:
     per_token = f"\n{format_rate(tokens)} tok/s" if tokens else ""
     if not rate or not ci:
         return f"{format_rate(rate)} ±n/a{per_token}"
-    half = max(rate - ci[0], ci[1] - rate) / rate
-    return f"{format_rate(rate)} ±{half * 100:.1f}%{per_token}"
+    interval = format_interval(rate, *ci)
+    # An interval wider than the figure is said in words on its own line (the column is narrow).
+    between = "\n" if interval.startswith("noise") else " "
+    return f"{format_rate(rate)}{between}{interval}{per_token}"
 
 
 def ci_cell(case: CaseResult) -> str:
@@ -73,8 +76,7 @@ def epoch_cell(case: CaseResult) -> str:
 def notes_cell(case: CaseResult) -> str:
     """Flags a reader must not miss, as short words: noisy, drift, input-bound, the diagnosis."""
     notes = []
-    summary = case.summary()
-    if summary and summary.noisy:
+    if noisy(case):
         notes.append("[yellow]noisy[/yellow]")
     trend = drift(case.step_times)
     if trend and trend["drifting"]:
@@ -96,6 +98,25 @@ def notes_cell(case: CaseResult) -> str:
     return " ".join(notes)
 
 
+def noisy(case: CaseResult) -> bool:
+    """The case's samples spread more than results/stats.NOISY_REL_IQR: a generation case's
+    rounds (as stored: ``round_spread``), else its steps."""
+    if case.generation and "noisy" in case.generation:
+        return bool(case.generation["noisy"])
+    summary = case.summary()
+    return bool(summary and summary.noisy)
+
+
+def busy_line(record: RunRecord) -> str:
+    """"machine busy (load 1.9 per CPU): figures not reliable" where the run began on a machine
+    whose 1-minute load per CPU (the environment's power facts) was at least BUSY_LOAD; else ""."""
+    fact = ((record.environment or {}).get("power") or {}).get("load_per_cpu")
+    load = fact.get("value") if isinstance(fact, dict) else None
+    if not isinstance(load, int | float) or isinstance(load, bool) or load < BUSY_LOAD:
+        return ""
+    return f"machine busy (load {load:g} per CPU): figures not reliable"
+
+
 def spread_cell(case: CaseResult) -> str:
     summary = case.summary()
     return f"{summary.rel_iqr * 100:.1f}%" if summary else "n/a"
@@ -105,8 +126,12 @@ def flops_text(case: CaseResult) -> str:
     if case.flops is None or case.flops.achieved_flops is None:
         return "n/a"
     text = format_rate(case.flops.achieved_flops / 1e9)
+    # a share of a power-capped peak, or of one measured beside other work, says so (issue 34)
+    marks = [word for flag, word in ((case.flops.peak_limited_by, "capped"),
+                                     (case.flops.peak_busy, "busy")) if flag]
+    of_peak = f" of a {' and '.join(marks)} peak" if marks else ""
     shares = [f"{share * 100:.0f}%{word}" for share, word in (
-        (case.flops.fraction_of_peak, ""), (case.flops.fraction_of_sustained_peak, " sust."))
+        (case.flops.fraction_of_peak, of_peak), (case.flops.fraction_of_sustained_peak, " sust."))
         if share is not None]
     return f"{text} ({', '.join(shares)})" if shares else text
 
@@ -159,10 +184,20 @@ def repeats_cell(case: CaseResult) -> str:
 
 
 def stop_cell(case: CaseResult) -> str:
-    """Why measuring stopped and the precision the median reached (its CI half-width)."""
-    reached = case.precision_reached()
+    """Why measuring stopped and the precision the median reached (its CI half-width): the
+    median TPOT's across rounds for a generation case."""
+    reached = generation_precision(case) if case.generation else case.precision_reached()
     precision = f"(median ±{reached * 100:.1f}%)" if reached is not None else ""
     return " ".join(part for part in (case.stop_reason or case.stop_rule, precision) if part)
+
+
+def generation_precision(case: CaseResult) -> float | None:
+    """The median TPOT's 95% interval half-width (the wider side) over the median, as stored."""
+    figures = case.generation or {}
+    tpot, interval = figures.get("tpot_s"), figures.get("tpot_ci_s")
+    if not isinstance(tpot, int | float) or tpot <= 0 or not isinstance(interval, list) or len(interval) != 2:
+        return None
+    return max(tpot - interval[0], interval[1] - tpot) / tpot
 
 
 def profile_cell(case: CaseResult) -> str:

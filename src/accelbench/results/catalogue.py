@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from accelbench.measure.loop.median_ci import NOISY_REL_IQR
 from accelbench.results.records import CaseResult
 from accelbench.workloads.protocols import reported_figure
 
@@ -123,6 +124,10 @@ def _break_even(case: CaseResult) -> Any:
 
 _STEP_RATE = ("batch / the median step time of the timed steps (after warm-up, each step closed "
               "by a device synchronisation or timed in synchronised windows)")
+#: A percentile of too few values is their maximum in disguise (measure/generation/settle.tail):
+#: the stored figure is then the maximum, and the generation section's ``tail_statistics`` (which
+#: every surface shows through :func:`max_of`) names it "max of N".
+_MAX_OF = 'their maximum, shown as "max of N"'
 _GEN = "greedy decoding with a KV cache; each timed round prefills a fresh cache, then decodes N - 1 steps"
 #: The clocks a protocol's figure is read from (workloads/protocols.py ProtocolTest.clock).
 _PER_TOKEN_READ = ("clock: per-token read (each token read to the host as it is made, the host clock "
@@ -158,21 +163,24 @@ FIGURES: tuple[Figure, ...] = (
     Figure("ttft_s", "TTFT", "s", "median over rounds",
            "time to first token: prefill and the first token's argmax, host clock, one "
            "synchronisation", GENERATE, _generation("ttft_s")),
-    Figure("ttft_p90_s", "TTFT p90", "s", "90th percentile over rounds", "as TTFT", GENERATE,
-           _generation("ttft_p90_s")),
-    Figure("ttft_p99_s", "TTFT p99", "s", "99th percentile over rounds", "as TTFT", GENERATE,
-           _generation("ttft_p99_s")),
+    Figure("ttft_p90_s", "TTFT p90", "s", f"90th percentile over rounds (below 10 rounds: {_MAX_OF})",
+           "as TTFT", GENERATE, _generation("ttft_p90_s")),
+    Figure("ttft_p99_s", "TTFT p99", "s", f"99th percentile over rounds (below 100 rounds: {_MAX_OF})",
+           "as TTFT", GENERATE, _generation("ttft_p99_s")),
     Figure("tpot_s", "TPOT", "s", "median over rounds",
            "time per output token after the first: (end-to-end - TTFT) / (N - 1) of a round",
            GENERATE, _generation("tpot_s")),
-    Figure("tpot_p99_s", "TPOT p99", "s", "99th percentile over rounds", "as TPOT", GENERATE,
-           _generation("tpot_p99_s")),
+    Figure("tpot_p99_s", "TPOT p99", "s", f"99th percentile over rounds (below 100 rounds: {_MAX_OF})",
+           "as TPOT", GENERATE, _generation("tpot_p99_s")),
+    Figure("round_spread", "round spread", "fraction", "interquartile range / median of the rounds' TPOT",
+           f"how far the timed rounds disagree; above {NOISY_REL_IQR:.0%} the case is noisy, as a "
+           "step case whose steps spread so", GENERATE, _generation("round_spread")),
     Figure("itl_p50_s", "ITL p50", "s", "median of the pooled per-token gaps",
            "inter-token latency: every decode step's own time, pooled over rounds (timing events "
            "on CUDA/XPU: the device's cadence; none under windows)", GENERATE,
            _generation("itl_median_s")),
-    Figure("itl_p99_s", "ITL p99", "s", "99th percentile of the pooled per-token gaps",
-           "as ITL p50", GENERATE, _generation("itl_p99_s")),
+    Figure("itl_p99_s", "ITL p99", "s", "99th percentile of the pooled per-token gaps (below 100 "
+           f"gaps: {_MAX_OF})", "as ITL p50", GENERATE, _generation("itl_p99_s")),
     Figure("kv_cache_bytes", "KV cache", "bytes", "count", "keys and values of P + N positions, "
            "every layer, at the cache's dtype", GENERATE, _generation("kv_cache_bytes")),
     Figure("bytes_per_token", "read/token", "bytes", "count",
@@ -320,6 +328,20 @@ ACROSS_CASES: tuple[AcrossCases, ...] = (
                 "geometric mean over the categories of mlperf_token_rate", "as mlperf_ttft_geomean_s",
                 "results/protocol_summary.mlperf_client_overall"),
 )
+
+
+def max_of(generation: Mapping[str, Any] | None, name: str) -> str:
+    """"max of 12" where a generation case's tail figure ``name`` (``ttft_p99_s`` ...) is the
+    maximum of values too few for its percentile (the case's stored ``tail_statistics``), else ""
+    (a result written before they were kept says nothing)."""
+    stated = ((generation or {}).get("tail_statistics") or {}).get(name)
+    return stated if isinstance(stated, str) and stated.startswith("max of ") else ""
+
+
+def tail_label(generation: Mapping[str, Any] | None, name: str) -> str:
+    """A tail figure's name for this case: its label ("TTFT p99"), or "TTFT max of 12"."""
+    label, stated = BY_NAME[name].label, max_of(generation, name)
+    return f"{label.rsplit(' ', 1)[0]} {stated}" if stated else label
 
 
 def case_figures(case: CaseResult) -> dict[str, Any]:

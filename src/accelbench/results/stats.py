@@ -15,9 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from accelbench.measure.loop.median_ci import CONFIDENCE, median_ci
+from accelbench.measure.loop.median_ci import CONFIDENCE, NOISY_REL_IQR, median_ci, relative_iqr
 
-NOISY_REL_IQR = 0.10
 #: Differences smaller than this (either way) are noise on the machines accelbench runs on: the
 #: verdicts' band (compare/verdict.py), the sustained verdict and the compile break-even use it.
 MIN_EFFECT = 0.05
@@ -106,7 +105,7 @@ def summarize(
     low, high = median_ci(values, confidence)
     mean_low, mean_high = mean_ci(values, confidence)
     iqr = q3 - q1
-    rel_iqr = iqr / median if median > 0 else 0.0
+    rel_iqr = relative_iqr(values)
     return Summary(
         n=len(values),
         median=median,

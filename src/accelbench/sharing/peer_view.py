@@ -20,14 +20,13 @@ import sys
 from typing import Any
 
 from accelbench.compare.peers import PeerResult, model_key
+from accelbench.devices.power import BUSY_LOAD  # a machine this loaded per CPU was busy
 from accelbench.results.catalogue import headline
 from accelbench.results.key import KEY_DEFAULTS, KEY_FIELDS
 from accelbench.sharing.bundle import MAX_STRING, BadLine, number, section, text
 from accelbench.sharing.plausible import implausible
 from accelbench.sharing.privacy import is_redacted
 
-#: A machine whose load per CPU was at least this high was busy with other work.
-BUSY_LOAD = 0.5
 #: Why a line is no peer at all (a skipped line's reason, counted by the loader).
 REDACTED_NAME = "redacted name"
 

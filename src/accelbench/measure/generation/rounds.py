@@ -15,9 +15,7 @@ that time. Decode tokens/s per sequence is the decode steps over their time; in 
 
 from __future__ import annotations
 
-import math
 import statistics
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -45,7 +43,9 @@ from accelbench.measure.generation.generation_clocks import (
     HostClock,
     clock_maker,
 )
-from accelbench.measure.loop.median_ci import median_ci
+from accelbench.measure.generation.settle import RoundRule, percentile, round_figures, tail, tail_statistics
+from accelbench.measure.loop.median_ci import NOISY_REL_IQR, median_ci, relative_iqr
+from accelbench.measure.loop.stop import StopRule
 
 if TYPE_CHECKING:
     from accelbench.measure.trackers.region import MemoryTracker
@@ -65,15 +65,6 @@ class GenerationWorkload(Protocol):
                     cache: object) -> tuple[torch.Tensor, object]: ...
 
     def kv_cache_bytes(self, batch_size: int, max_len: int, dtype: torch.dtype) -> int: ...
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0-100), interpolated between closest ranks (numpy's default)."""
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * q / 100.0
-    low = math.floor(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 @dataclass(frozen=True)
@@ -109,6 +100,9 @@ class GenerationFigures:
     #: (reference/expected_tokens.py). Not written to JSON (the result keeps the hash), nor
     #: compared (a result read back has none).
     tokens: tuple[tuple[int, ...], ...] = field(default=(), compare=False)
+    #: Why the timed rounds stopped (settle.py): "rounds" (a fixed count), "time budget",
+    #: "precision reached"; "" in a result written before it was kept.
+    stop_reason: str = ""
 
     @property
     def decode_steps(self) -> int:
@@ -128,27 +122,47 @@ class GenerationFigures:
         return statistics.median(r.ttft_s for r in self.rounds)
 
     def ttft_percentile_s(self, q: float) -> float:
-        """TTFT's q-th percentile across rounds (p90, p99: the tail MLPerf budgets)."""
-        return percentile([r.ttft_s for r in self.rounds], q)
+        """TTFT's q-th percentile across rounds (p90, p99: the tail MLPerf budgets), or their
+        maximum where the rounds are too few for it (settle.tail; ``tail_statistics`` says)."""
+        return tail([r.ttft_s for r in self.rounds], q)[0]
+
+    @property
+    def round_figures_s(self) -> list[float]:
+        """Each round's TPOT (its decode time / (N - 1)); its TTFT where there is no decode step:
+        what the rounds settle on (settle.py) and how far apart they are (``round_spread``)."""
+        return round_figures(self.rounds, self.decode_steps)
 
     @property
     def tpot_s(self) -> float | None:
         """Time per output token after the first: the median round's decode time / (N - 1)."""
         if not self.decode_steps:
             return None
-        return statistics.median(r.decode_s / self.decode_steps for r in self.rounds)
+        return statistics.median(self.round_figures_s)
 
     def tpot_percentile_s(self, q: float) -> float | None:
+        """As ``ttft_percentile_s``, of the rounds' TPOT."""
         if not self.decode_steps:
             return None
-        return percentile([r.decode_s / self.decode_steps for r in self.rounds], q)
+        return tail(self.round_figures_s, q)[0]
 
     @property
     def tpot_ci_s(self) -> tuple[float, float] | None:
         """The median TPOT's 95% order-statistic interval across rounds (the full range below 6)."""
         if not self.decode_steps:
             return None
-        return median_ci([r.decode_s / self.decode_steps for r in self.rounds])
+        return median_ci(self.round_figures_s)
+
+    @property
+    def round_spread(self) -> float:
+        """The rounds' TPOT (TTFT without decode steps) interquartile range over their median:
+        above NOISY_REL_IQR the case is noisy, as a step case whose steps spread so is."""
+        return relative_iqr(self.round_figures_s)
+
+    @property
+    def tail_statistics(self) -> dict[str, str]:
+        """What each tail figure is ("p99 of 120", "max of 12": settle.tail_statistics)."""
+        return tail_statistics([r.ttft_s for r in self.rounds],
+                               self.round_figures_s if self.decode_steps else [], self.token_times_s)
 
     @property
     def prefill_tokens_per_s(self) -> float:
@@ -190,8 +204,9 @@ class GenerationFigures:
 
     @property
     def itl_p99_s(self) -> float | None:
+        """The pooled per-token gaps' 99th percentile, or their maximum where fewer than 100."""
         times = self.token_times_s
-        return percentile(times, 99) if times else None
+        return tail(times, 99)[0] if times else None
 
     @property
     def effective_bandwidth_bytes_per_s(self) -> float | None:
@@ -220,6 +235,8 @@ class GenerationFigures:
             "rounds": [r.to_dict() for r in self.rounds],
             "warmup": [r.to_dict() for r in self.warmup], "streamed": self.streamed,
             "weight_reads": dict(self.weight_reads), "kv_element_bytes": self.kv_element_bytes,
+            "stop_reason": self.stop_reason, "tail_statistics": self.tail_statistics,
+            "round_spread": self.round_spread, "noisy": self.round_spread > NOISY_REL_IQR,
         }
 
     @classmethod
@@ -237,7 +254,7 @@ class GenerationFigures:
             warmup=tuple(GenerationRound.from_dict(r) for r in data.get("warmup", ())),
             streamed=bool(data.get("streamed", False)),
             weight_reads={str(k): int(v) for k, v in (data.get("weight_reads") or {}).items()},
-            kv_element_bytes=data.get("kv_element_bytes"))
+            kv_element_bytes=data.get("kv_element_bytes"), stop_reason=str(data.get("stop_reason") or ""))
 
 
 # --- one round, and the measurement ---------------------------------------------------------------
@@ -311,15 +328,18 @@ def _kv_bytes(workload: GenerationWorkload, batch_size: int, positions: int, ele
 
 
 def measure_generation(workload: GenerationWorkload, model: nn.Module, device: Device, *,
-                       batch_size: int = 1, prompt_len: int, new_tokens: int, rounds: int = 3,
+                       batch_size: int = 1, prompt_len: int, new_tokens: int,
+                       rounds: int | StopRule = 3,
                        warmup_rounds: int = 1, seed: int = 0, window_tokens: int = WINDOW_TOKENS,
                        cache_dtype: torch.dtype | None = None, stream: bool = False,
                        casts_each_step: bool | None = None,
                        memory: MemoryTracker | None = None,
                        decode_model: nn.Module | None = None) -> GenerationFigures:
-    """Time ``rounds`` greedy generations of ``model`` (on ``device``, in eval mode, at its
-    precision; an autocast or precision switch is the caller's, around this call, so one
-    autocast context spans every round and its cast cache serves every eager step).
+    """Time greedy generations of ``model`` (on ``device``, in eval mode, at its precision; an
+    autocast or precision switch is the caller's, around this call, so one autocast context
+    spans every round and its cast cache serves every eager step): ``rounds`` of them after
+    ``warmup_rounds``, or under a time budget (a StopRule) until it stops them, after warm-up
+    rounds until two agree (settle.py); the figures' ``stop_reason`` says why they stopped.
 
     ``cache_dtype``: the dtype of the cached keys and values (default: what the cache's tensors
     have, found on a one-token prefill). ``stream``: read each token to the host as it is made.
@@ -330,9 +350,10 @@ def measure_generation(workload: GenerationWorkload, model: nn.Module, device: D
     is reset there. ``decode_model``: what the decode steps run, where it is not ``model``
     (greedy_round)."""
     check_lengths(workload, batch_size, prompt_len, new_tokens)
-    if rounds < 1 or warmup_rounds < 0 or window_tokens < 1:
-        raise UsageError(f"rounds must be at least 1 (not {rounds}), warm-up rounds at least 0 "
-                         f"(not {warmup_rounds}), window tokens at least 1 (not {window_tokens})")
+    if window_tokens < 1:
+        raise UsageError(f"window tokens must be at least 1 (not {window_tokens})")
+    rule = (RoundRule(0, warmup_rounds, rounds) if isinstance(rounds, StopRule)
+            else RoundRule(rounds, warmup_rounds))
     max_len = prompt_len + new_tokens
     if casts_each_step is None:
         casts_each_step = hasattr(decode_model or model, "_orig_mod")
@@ -342,14 +363,19 @@ def measure_generation(workload: GenerationWorkload, model: nn.Module, device: D
         if cache_dtype is not None or element is None:
             element = (cache_dtype or _parameter_dtype(model)).itemsize
         new_clock = clock_maker(device, new_tokens - 1, window_tokens, stream)
-        warm = [greedy_round(workload, model, prompt, new_tokens, new_clock(), stream, decode_model)[1]
-                for _ in range(warmup_rounds)]
+        warm: list[GenerationRound] = []
+        while not rule.warmed_up([r.ttft_s + r.decode_s for r in warm]):
+            warm.append(greedy_round(workload, model, prompt, new_tokens, new_clock(), stream,
+                                     decode_model)[1])
         if memory is not None:
             memory.steady_state()
         else:
             device.reset_peak_memory()
-        measured, methods, first = [], [], None
-        for _ in range(rounds):
+        measured: list[GenerationRound] = []
+        methods, first, reason = [], None, ""
+        # Judged between rounds, so the rule's own time is in no round.
+        while not (reason := rule.stop_reason(round_figures(measured, new_tokens - 1),
+                                              sum(r.ttft_s + r.decode_s for r in measured))):
             clock = new_clock()
             tokens, times = greedy_round(workload, model, prompt, new_tokens, clock, stream,
                                          decode_model)
@@ -361,7 +387,7 @@ def measure_generation(workload: GenerationWorkload, model: nn.Module, device: D
         peak = device.peak_memory_bytes()
     figures = GenerationFigures(
         batch_size=batch_size, prompt_len=prompt_len, new_tokens=new_tokens, timing_method=method,
-        rounds=tuple(measured), warmup_rounds=warmup_rounds, warmup=tuple(warm),
+        rounds=tuple(measured), warmup_rounds=len(warm), warmup=tuple(warm), stop_reason=reason,
         kv_cache_bytes=round(_kv_bytes(workload, batch_size, max_len, element)),
         weight_bytes_per_step=reads.total,
         cache_bytes_per_step=cache_bytes_read_per_step(_kv_bytes(workload, batch_size, 1, element),

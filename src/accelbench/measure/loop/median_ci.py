@@ -14,6 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 
 CONFIDENCE = 0.95
+#: Samples whose interquartile range is more than this share of their median are flagged noisy
+#: (a step case's samples, a generation case's rounds): results/stats.py and the rounds read it.
+NOISY_REL_IQR = 0.10
 
 
 def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -51,3 +54,13 @@ def relative_median_ci_half_width(samples: Sequence[float],
         return math.inf
     low, high = median_ci(values, confidence)
     return max(median - low, high - median) / median
+
+
+def relative_iqr(samples: Sequence[float]) -> float:
+    """The spread of the samples: their interquartile range over their median (0 for a
+    non-positive median); above NOISY_REL_IQR they are noisy."""
+    values = np.asarray(samples, dtype=float)
+    if len(values) == 0:
+        raise ValueError("relative_iqr needs at least one sample")
+    q1, median, q3 = (float(q) for q in np.percentile(values, [25, 50, 75]))
+    return (q3 - q1) / median if median > 0 else 0.0

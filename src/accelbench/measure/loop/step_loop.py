@@ -54,8 +54,7 @@ import torch
 from accelbench.devices import Device
 from accelbench.measure.loop.clock import nothing, synced_seconds
 from accelbench.measure.loop.input_wait import InputWait
-from accelbench.measure.loop.median_ci import relative_median_ci_half_width
-from accelbench.measure.loop.stop import MIN_SAMPLES, MIN_WINDOW_S, StopRule
+from accelbench.measure.loop.stop import MIN_WINDOW_S, StopRule
 from accelbench.measure.loop.sustained import SensorReader, SustainedSeries, run_sustained
 from accelbench.measure.loop.timing import Timing
 from accelbench.measure.trackers.region import MemoryTracker, Tracker
@@ -355,14 +354,13 @@ class StepLoop:
             self._record(*self._run_window(feed, k))
             samples = self.result.step_times
             self.progress("measure", min(self.result.measured_time_s, stop.value), stop.value)
-            if len(samples) >= MIN_SAMPLES and self.result.measured_time_s >= stop.value:
-                self.result.stop_reason = "time budget"
+            # Between windows, so the check's own time is in no sample.
+            checking = bool(target) and len(samples) >= next_check and self._window_long_enough(stop)
+            reason = stop.reason_to_stop(samples, self.result.measured_time_s, checking)
+            if reason:
+                self.result.stop_reason = reason
                 return
-            if target and len(samples) >= next_check and self._window_long_enough(stop):
-                # Between windows, so the check's own time is in no sample.
-                if relative_median_ci_half_width(samples) * 100 <= target:
-                    self.result.stop_reason = "precision reached"
-                    return
+            if checking:
                 next_check = max(len(samples) + 1, int(len(samples) * 1.1))
 
     def _min_window_s(self) -> float:

@@ -6,6 +6,7 @@ Torch-free and numpy-free: parsing arguments imports this."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from accelbench.bounds import MOST_COUNT, MOST_SECONDS, check_number, shown
@@ -91,6 +92,24 @@ class StopRule(Codec):
         if self.target_ci is not None:
             return self.target_ci
         return DEFAULT_TARGET_CI_PCT if self.kind == "time" else 0.0
+
+    def reason_to_stop(self, samples: Sequence[float], elapsed_s: float, check_precision: bool) -> str:
+        """Why a time budget ends after ``samples`` (taken in ``elapsed_s`` measured seconds):
+        "time budget" once it is spent (with at least MIN_SAMPLES samples), "precision reached"
+        where ``check_precision`` (the caller's schedule) and the median's 95% CI lies within
+        +-``target_ci_pct``; "" to go on. The one rule the step loop and the generation rounds
+        (measure/generation/settle.py) obey."""
+        if len(samples) < MIN_SAMPLES:
+            return ""
+        if elapsed_s >= self.value:
+            return "time budget"
+        if check_precision and self.target_ci_pct:
+            # numpy and scipy: only once samples are judged (parsing arguments imports this module).
+            from accelbench.measure.loop.median_ci import relative_median_ci_half_width
+
+            if relative_median_ci_half_width(samples) * 100 <= self.target_ci_pct:
+                return "precision reached"
+        return ""
 
     def describe(self) -> str:
         if self.kind == "time":
