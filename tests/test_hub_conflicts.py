@@ -106,6 +106,7 @@ def test_a_forged_line_under_a_signed_id_keeps_the_genuine_one_out_of_nothing(tm
     loaded = load_peers([str(hub)], warnings.append)
     (peer,) = loaded.peers
     assert peer.content_hash == genuine["hash"] and peer.outlier == "" and loaded.conflicts == 0
+    assert loaded.unsigned == 0  # the refused unsigned forgery is not counted among the results
     assert loaded.skipped == {FORGED_ID: 1, BAD_SIGNATURE: 2}
     assert any("forged" in w and "2020/01/00/0000.jsonl line 1" in w for w in warnings)
     assert any("does not verify" in w and "line 2" in w for w in warnings)

@@ -62,6 +62,8 @@ class Resolved:
     peers: list[PeerResult] = field(default_factory=list)
     duplicates: int = 0
     conflicts: int = 0
+    #: Results kept that carry no signature.
+    unsigned: int = 0
     refused: Counter[str] = field(default_factory=Counter)
 
 
@@ -98,7 +100,9 @@ def resolve(shares: list[Share], warn: Warn) -> Resolved:
         groups.setdefault(share.case, []).append(share)
     kept: dict[str, list[Share]] = {case: _settle(members, done, warn) for case, members in groups.items()}
     for item in order:
-        done.peers += [item.peer] if isinstance(item, Share) else [s.peer for s in kept[item]]
+        shares_kept = [item] if isinstance(item, Share) else kept[item]
+        done.peers += [s.peer for s in shares_kept]
+        done.unsigned += sum(s.peer.results for s in shares_kept if s.signed is None)
     return done
 
 

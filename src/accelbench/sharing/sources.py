@@ -353,7 +353,7 @@ def load_peers(specs: Iterable[str], warn: Warn, keys: set[tuple[Any, ...]] | No
     loaded.duplicates += resolved.duplicates
     loaded.conflicts = resolved.conflicts
     loaded.skipped.update(resolved.refused)
-    loaded.unsigned = sum(s.peer.results for s in shares if s.signed is None)
+    loaded.unsigned = resolved.unsigned
     # Quarantined here, so that every caller (and its count) sees the same machines.
     loaded.peers = mark_outliers(resolved.peers)
     return loaded
