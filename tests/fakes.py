@@ -587,3 +587,53 @@ class FakeGpuProducts(TorchFunctionMode):
         if (m, n) not in self._results:
             self._results[m, n] = first.new_zeros((m, n))
         return self._results[m, n]
+
+
+class PowerCappedGpu(FakeQueueAdapter):
+    """A 700 W part at its power limit: after ``idle_s`` of idle the device runs ``boost_s`` of
+    work at ``burst_flops``, then at ``capped_flops`` while it stays busy, and NVML's words for it
+    (``sensors``): "software power cap" at ``capped_mhz`` while capped, the boost clock before.
+    Products reach it through :class:`PowerCappedProducts`."""
+
+    def __init__(self, burst_flops: float = 2e11, capped_flops: float = 1e11, boost_s: float = 0.03,
+                 idle_s: float = 0.2, capped_mhz: float = 1410.0, boost_mhz: float = 1980.0) -> None:
+        super().__init__()
+        self.burst_flops, self.capped_flops = burst_flops, capped_flops
+        self.boost_s, self.idle_s = boost_s, idle_s
+        self.capped_mhz, self.boost_mhz = capped_mhz, boost_mhz
+        self.boost_left = boost_s
+
+    def device_seconds(self, flop: float) -> float:
+        """The device time of ``flop`` queued now: boosted while the budget lasts (refilled by
+        ``idle_s`` of idle), capped after."""
+        now = time.perf_counter()
+        if now - self.busy_until >= self.idle_s:
+            self.boost_left = self.boost_s
+        boosted = min(self.boost_left, flop / self.burst_flops)
+        self.boost_left -= boosted
+        return boosted + (flop - boosted * self.burst_flops) / self.capped_flops
+
+    def sensors(self, index: int) -> dict[str, Any]:
+        busy = self.busy_until > time.perf_counter()
+        capped = busy and self.boost_left <= 0
+        return {"gpu_sm_clock_mhz": self.capped_mhz if capped else self.boost_mhz,
+                "gpu_clock_events": ["software power cap"] if capped else [] if busy else ["gpu idle"]}
+
+
+class PowerCappedProducts(FakeGpuProducts):
+    """FakeGpuProducts whose device time is a PowerCappedGpu's (boost, then the power cap)."""
+
+    def __init__(self, adapter: PowerCappedGpu, launch_s: float = 50e-6) -> None:
+        super().__init__(adapter, adapter.capped_flops, launch_s)
+        self.gpu = adapter
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        import torch
+
+        if func not in (torch.mm, torch.Tensor.mm):
+            return func(*args, **(kwargs or {}))
+        first, second = args[0], args[1]
+        (m, k), n = first.shape, second.shape[1]
+        self.launches += 1
+        self.gpu.enqueue(self.gpu.device_seconds(2.0 * m * k * n))
+        return first.new_zeros((m, n))

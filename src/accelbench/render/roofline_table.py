@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
+from accelbench.measure.ceilings.peak_clocks import BURST_IDLE_S, BURST_REPEATS, capped_text
 from accelbench.measure.ceilings.roofline import Roofline
 from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_bytes_rate, format_seconds
@@ -21,8 +23,13 @@ def roofline_rows(roofline: Roofline) -> list[tuple[str, str, str]]:
     for name in ("fp32", "tf32", "bf16", "fp16"):
         if name in roofline.matmul_flops:
             how = method.get(f"matmul_{name}", {})
-            rows.append((f"matmul {name}", _flops(roofline.matmul_flops[name]),
-                         f"{how.get('matrix_side')}² products, {how.get('products_per_sync')} a sync"))
+            rows.append((f"matmul {name}" + (" (capped)" if how.get("limited_by") else ""),
+                         _flops(roofline.matmul_flops[name]), _matmul_how(how)))
+            if isinstance(how.get("burst_flops"), int | float):
+                rows.append((f"matmul {name} burst", _flops(how["burst_flops"]),
+                             f"short burst beside it: the best of {BURST_REPEATS} single "
+                             f"{how.get('matrix_side')}² products, each after "
+                             f"{BURST_IDLE_S:g} s idle"))
         elif f"matmul_{name}" in errors:
             rows.append((f"matmul {name}", "n/a", errors[f"matmul_{name}"]))
     bandwidth = roofline.memory_bandwidth_bytes_per_s
@@ -46,6 +53,19 @@ def roofline_rows(roofline: Roofline) -> list[tuple[str, str, str]]:
                          errors.get(f"{direction}_{kind}") or
                          f"{method.get('transfer_bytes', 0) / 2**20:.0f} MiB copies"))
     return rows
+
+
+def _matmul_how(how: dict[str, Any]) -> str:
+    """How a matmul figure was timed, what held the clock back then (NVML's slowdown reasons:
+    the figure is capped) and whether it was measured beside other work."""
+    text = f"{how.get('matrix_side')}² products, {how.get('products_per_sync')} a sync"
+    if how.get("limited_by"):
+        text += f"; {capped_text(how)} while timed"
+    elif isinstance(how.get("clock_mhz"), int | float):
+        text += f"; {how['clock_mhz']:,.0f} MHz, no slowdown reported"
+    if how.get("busy"):
+        text += f"; measured beside other work ({how['busy']}): re-measured when quiet"
+    return text
 
 
 def sustained_rows(roofline: Roofline) -> list[tuple[str, str, str]]:

@@ -89,6 +89,13 @@ class Flops(Record):
     peak_measured_at: str = ""
     peak_matrix_side: int | None = None
     peak_products_per_sync: int | None = None
+    #: What held the clock back while the peak was timed (NVML's slowdown reasons: a capped
+    #: peak) and the SM clock then; the short burst beside it; why it was measured on a busy
+    #: machine ("" when not). measure/ceilings/peak.py PeakFigure.
+    peak_limited_by: list[str] = field(default_factory=list)
+    peak_clock_mhz: float | None = None
+    peak_burst_flops: float | None = None
+    peak_busy: str = ""
     fraction_of_peak: float | None = None
     #: The sustained matrix-product peak ``roofline --sustained`` held (None: not measured), and
     #: the achieved FLOP/s as a share of it; ``fraction_of_peak`` stays against the burst peak.

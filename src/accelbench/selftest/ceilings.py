@@ -25,6 +25,7 @@ from typing import Any
 
 from accelbench.devices import Device
 from accelbench.devices.datasheets import VendorFigures, min_half_to_fp32, vendor_figures
+from accelbench.measure.ceilings.peak_clocks import capped_text
 from accelbench.measure.ceilings.roofline import MATMUL_PRECISIONS, Roofline
 from accelbench.selftest.result import BOUNDS_BASIS, SKIP, VENDOR_BASIS, CheckResult, verdict
 
@@ -155,15 +156,12 @@ def _gb(low: float, high: float) -> str:
     return f"{low / 1e9:,.0f}" if low == high else f"{low / 1e9:,.0f}-{high / 1e9:,.0f}"
 
 
-def capped_label(how: dict[str, Any]) -> str:
-    """What held the clock back while a peak was timed (the roofline's method for the figure),
-    and the SM clock then: "" when nothing did or nothing was read."""
-    limited = [str(word) for word in how.get("limited_by") or ()]
-    if not limited:
-        return ""
-    clock = how.get("clock_mhz")
-    at = f" at {clock:,.0f} MHz" if isinstance(clock, int | float) else ""
-    return f" (capped: {', '.join(limited)}{at})"
+def peak_label(how: dict[str, Any]) -> str:
+    """What a matmul figure is (the roofline's method for it): capped while timed (what held the
+    clock back, at what clock), and measured beside other work; "" for neither."""
+    said = [text for text in (capped_text(how), f"busy: {how['busy']}" if how.get("busy") else "")
+            if text]
+    return f" ({'; '.join(said)})" if said else ""
 
 
 def judge_roofline(device: Device, roofline: Roofline) -> list[CheckResult]:
@@ -171,7 +169,7 @@ def judge_roofline(device: Device, roofline: Roofline) -> list[CheckResult]:
     results = [_judge(device, f"matmul {name} FLOP/s within plausible bounds",
                       roofline.matmul_flops.get(name), flops_bounds(device, info, name),
                       "GFLOP/s", 1e9, roofline.errors.get(f"matmul_{name}", "unknown"),
-                      capped_label(roofline.method.get(f"matmul_{name}") or {}))
+                      peak_label(roofline.method.get(f"matmul_{name}") or {}))
                for name in MATMUL_PRECISIONS]
     buffer = roofline.method.get("bandwidth_buffer_bytes", 0)
     results.append(_judge(

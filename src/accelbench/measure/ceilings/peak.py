@@ -36,31 +36,38 @@ ceiling honest:
   So a run started seconds after a busy one does not inherit its figure, as it did for the
   minute the re-check waited. A refresh never replaces a good figure with a busy one.
 
+* **A capped figure says so.** The device's clock and clock-event reasons are sampled while the
+  windows run (``peak_clocks.py``); a slowdown reason (a power cap) is stored with the figure
+  (``limited_by``, with the SM clock), and beside it a short burst (single products after idle).
+
 The figures live in ``data_home()/peak_flops.json`` (``ACCELBENCH_PEAK_CACHE`` overrides the
-path, so tests can share one measurement).
+path, so tests can share one measurement; ``peak_keys.py`` names the file and its keys).
 """
 
 from __future__ import annotations
 
-import json
-import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from accelbench.devices import Device, contention
 from accelbench.devices.contention import Conditions
-from accelbench.devices.numerics import PRECISIONS, Precision, get_precision, precision_settings
-from accelbench.files import data_home, write_atomic
+from accelbench.devices.numerics import Precision, precision_settings
+from accelbench.measure.ceilings.peak_clocks import ClockWatch, PeakClocks, short_burst
+from accelbench.measure.ceilings.peak_keys import CACHE_VERSION as CACHE_VERSION
+from accelbench.measure.ceilings.peak_keys import (
+    cache_key,
+    cache_path,
+    product_precision,
+    read_cache,
+    settings_key,
+    write_cache,
+)
 from accelbench.measure.loop.clock import synced_seconds
 from accelbench.measure.loop.queued import best_window, queue_length
 
-CACHE_NAME = "peak_flops.json"
-#: 2: keys name the precision settings; entries keep the best figure seen (v1 kept the first).
-CACHE_VERSION = 2
 #: Sides tried grow from MIN_SIDE by doubling until one product takes MIN_PRODUCT_S.
 MIN_SIDE = 256
 CPU_MAX_SIDE = 2048
@@ -83,76 +90,6 @@ LESS_BUSY = 0.1
 #: Operands larger than this are tiled from one random block of this side: drawing 16384²
 #: normal numbers on the host takes seconds, longer than the measurement itself.
 OPERAND_BLOCK = 2048
-
-
-def cache_path() -> Path:
-    # ACCELBENCH_PEAK_CACHE lets several result folders (e.g. tests) share one measurement.
-    override = os.environ.get("ACCELBENCH_PEAK_CACHE")
-    return Path(override) if override else data_home() / CACHE_NAME
-
-
-def as_precision(precision: Precision | torch.dtype | str) -> Precision:
-    """A precision from its name, or from a bare dtype (plain tensors of that dtype)."""
-    if isinstance(precision, Precision):
-        return precision
-    if isinstance(precision, str):
-        return get_precision(precision)
-    return Precision(str(precision).removeprefix("torch."), param_dtype=precision)
-
-
-def _name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
-
-
-def product_precision(precision: Precision | torch.dtype | str) -> Precision:
-    """The precision whose products the peak times: itself, or for an autocast precision the
-    plain precision of its autocast dtype (amp-bf16 -> bf16), whose operands are cast once,
-    before timing."""
-    p = as_precision(precision)
-    if p.autocast_dtype is None:
-        return p
-    dtype = p.autocast_dtype
-    return next((q for q in PRECISIONS.values() if q.param_dtype == dtype and q.autocast_dtype is None
-                 and q.matmul == p.matmul), Precision(_name(dtype), param_dtype=dtype, matmul=p.matmul))
-
-
-def settings_key(precision: Precision | torch.dtype | str) -> str:
-    """What the kernels compute in: ``float32``, ``float32,matmul=high`` (TF32 where the device
-    has it), ``bfloat16`` (bf16 and amp-bf16 alike) ..."""
-    p = product_precision(precision)
-    key = _name(p.param_dtype)
-    if p.param_dtype == torch.float32 and p.matmul != "highest":
-        key += f",matmul={p.matmul}"
-    return key
-
-
-def device_fingerprint(device: Device) -> str:
-    try:
-        return str(device.info().get("name", "unknown"))
-    except Exception as error:  # an unreadable description still needs a stable key
-        return f"unknown ({type(error).__name__})"
-
-
-def cache_key(device: Device, precision: Precision | torch.dtype | str) -> str:
-    """Device, torch version, precision settings and what the device is (CPU model, GPU name)."""
-    return f"{device.name}|torch {torch.__version__}|{settings_key(precision)}|{device_fingerprint(device)}"
-
-
-def read_cache(path: Path, version: int = CACHE_VERSION) -> dict[str, Any]:
-    """The entries of a versioned JSON cache; {} when missing, damaged or another version."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}  # it is only a cache: measure again
-    if not isinstance(data, dict) or data.get("version") != version \
-            or not isinstance(data.get("entries"), dict):
-        return {}
-    return data["entries"]
-
-
-def write_cache(path: Path, entries: dict[str, Any], version: int = CACHE_VERSION) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps({"version": version, "entries": entries}, indent=1) + "\n")
 
 
 def _operands(device: Device, precision: Precision, side: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -182,6 +119,10 @@ class MatmulTiming:
     side: int
     products_per_sync: int
     repeats: int
+    #: The clock and what held it back while the windows ran.
+    clocks: PeakClocks = field(default_factory=PeakClocks)
+    #: The short burst beside the windowed figure (accelerators' full measurements; else None).
+    burst_flops: float | None = None
 
 
 def time_matmul(device: Device, precision: Precision | torch.dtype | str,
@@ -193,7 +134,9 @@ def time_matmul(device: Device, precision: Precision | torch.dtype | str,
     Without ``side``, the side doubles from MIN_SIDE until one product takes MIN_PRODUCT_S (a
     larger side on faster devices). Each repeat runs ``n`` products between two syncs, with n
     chosen so a repeat lasts MIN_REPEAT_S: launch and sync latency are then a small share.
-    ``side`` and ``products`` together skip the calibration (a re-check of a cached peak)."""
+    ``side`` and ``products`` together skip the calibration (a re-check of a cached peak).
+    The device's clock-event reasons are read during the windows; a full measurement on an
+    accelerator also times a short burst (``peak_clocks.short_burst``) after them."""
     p = product_precision(precision)
     largest = CPU_MAX_SIDE if device.is_cpu else ACCELERATOR_MAX_SIDE
     grow = side is None
@@ -216,8 +159,14 @@ def time_matmul(device: Device, precision: Precision | torch.dtype | str,
             return _timed_products(device, p, a, b, count)
 
         count = products if products is not None and recheck else queue_length(timed, single, MIN_REPEAT_S)
-        count, best = best_window(timed, count, repeats, MIN_REPEAT_S)
-    return MatmulTiming(2.0 * side**3 * count / best, side, count, repeats)
+        watch = ClockWatch(device)
+        watch.start()
+        try:
+            count, best = best_window(timed, count, repeats, MIN_REPEAT_S)
+        finally:
+            clocks = watch.stop()
+        burst = None if recheck or not device.is_async else short_burst(lambda: timed(1), 2.0 * side**3)
+    return MatmulTiming(2.0 * side**3 * count / best, side, count, repeats, clocks, burst)
 
 
 @dataclass(frozen=True)
@@ -230,11 +179,27 @@ class PeakFigure:
     measured_at: str
     matrix_side: int | None = None
     products_per_sync: int | None = None
+    #: What held the clock back while it was timed (a power cap: the figure is capped), and the
+    #: SM clock then; () and None where nothing did or nothing was read.
+    limited_by: tuple[str, ...] = ()
+    clock_mhz: float | None = None
+    #: The short burst beside it (single products after idle), where measured.
+    burst_flops: float | None = None
+    #: Why it was measured on a busy machine ("" when not): a figure still to be re-measured.
+    busy: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"peak_flops": self.flops, "peak_settings": self.settings,
                 "peak_measured_at": self.measured_at, "peak_matrix_side": self.matrix_side,
-                "peak_products_per_sync": self.products_per_sync}
+                "peak_products_per_sync": self.products_per_sync,
+                "peak_limited_by": list(self.limited_by), "peak_clock_mhz": self.clock_mhz,
+                "peak_burst_flops": self.burst_flops, "peak_busy": self.busy}
+
+    def method(self) -> dict[str, Any]:
+        """How it was measured, as the roofline stores it per matmul figure."""
+        return {"matrix_side": self.matrix_side, "products_per_sync": self.products_per_sync,
+                "limited_by": list(self.limited_by), "clock_mhz": self.clock_mhz,
+                "burst_flops": self.burst_flops, "busy": self.busy}
 
 
 def _now() -> datetime:
@@ -259,8 +224,13 @@ def _is_old(entry: dict[str, Any], now: datetime) -> bool:
 
 
 def _figure(key: str, settings: str, entry: dict[str, Any]) -> PeakFigure:
+    clock, burst = entry.get("clock_mhz"), entry.get("burst_flops")
     return PeakFigure(float(entry["flops"]), key, settings, str(entry.get("measured_at", "")),
-                      entry.get("matrix_side"), entry.get("products_per_sync"))
+                      entry.get("matrix_side"), entry.get("products_per_sync"),
+                      tuple(str(word) for word in entry.get("limited_by") or ()),
+                      float(clock) if isinstance(clock, int | float) else None,
+                      float(burst) if isinstance(burst, int | float) else None,
+                      str(entry.get("busy") or ""))
 
 
 def cached_figure(device: Device, precision: Precision | torch.dtype | str) -> PeakFigure | None:
@@ -385,9 +355,14 @@ def record_measurement(device: Device, precision: Precision | torch.dtype | str,
         if cached.get("busy") and not busy:
             entry["busy"] = ""  # a quiet reading no higher: the cached figure is no busy low
     else:
+        # the clocks describe the windows the figure came from: they go with it
         entry = {"flops": measured.flops, "matrix_side": measured.side,
                  "products_per_sync": measured.products_per_sync, "repeats": measured.repeats,
-                 "measured_at": stamp, "busy": busy, "conditions": last["last_conditions"], **last}
+                 "measured_at": stamp, "busy": busy, "conditions": last["last_conditions"],
+                 **measured.clocks.to_dict(), **last}
+    bursts = [b for b in (measured.burst_flops, (cached or {}).get("burst_flops"))
+              if isinstance(b, int | float)]
+    entry["burst_flops"] = max(bursts) if bursts else None  # the best short burst seen
     entries[key] = entry
     write_cache(path, entries)
     return _figure(key, settings, entry)

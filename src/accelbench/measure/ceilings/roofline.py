@@ -29,6 +29,7 @@ from accelbench.devices import Device
 from accelbench.devices.numerics import get_precision, unsupported_reason
 from accelbench.devices.precisions import MATMUL_PRECISIONS
 from accelbench.measure.ceilings import bandwidth, peak
+from accelbench.measure.ceilings.peak_keys import device_fingerprint
 
 CACHE_NAME = "roofline.json"
 CACHE_VERSION = 1
@@ -82,7 +83,7 @@ def cache_path() -> Path:
 
 
 def _key(device: Device) -> str:
-    return f"{device.name}|torch {torch.__version__}|{peak.device_fingerprint(device)}"
+    return f"{device.name}|torch {torch.__version__}|{device_fingerprint(device)}"
 
 
 def _matmul(device: Device, refresh: bool, fresh: bool, method: dict[str, Any],
@@ -97,16 +98,20 @@ def _matmul(device: Device, refresh: bool, fresh: bool, method: dict[str, Any],
         try:
             if fresh:  # this reading, whatever the cache holds (it still joins the cache)
                 timing, conditions = peak.timed_matmul(device, precision)
-                peak.record_measurement(device, precision, timing, conditions=conditions)
-                figure = (timing.flops, timing.side, timing.products_per_sync)
+                stored = peak.record_measurement(device, precision, timing, conditions=conditions)
+                flops[name] = timing.flops
+                method[f"matmul_{name}"] = {
+                    "matrix_side": timing.side, "products_per_sync": timing.products_per_sync,
+                    **timing.clocks.to_dict(), "burst_flops": timing.burst_flops,
+                    # the stored mark where this reading became the figure, else its own
+                    "busy": stored.busy if stored.flops == timing.flops
+                    else peak.busy_reason(device, timing.flops, conditions, None)}
             else:
                 cached = peak.peak_figure(device, precision, refresh=refresh)
-                figure = (cached.flops, cached.matrix_side, cached.products_per_sync)
+                flops[name], method[f"matmul_{name}"] = cached.flops, cached.method()
         except Exception as error:  # one dtype failing must not hide the others
             errors[f"matmul_{name}"] = f"{type(error).__name__}: {error}".splitlines()[0]
             continue
-        flops[name] = figure[0]
-        method[f"matmul_{name}"] = {"matrix_side": figure[1], "products_per_sync": figure[2]}
     return flops
 
 
@@ -155,7 +160,7 @@ def measure_roofline(device: Device, *, refresh_peaks: bool = True, fresh: bool 
         scalars["launch_latency"] = float("nan")
         errors["launch_latency"] = f"{type(error).__name__}: {error}".splitlines()[0]
     h2d, d2h = _transfers(device, errors)
-    return Roofline(device.name, peak.device_fingerprint(device), flops, scalars["memory_bandwidth"],
+    return Roofline(device.name, device_fingerprint(device), flops, scalars["memory_bandwidth"],
                     scalars["launch_latency"], h2d, d2h,
                     datetime.now(timezone.utc).isoformat(timespec="seconds"),
                     method=method, errors=errors)
@@ -203,11 +208,16 @@ def cached_sustained_flops(device: Device, precision: str) -> float | None:
 
 
 def stored_burst(roofline: Roofline, figure: str) -> float | None:
-    """The burst figure the roofline stores for a held figure ("matmul_fp32", "bandwidth")."""
+    """The burst figure the roofline stores for a held figure ("matmul_fp32", "bandwidth"): for a
+    matmul, its short burst where one was measured (the windowed peak of a 700 W part is already
+    the power-capped rate: a sustained run held against it compares capped with capped), else
+    the peak."""
     if figure == "bandwidth":
         value: float | None = roofline.memory_bandwidth_bytes_per_s
     else:
-        value = roofline.matmul_flops.get(figure.removeprefix("matmul_"))
+        burst = (roofline.method.get(figure) or {}).get("burst_flops")
+        value = float(burst) if isinstance(burst, int | float) \
+            else roofline.matmul_flops.get(figure.removeprefix("matmul_"))
     return value if value is not None and value == value and value > 0 else None
 
 
@@ -255,8 +265,7 @@ def with_current_peaks(roofline: Roofline, device: Device) -> Roofline:
         figure = peak.cached_figure(device, name)
         if figure is not None:
             flops[name] = figure.flops
-            method[f"matmul_{name}"] = {"matrix_side": figure.matrix_side,
-                                        "products_per_sync": figure.products_per_sync}
+            method[f"matmul_{name}"] = figure.method()
     return dataclasses.replace(roofline, matmul_flops=flops, method=method)
 
 
