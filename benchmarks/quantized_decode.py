@@ -58,14 +58,26 @@ def _median_rate(times: list[tuple[float, float]], new_tokens: int) -> dict[str,
             "cpu_tokens_per_s": new_tokens / statistics.median(cpu)}
 
 
-def _timed(generate_once: Any, repeats: int) -> list[tuple[float, float]]:
+def _device(args: argparse.Namespace) -> Any:
+    from accelbench.devices import DeviceSet
+
+    return DeviceSet.current().select(args.device)[0]
+
+
+def _timed(generate_once: Any, repeats: int, device: Any = None) -> list[tuple[float, float]]:
+    """Each generation between the device's synchronisations (gpt-fast's timing: one sync when
+    the generation is done), the first a warm-up (compilation, graph capture)."""
     import torch
 
     times = []
     with torch.no_grad():
         for repeat in range(1 + repeats):
+            if device is not None:
+                device.synchronize()
             start, cpu = time.perf_counter(), time.process_time()
             generate_once()
+            if device is not None:
+                device.synchronize()
             if repeat:  # the first is the warm-up
                 times.append((time.perf_counter() - start, time.process_time() - cpu))
     return times
@@ -81,7 +93,7 @@ def _accelbench_model(args: argparse.Namespace) -> tuple[Any, Any]:
                            kv_heads=KV_HEADS, ffn=FFN, layout="llama", rope_theta=ROPE_THETA,
                            rope_scaling=LLAMA3_SCALING)
     torch.manual_seed(0)
-    model = Decoder(config).to(torch.bfloat16).eval()
+    model = Decoder(config).to(torch.bfloat16).eval().to(_device(args).torch_device)
     _quantize(model, args)
     workload = Llama1B("published")
     workload.preset = type(workload.preset)(batch_size=workload.preset.batch_size,  # type: ignore[call-arg]
@@ -91,43 +103,80 @@ def _accelbench_model(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _quantize(model: Any, args: argparse.Namespace) -> None:
-    if args.precision == "int8-wo":
-        from accelbench.devices import DeviceSet
+    """accelbench's quantizer, as a generate case calls it: under inductor, int8 in the form it
+    fuses (gpt-fast's WeightOnlyInt8Linear), else PyTorch's kernels."""
+    if args.precision in ("int8-wo", "int4-wo"):
         from accelbench.measure.generation.quantize import quantize_weights
 
-        quantize_weights(model, "int8-wo", DeviceSet.current().select("cpu")[0])
+        quantize_weights(model, args.precision, _device(args), fused=args.recipe.startswith("inductor"))
+
+
+def _plain_decode(model: Any, args: argparse.Namespace) -> Any:
+    """gpt-fast's recipe written out by hand: one cache kept for every generation, the decode step
+    compiled fullgraph in the recipe's mode (generate.py's decode_one_token), the prefill eager."""
+    import torch
+
+    if not args.recipe:
+        return model
+    model.keep_cache()
+    backend, _, mode = args.recipe.partition(":")
+    if backend == "inductor":  # generate.py sets it for every compiled run
+        import torch._inductor.config
+
+        torch._inductor.config.coordinate_descent_tuning = True
+    return torch.compile(model, backend=backend, mode=mode or None, fullgraph=True)
+
+
+def plain_generate(model: Any, decoder: Any, prompt: Any, new_tokens: int) -> Any:
+    """The loop a user writes by hand: prefill, argmax, then one decode step per token through
+    ``decoder`` (the compiled decode step, or the model), the tokens kept on the device."""
+    import torch
+
+    from accelbench.workloads.builtin.decoder import decode, prefill
+
+    cache = model.new_cache(prompt.shape[1] + new_tokens)
+    token = prefill(model, prompt, cache).argmax(dim=-1)
+    generated = [token]
+    for _ in range(new_tokens - 1):
+        token = decode(decoder, token, cache).argmax(dim=-1)
+        generated.append(token)
+    return torch.stack(generated, dim=1)
 
 
 def plain_child(args: argparse.Namespace) -> dict[str, Any]:
-    from accelbench.workloads.builtin.decoder import greedy_generate
-
     workload, model = _accelbench_model(args)
-    prompt = workload.make_prompt(1, PROMPT_LEN, 0)
-    return _median_rate(_timed(lambda: greedy_generate(model, prompt, args.new_tokens), args.repeats),
-                        args.new_tokens)
+    decoder = _plain_decode(model, args)
+    prompt = workload.make_prompt(1, PROMPT_LEN, 0).to(_device(args).torch_device)
+    return _median_rate(_timed(lambda: plain_generate(model, decoder, prompt, args.new_tokens),
+                               args.repeats, _device(args)), args.new_tokens)
 
 
 def accelbench_child(args: argparse.Namespace) -> dict[str, Any]:
-    """A generate case's rounds: ``greedy_round`` under the CPU's clock, as ``measure_generation``
-    runs them (its byte count's one-token step before the rounds is left out of both clocks);
-    the wall time is the round's own, TTFT + decode."""
+    """A generate case's rounds: the execution recipe (measure/generation/recipe.py) and
+    ``greedy_round`` under the case's clock, as ``measure_generation`` runs them (its byte
+    count's one-token step before the rounds is left out of both clocks); the wall time is the
+    round's own, TTFT + decode."""
     import torch
 
-    from accelbench.devices import DeviceSet
+    from accelbench.measure.generation.recipe import prepare_generation
     from accelbench.measure.generation.rounds import clock_maker, greedy_round
 
     workload, model = _accelbench_model(args)
-    device = DeviceSet.current().select("cpu")[0]
-    prompt = workload.make_prompt(1, PROMPT_LEN, 0)
+    device = _device(args)
+    runner = prepare_generation(model, args.recipe, device, workload, "llama-1b")
+    prompt = workload.make_prompt(1, PROMPT_LEN, 0).to(device.torch_device)
     new_clock = clock_maker(device, args.new_tokens - 1)
     times = []
-    with torch.no_grad():
+    with torch.no_grad(), runner.settings():
         for repeat in range(1 + args.repeats):
             cpu = time.process_time()
-            _, timed = greedy_round(workload, model, prompt, args.new_tokens, new_clock())
+            _, timed = greedy_round(workload, runner.prefill, prompt, args.new_tokens, new_clock(),
+                                    decode_model=runner.decode)
             if repeat:
                 times.append((timed.ttft_s + timed.decode_s, time.process_time() - cpu))
-    return _median_rate(times, args.new_tokens)
+    result = _median_rate(times, args.new_tokens)
+    result["execution"] = runner.finish().to_dict()
+    return result
 
 
 def gpt_fast_child(args: argparse.Namespace) -> dict[str, Any]:
@@ -172,6 +221,8 @@ def gpt_fast_child(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def generate_child(args: argparse.Namespace) -> dict[str, Any]:
+    """transformers' ``generate()``; under ``--recipe``, with the static cache and the compiled
+    forward transformers' docs give for it (``cache_implementation="static"``)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -179,18 +230,61 @@ def generate_child(args: argparse.Namespace) -> dict[str, Any]:
                          num_key_value_heads=KV_HEADS, intermediate_size=FFN, vocab_size=VOCAB,
                          tie_word_embeddings=True, rope_theta=ROPE_THETA, max_position_embeddings=4096)
     torch.manual_seed(0)
-    model = LlamaForCausalLM(config).to(torch.bfloat16).eval()
+    device = _device(args)
+    model = LlamaForCausalLM(config).to(torch.bfloat16).eval().to(device.torch_device)
     _quantize(model, args)
+    static = {}
+    if args.recipe:
+        backend, _, mode = args.recipe.partition(":")
+        static = {"cache_implementation": "static"}
+        model.forward = torch.compile(model.forward, backend=backend, mode=mode or None, fullgraph=True)
     prompt = torch.randint(1, VOCAB, (1, PROMPT_LEN), generator=torch.Generator().manual_seed(0))
+    prompt = prompt.to(device.torch_device)
     mask = torch.ones_like(prompt)
 
     def once() -> None:
         out = model.generate(input_ids=prompt, attention_mask=mask, max_new_tokens=args.new_tokens,
                              min_new_tokens=args.new_tokens, do_sample=False, use_cache=True,
-                             pad_token_id=0)
+                             pad_token_id=0, **static)
         assert out.shape[1] == PROMPT_LEN + args.new_tokens
 
-    return _median_rate(_timed(once, args.repeats), args.new_tokens)
+    return _median_rate(_timed(once, args.repeats, device), args.new_tokens)
+
+
+def in_process(args: argparse.Namespace) -> dict[str, Any]:
+    """``plain`` and ``accelbench`` alternated in one process on one model (one compilation, one
+    kept cache): on a GPU, where a fresh process per round would spend the lease compiling. Each
+    generation timed by the wall clock between the device's synchronisations; per pair the ratio
+    accelbench / plain of tokens/s (> 1: accelbench reads faster)."""
+    import torch
+
+    from accelbench.measure.generation.recipe import prepare_generation
+    from accelbench.measure.generation.rounds import clock_maker, greedy_round
+
+    workload, model = _accelbench_model(args)
+    device = _device(args)
+    runner = prepare_generation(model, args.recipe, device, workload, "llama-1b")
+    decoder = _plain_decode(model, args)
+    prompt = workload.make_prompt(1, PROMPT_LEN, 0).to(device.torch_device)
+    new_clock = clock_maker(device, args.new_tokens - 1)
+    plain, accel, own = [], [], []
+    with torch.no_grad(), runner.settings():
+        for repeat in range(1 + args.repeats):
+            device.synchronize()
+            start = time.perf_counter()
+            plain_generate(model, decoder, prompt, args.new_tokens)
+            device.synchronize()
+            plain_seconds = time.perf_counter() - start
+            start = time.perf_counter()
+            _, timed = greedy_round(workload, runner.prefill, prompt, args.new_tokens, new_clock(),
+                                    decode_model=runner.decode)
+            device.synchronize()
+            if repeat:  # the first pair warms up (compiles, captures)
+                plain.append(args.new_tokens / plain_seconds)
+                accel.append(args.new_tokens / (time.perf_counter() - start))
+                own.append(args.new_tokens / (timed.ttft_s + timed.decode_s))
+    return {"plain_tokens_per_s": plain, "accelbench_tokens_per_s": accel,
+            "accelbench_own_clock_tokens_per_s": own, "execution": runner.finish().to_dict()}
 
 
 CHILDREN = {"plain": plain_child, "accelbench": accelbench_child, "gpt_fast": gpt_fast_child,
@@ -200,7 +294,8 @@ CHILDREN = {"plain": plain_child, "accelbench": accelbench_child, "gpt_fast": gp
 def run_child(name: str, args: argparse.Namespace) -> dict[str, Any]:
     command = [sys.executable, __file__, "--child", name, "--precision", args.precision,
                "--layers", str(args.layers), "--new-tokens", str(args.new_tokens), "--repeats",
-               str(args.repeats), "--threads", str(args.threads)]
+               str(args.repeats), "--threads", str(args.threads), "--device", args.device,
+               "--recipe", args.recipe]
     if args.gpt_fast_dir:
         command += ["--gpt-fast-dir", str(args.gpt_fast_dir)]
     if args.compile:
@@ -209,6 +304,21 @@ def run_child(name: str, args: argparse.Namespace) -> dict[str, Any]:
     if done.returncode:
         raise SystemExit(f"{name} failed:\n{done.stderr.strip()[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def summarise_in_process(data: dict[str, Any]) -> list[str]:
+    plain, accel = data["plain_tokens_per_s"], data["accelbench_tokens_per_s"]
+    ratios = [a / p for a, p in zip(accel, plain, strict=True)]
+    centre, _, _ = log_ratio_interval(ratios, level=0.90)
+    return [f"llama-1b-shaped ({data['layers']} layers) {data['precision']} on {data['device']}, recipe "
+            f"{data['recipe'] or 'eager'}: prompt {PROMPT_LEN}, {data['new_tokens']} new tokens, batch 1, "
+            f"{len(ratios)} pairs in one process",
+            f"  plain      {statistics.median(plain):9.1f} tokens/s (median; new tokens / whole generation)",
+            f"  accelbench {statistics.median(accel):9.1f} tokens/s (the same, wall clock around its round); "
+            f"its own clock {statistics.median(data['accelbench_own_clock_tokens_per_s']):.1f}",
+            f"  accelbench / plain geometric mean {centre:.3f} ({within_margin(ratios, 0.05)}); pairs: "
+            + ", ".join(f"{r:.3f}" for r in ratios),
+            f"  execution: {data['execution']}"]
 
 
 def summarise(data: dict[str, Any]) -> list[str]:
@@ -236,7 +346,14 @@ def summarise(data: dict[str, Any]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--precision", choices=("bf16", "int8-wo"), default="bf16")
+    parser.add_argument("--precision", choices=("bf16", "int8-wo", "int4-wo"), default="bf16")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, mps ... (accelbench's names)")
+    parser.add_argument("--recipe", default="", metavar="BACKEND:MODE",
+                        help="the execution recipe, as --compile takes it (inductor:reduce-overhead: "
+                        "gpt-fast's static cache and compiled decode with CUDA graphs); plain and "
+                        "accelbench both run it, generate() with transformers' static cache")
+    parser.add_argument("--in-process", action="store_true",
+                        help="plain and accelbench alternated in one process (a GPU: one compile)")
     parser.add_argument("--layers", type=int, default=16, help="of Llama-3.2-1B's 16")
     parser.add_argument("--new-tokens", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=4)
@@ -255,6 +372,13 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     if args.child:
         print(json.dumps(CHILDREN[args.child](args)))
+        return
+    if args.in_process:
+        data = {"precision": args.precision, "layers": args.layers, "new_tokens": args.new_tokens,
+                "device": args.device, "recipe": args.recipe, **in_process(args)}
+        if args.save:
+            args.save.write_text(json.dumps(data))
+        print("\n".join(summarise_in_process(data)))
         return
     contenders = ["plain", "accelbench"] + (["gpt_fast"] if args.gpt_fast_dir else []) \
         + ([] if args.no_generate else ["generate"])

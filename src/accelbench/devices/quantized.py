@@ -112,19 +112,25 @@ _INT4 = {"cpu": Int4Kernel("aten._weight_int4pack_mm_for_cpu", True, 16, False),
          "mps": Int4Kernel("aten._weight_int4pack_mm", False, 8, True)}
 
 
-#: int8 in a model that inductor compiles, on any device: the dequantise-and-multiply it fuses.
+#: Where inductor fuses FUSED_INT8's cast into the product: its matrix-vector decomposition
+#: (torch/_inductor/decomposition.py ``mm``, under the recipe's ``coordinate_descent_tuning``)
+#: skips "cpu" and "mps", where the cast writes the whole bf16 weight every step (0.8 tokens/s
+#: against PyTorch's int8 kernel's hundreds on the development CPU): those keep the kernel.
+_FUSES_DEQUANTIZE = ("cuda", "xpu")
+#: int8 in a model that inductor compiles: the dequantise-and-multiply it fuses.
 FUSED_INT8 = Int8Kernel("inductor-fused dequantise-and-multiply (gpt-fast WeightOnlyInt8Linear)",
                         fused=True)
 
 
 def kernel_for(device: Device, bits: int, fused: bool = False) -> Int8Kernel | Int4Kernel | str:
     """The kernel that runs ``bits``-bit weights on ``device``, or why there is none. ``fused``:
-    the model is compiled by inductor, so int8 takes the form inductor fuses (FUSED_INT8)."""
+    the model is compiled by inductor, so int8 takes the form inductor fuses (FUSED_INT8) where
+    it fuses it."""
     kind = torch.device(device.torch_device).type
     table: dict[str, Int8Kernel] | dict[str, Int4Kernel] = _INT8 if bits == 8 else _INT4
     if bits not in (4, 8):
         return f"{bits}-bit weights: accelbench quantizes to 8 or 4 bits"
-    if fused and bits == 8:
+    if fused and bits == 8 and kind in _FUSES_DEQUANTIZE:
         return FUSED_INT8
     kernel = table.get(kind)
     if kernel is None:

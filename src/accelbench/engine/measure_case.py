@@ -231,7 +231,7 @@ def _measure_generation(case: Case, workload: Workload, options: RunOptions,
         quantized = (quantize_weights(model, case.precision, case.device, fused=fused)
                      if precision_spec(case.precision).quantized else None)
         runner = prepare_generation(model, case.compile_backend, case.device, workload, case.workload)
-        with torch.no_grad(), autocast(case.device, precision):
+        with torch.no_grad(), autocast(case.device, precision), runner.settings():
             figures = measure_generation(
                 workload, runner.prefill, case.device, batch_size=case.batch_size,  # type: ignore[arg-type]
                 prompt_len=case.prompt_len, new_tokens=case.new_tokens, rounds=rounds,

@@ -12,6 +12,7 @@ from accelbench.reference.expected_tokens import describe
 from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_bytes_rate, format_rate, format_seconds, format_tail
 from accelbench.render.generation_detail import PROTOCOL_MARK, generation_detail_lines
+from accelbench.render.generation_execution import execution_lines, short_bound
 from accelbench.render.words import shorten
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.catalogue import BY_NAME, max_of
@@ -37,6 +38,13 @@ WIDE_COLUMNS = ("TTFT p90/p99", "TPOT p99", "weights", "tokens", "rounds")
 def _label(case: CaseResult) -> str:
     label = f"{case.workload} {case.device} {case.precision}"
     figures = case.generation or {}
+    # Compiled and eager rows must not look alike: the compile back end and mode, and whether
+    # CUDA graphs were captured (the execution recipe, measure/generation/recipe.py).
+    if case.compile_backend:
+        label += f" compile:{case.compile_backend}"
+    execution = figures.get("execution")
+    if isinstance(execution, dict) and str(execution.get("cuda_graphs", "")).startswith("captured"):
+        label += " +graphs"
     if figures.get("streamed"):
         label += " streamed"
     protocol = figures.get("protocol")
@@ -93,6 +101,8 @@ def generation_rows(record: RunRecord, wide: bool = False) -> list[list[str]]:
         if share is not None:
             flag = "!" if "measurement error" in str(figures.get("bandwidth_verdict")) else ""
             bandwidth += f" {share:.0%}{flag}"
+        bound = short_bound(figures)
+        bandwidth += f" {bound}" if bound else ""
         row = [label, shape, format_seconds(figures["ttft_s"]),
                format_rate(figures["prefill_tokens_per_s"]),
                format_rate(figures.get("decode_tokens_per_s")) + (" noisy" if figures.get("noisy") else ""),
@@ -121,7 +131,7 @@ def generation_notes(record: RunRecord) -> list[str]:
     methods = sorted({str(case.generation.get("timing_method", "")) for case in
                       generation_cases(record) if case.generation})
     lines = [f"generation timed by: {method}" for method in methods if method]
-    return lines + rounds_lines(record) + generation_detail_lines(record)
+    return lines + rounds_lines(record) + execution_lines(record) + generation_detail_lines(record)
 
 
 def rounds_lines(record: RunRecord) -> list[str]:

@@ -192,6 +192,14 @@ FIGURES: tuple[Figure, ...] = (
     Figure("bandwidth_share", "% bandwidth", "fraction", "decode bandwidth / measured bandwidth",
            "against the device's measured copy bandwidth (roofline)", GENERATE,
            _generation("bandwidth_share")),
+    Figure("decode_floor_s", "floor/token", "s", "read/token / measured bandwidth",
+           "the least time a decode step can take: its bytes at the device's measured copy "
+           "bandwidth (roofline's, else a copy measured for the run: bandwidth_reference_source)",
+           GENERATE, _generation("decode_floor_s")),
+    Figure("decode_floor_ratio", "TPOT / floor", "ratio", "median TPOT / floor",
+           "above 3 the row is overhead-bound (host launches: Python, the dispatcher, a launch per "
+           "kernel; decode_bound names the host CPU), else bandwidth-bound at 1 / ratio of the "
+           "measured bandwidth", GENERATE, _generation("decode_floor_ratio")),
     Figure("weights_memory_bytes", "weights", "bytes", "count",
            "the model's parameters and buffers as held for generation, measured on its tensors (each "
            "storage once): packed weights, scales and zero points where quantized (int8-wo, int4-wo)",

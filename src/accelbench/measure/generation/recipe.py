@@ -19,14 +19,16 @@ A decode timed without graphs on a fast GPU measures the host's kernel launches,
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
 from torch import nn
 
 from accelbench.devices import Device
-from accelbench.devices.compilation import CompileSpec
+from accelbench.devices.compilation import INDUCTOR, CompileSpec
 from accelbench.measure.compiled import compile_module, cudagraph_skips
 
 
@@ -44,6 +46,8 @@ class Execution:
     decode: str
     #: "not asked", "captured", or why not ("none: cpu has no graph capture", "skipped ...").
     cuda_graphs: str
+    #: Inductor settings the recipe compiled under (gpt-fast's), "" for torch's defaults.
+    settings: str = ""
 
     @property
     def graphs_captured(self) -> bool:
@@ -51,7 +55,7 @@ class Execution:
 
     def to_dict(self) -> dict[str, Any]:
         return {"kv_cache": self.kv_cache, "compile": self.compile, "prefill": self.prefill,
-                "decode": self.decode, "cuda_graphs": self.cuda_graphs}
+                "decode": self.decode, "cuda_graphs": self.cuda_graphs, "settings": self.settings}
 
 
 @dataclass
@@ -63,6 +67,9 @@ class GenerationRunner:
     decode: nn.Module
     confirm: Callable[[], None]
     finish: Callable[[], Execution]
+    #: Entered around everything that may compile (the warm-up and the rounds): the recipe's
+    #: inductor settings, put back on leaving, so the next case starts from torch's own.
+    settings: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
 
 
 def _confirming(compiled: nn.Module, backend: str, workload: str) -> Callable[[], None]:
@@ -128,9 +135,26 @@ def prepare_generation(model: nn.Module, compile_backend: str, device: Device, w
     workload.keep_cache(model)  # NotImplementedError for a growing cache: the case is unsupported
     decode = compile_module(model, compile_backend, fullgraph=True)
     confirm = _confirming(decode, compile_backend, name)
+    tuned = spec.backend == INDUCTOR
 
     def finish() -> Execution:
         graphs = _graphs_words(spec, device, cudagraph_skips() - skips_before)
-        return Execution(f"{kind}, kept", spec.text, "eager", "compiled, fullgraph", graphs)
+        return Execution(f"{kind}, kept", spec.text, "eager", "compiled, fullgraph", graphs,
+                         INDUCTOR_SETTINGS_WORDS if tuned else "")
 
-    return GenerationRunner(model, decode, confirm, finish)
+    settings = inductor_settings if tuned else contextlib.nullcontext
+    return GenerationRunner(model, decode, confirm, finish, settings)
+
+
+#: gpt-fast's generate.py sets it before compiling: inductor then turns a batch-1 product into a
+#: fused reduction (torch/_inductor/decomposition.py ``mm``: "our matrix vector multiplies only
+#: achieve peak bandwidth with coordinate descent tuning"), which also fuses int8's dequantisation.
+INDUCTOR_SETTINGS = {"coordinate_descent_tuning": True}
+INDUCTOR_SETTINGS_WORDS = "coordinate_descent_tuning (gpt-fast's)"
+
+
+def inductor_settings() -> AbstractContextManager[Any]:
+    """The recipe's inductor settings for the block, torch's own again after it."""
+    import torch._inductor.config
+
+    return torch._inductor.config.patch(INDUCTOR_SETTINGS)

@@ -136,8 +136,13 @@ class KVCache:
         if self.static:
             import torch._dynamo
 
-            # Unguarded: a new address re-records the graph instead of recompiling it.
-            torch._dynamo.mark_static_address(tensor, guard=False)
+            # Unguarded: a new address re-records the graph instead of recompiling it (torch
+            # 2.6's keyword; a release without it guards by default, and a kept cache keeps its
+            # address anyway).
+            try:
+                torch._dynamo.mark_static_address(tensor, guard=False)
+            except TypeError:
+                torch._dynamo.mark_static_address(tensor)
         return tensor
 
     def start(self, length: int, device: torch.device) -> None:
