@@ -1,6 +1,10 @@
 """Write src/accelbench/reference/expected_tokens.json: the fp64 CPU reference's greedy tokens (and
 their hash) for the built-in decoders, for accelbench's default generation lengths and every
-test of every ``--protocol``, at batch 1 and seed 0.
+test of every ``--protocol``, at batch 1 and seed 0, with the reference's relative logit margin
+at each position (best minus second-best logit over the position's largest |logit|, 3
+significant digits: what a precision's first difference is judged against,
+reference/expected_tokens.py). Each shape is decoded in fp32 too: the precisions that must
+follow fp64 token for token (``MUST_FOLLOW``) must, on every shipped shape, or the script stops.
 
     .venv/bin/python scripts/expected_tokens.py            # every entry (minutes: fp64 on the CPU)
     .venv/bin/python scripts/expected_tokens.py --check    # recompute and compare, write nothing
@@ -22,9 +26,10 @@ from typing import Any
 
 import torch
 
+from accelbench.devices.precisions import precision_spec
 from accelbench.options import RunOptions
 from accelbench.parity.generation import reference_tokens
-from accelbench.reference.expected_tokens import EXPECTED_FILE, tokens_hash
+from accelbench.reference.expected_tokens import EXPECTED_FILE, MUST_FOLLOW, tokens_hash
 from accelbench.workloads.catalogue import get_workload_class
 from accelbench.workloads.protocols import PROTOCOL_NAMES
 
@@ -32,7 +37,11 @@ from accelbench.workloads.protocols import PROTOCOL_NAMES
 SHIPPED = (("nanogpt-char", "tiny"), ("gpt2", "tiny"), ("llama-1b", "tiny"),
            ("nanogpt-char", "published"), ("gpt2", "published"))
 SEED, BATCH = 0, 1
-FORMAT = 1
+#: 2: every entry carries ``margins`` (1 had the tokens and hash only).
+FORMAT = 2
+#: Significant digits a margin is shipped with: the tie tolerances it is held against are a
+#: factor of 2 or more apart, so a third digit decides nothing and keeps the file small.
+DIGITS = 3
 
 
 def lengths(workload: str, context: int) -> list[tuple[int, int]]:
@@ -47,11 +56,22 @@ def lengths(workload: str, context: int) -> list[tuple[int, int]]:
 def entry(workload: str, size: str, prompt_len: int, new_tokens: int) -> dict[str, Any]:
     cls = get_workload_class(workload)
     instance = cls(size)
-    tokens = reference_tokens(instance, instance.build_model, batch_size=BATCH,  # type: ignore[arg-type]
-                              prompt_len=prompt_len, new_tokens=new_tokens, seed=SEED)
+
+    def greedy(dtype: torch.dtype) -> tuple[list[list[int]], list[list[float]]]:
+        return reference_tokens(instance, instance.build_model,  # type: ignore[arg-type]
+                                batch_size=BATCH, prompt_len=prompt_len, new_tokens=new_tokens,
+                                seed=SEED, dtype=dtype)
+
+    tokens, margins = greedy(torch.float64)
+    for name in MUST_FOLLOW:  # what MUST_FOLLOW claims, held on every shipped shape
+        followed, _ = greedy(getattr(torch, precision_spec(name).param_dtype))
+        if followed != tokens:
+            raise SystemExit(f"{workload} {size} {prompt_len}+{new_tokens}: {name} leaves the fp64 "
+                             "reference here, so it cannot be held to it token for token")
     return {"workload": workload, "workload_version": cls.version, "size": size, "seed": SEED,
             "batch_size": BATCH, "prompt_len": prompt_len, "new_tokens": new_tokens,
-            "hash": tokens_hash(tokens), "tokens": tokens}
+            "hash": tokens_hash(tokens), "tokens": tokens,
+            "margins": [[float(f"{m:.{DIGITS}g}") for m in row] for row in margins]}
 
 
 def entries(shipped: tuple[tuple[str, str], ...] = SHIPPED) -> Iterator[dict[str, Any]]:
@@ -88,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     text = _dumps(made)
     if args.check:
         shipped = json.loads(EXPECTED_FILE.read_text())["entries"]
-        ok = [e["hash"] for e in shipped] == [e["hash"] for e in made["entries"]]
+        ok = ([(e["hash"], e.get("margins")) for e in shipped]
+              == [(e["hash"], e["margins"]) for e in made["entries"]])
         print("the shipped tokens match" if ok else "the shipped tokens differ from a fresh run")
         return 0 if ok else 1
     EXPECTED_FILE.write_text(text)

@@ -5,10 +5,12 @@ Inference's interactive budget where a Llama-3.1-8B-shaped model ran."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from torch import nn
 
+from accelbench.devices.precisions import TOLERANCES
 from accelbench.engine.case import Case
 from accelbench.measure.generation.protocols import interactive_budget, protocol_figures
 from accelbench.measure.generation.quantize import QuantizedLayers, tensor_bytes
@@ -32,17 +34,28 @@ def generation_sections(case: Case, options: RunOptions, workload: Workload, mod
         if test is not None:
             sections["protocol"] = protocol_figures(options.protocol, test, figures)
     if figures.tokens:
-        key = TokenKey(case.workload, type(workload).version, options.size, options.seed,
-                       case.batch_size, case.prompt_len, case.new_tokens)
-        check = sections["tokens"] = token_check(key, figures.tokens)
-        # Flat, as a shared line carries them (sharing/build.py TOKEN_FACTS): a reader marks a
-        # line whose tokens are not the reference's.
-        sections["tokens_hash"] = check["hash"]
-        if check["expected_hash"] is not None:
-            sections["tokens_reference_hash"] = check["expected_hash"]
-            sections["tokens_match"] = check["match"] == "exact"
+        sections.update(_token_sections(case, options, workload, figures.tokens))
     shape = getattr(workload, "decoder_shape", None)
     budget = interactive_budget(shape() if callable(shape) else None, figures)
     if budget is not None:
         sections["mlperf_interactive"] = budget
+    return sections
+
+
+def _token_sections(case: Case, options: RunOptions, workload: Workload,
+                    tokens: Sequence[Sequence[int]]) -> dict[str, Any]:
+    """The ``tokens`` section, and its facts flat, as a shared line carries them
+    (sharing/build.py TOKEN_FACTS): a reader re-judges the first difference against the margin
+    accelbench ships (sharing/plausible.py)."""
+    key = TokenKey(case.workload, type(workload).version, options.size, options.seed,
+                   case.batch_size, case.prompt_len, case.new_tokens)
+    tolerance = TOLERANCES.get(case.precision)
+    check = token_check(key, tokens, case.precision, tolerance.passed if tolerance else None)
+    sections: dict[str, Any] = {"tokens": check, "tokens_hash": check["hash"]}
+    if check["expected_hash"] is not None:
+        sections.update(tokens_reference_hash=check["expected_hash"],
+                        tokens_match=check["match"] == "exact", tokens_verdict=check["verdict"])
+    if check["first_difference"] is not None:
+        sections.update(tokens_first_difference=check["first_difference"],
+                        tokens_reference_margin=check["reference_margin"])
     return sections

@@ -22,7 +22,8 @@ size). Verdicts, per sequence, the worst one reported:
               tie that the precision's rounding can flip), or the logits differ by more than ``pass``
               but within ``drift``
   diverged    the tokens differ where the reference had a clear winner, or a logit difference
-              beyond ``drift``
+              beyond ``drift``, or (a quantized precision) the kernel's product leaves the
+              product of its own dequantised weights (parity/quantized.py)
   non-finite  the candidate's logits hold NaN or Inf at a compared position
   failed      the candidate raised (the error text is kept)
 """
@@ -39,9 +40,9 @@ from torch import nn
 
 from accelbench.devices import Device
 from accelbench.devices.precisions import precision_spec
-from accelbench.engine.measure_case import compile_for_generation
 from accelbench.errors import UsageError
 from accelbench.measure.generation.quantize import quantize_weights
+from accelbench.measure.generation.recipe import compile_for_generation
 from accelbench.measure.generation.rounds import GenerationWorkload, check_lengths
 from accelbench.options.check import REFERENCES
 from accelbench.parity.core import TOLERANCES, Tolerance, reference_precision
@@ -119,7 +120,8 @@ class GenerationParity:
                 "reference_gap": self.reference_gap, "tie_tolerance": self.tie_tolerance,
                 "max_logit_diff": self.max_logit_diff,
                 "max_logit_diff_position": self.max_logit_diff_position, "error": self.error,
-                "reference": self.reference, "quality": self.quality, "message": self.message}
+                "reference": self.reference, "quality": self.quality, "message": self.message,
+                "verdict_message": self._verdict_message()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GenerationParity:
@@ -219,18 +221,27 @@ def greedy_with_logits(workload: GenerationWorkload, model: nn.Module, prompt: t
     return torch.stack(tokens, dim=1).cpu(), torch.stack(steps, dim=1).cpu().double()
 
 
+def relative_margins(logits: torch.Tensor) -> torch.Tensor:
+    """Each position's best logit minus its second best, relative to its largest |logit| (B, N
+    from logits B, N, vocab): the gap a rounding must close to flip the greedy token, on the same
+    scale ``judge_generation`` calls a near tie (a lower bound of its gap to any other token)."""
+    top = logits.double().topk(2, dim=-1).values
+    return (top[..., 0] - top[..., 1]) / logits.double().abs().amax(dim=-1).clamp_min(SCALE_FLOOR)
+
+
 def reference_tokens(workload: GenerationWorkload, build_model: Callable[[], nn.Module], *,
                      batch_size: int, prompt_len: int, new_tokens: int, seed: int = 0,
-                     dtype: torch.dtype = torch.float64) -> list[list[int]]:
-    """The greedy tokens (B x N) of the CPU reference in ``dtype``, from the model built as a run
-    builds it (``torch.manual_seed(seed)`` then ``build_model()``) and the run's prompt: what
+                     dtype: torch.dtype = torch.float64) -> tuple[list[list[int]], list[list[float]]]:
+    """The greedy tokens (B x N) of the CPU reference in ``dtype`` and its relative margin at each
+    of them (``relative_margins``), from the model built as a run builds it
+    (``torch.manual_seed(seed)`` then ``build_model()``) and the run's prompt: what
     reference/expected_tokens.json ships (scripts/expected_tokens.py)."""
     check_lengths(workload, batch_size, prompt_len, new_tokens)
     torch.manual_seed(seed)
     model = build_model().to(dtype=dtype).eval()
     prompt = workload.make_prompt(batch_size, prompt_len, seed)
-    tokens, _ = greedy_with_logits(workload, model, prompt, new_tokens)
-    return tokens.tolist()
+    tokens, logits = greedy_with_logits(workload, model, prompt, new_tokens)
+    return tokens.tolist(), relative_margins(logits).tolist()
 
 
 def both_sides(model: nn.Module, device: Device, precision: PrecisionLike,
@@ -286,6 +297,9 @@ def run_generation_check(workload: GenerationWorkload, build_model: Callable[[],
                                 reference=reference)
     verdict = judge_generation(ref_tokens, ref_logits, cand_tokens, cand_logits, precision.name,
                                tolerance, reference)
+    if quality is not None and (quality.get("kernel") or {}).get("verdict") == "differs":
+        # A kernel that leaves its own dequantised weights is wrong whatever the tokens did.
+        verdict = replace(verdict, verdict=_worst(verdict.verdict, "diverged"))
     return replace(verdict, quality=quality)
 
 

@@ -35,6 +35,9 @@ def _generation_detail(case: CaseResult) -> str:
     parity = (case.generation or {}).get("parity")
     if not parity:
         return ""
+    if parity.get("quality") and parity.get("verdict_message"):
+        # The quantized quality is printed in full under the table (generation_detail.quality_lines).
+        return f"{parity['verdict_message']}; quantized: kernel, agreement and KL below the table"
     return str(parity.get("message") or "")
 
 

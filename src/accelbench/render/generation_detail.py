@@ -103,7 +103,7 @@ def generation_detail_lines(record: RunRecord) -> list[str]:
         lines.append("weight-only quantization:")
         lines += list(dict.fromkeys(_quantization_line(case, section) for case, section in quantized))
         lines.append(f"  reading: {QUANTIZED_READING}")
-    tokens = [f"{_who(c)} {c.prompt_len}+{c.new_tokens}: {describe(c.generation.get('tokens'))}"
+    tokens = [f"{_who(c)} {c.prompt_len}+{c.new_tokens}: {describe(c.generation.get('tokens'), full=True)}"
               for c in cases if c.generation and c.generation.get("tokens")]
     if tokens:
         lines.append("greedy tokens against the fp64 CPU reference's (shipped hashes): "

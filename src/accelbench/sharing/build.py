@@ -129,7 +129,8 @@ def _limits(case: CaseResult) -> dict[str, Any]:
 
 #: What a generation case may record about its tokens (issue 28): shared where present, so readers
 #: can hold the tokens against the reference (sharing/plausible.py).
-TOKEN_FACTS = ("tokens_hash", "tokens_reference_hash", "tokens_match")
+TOKEN_FACTS = ("tokens_hash", "tokens_reference_hash", "tokens_match", "tokens_verdict",
+               "tokens_first_difference", "tokens_reference_margin")
 
 
 def _validity(case: CaseResult, selftest: Mapping[str, Any] | None, seed: int = 0) -> dict[str, Any]:

@@ -36,7 +36,8 @@ a dataset without a header to keep in step. Its sections (version 2)::
                  epoch_kind, dataset_size, measured_steps, steps_per_sample
     validity     selftest (passed | failed | not run), its date and groups, noisy, drift,
                  precision_reached, stop_reason; a generation case's tokens_hash,
-                 tokens_reference_hash, tokens_match where it recorded them
+                 tokens_reference_hash, tokens_match, tokens_verdict and, where its tokens
+                 differ, tokens_first_difference and tokens_reference_margin
     processes    with --repeat: one summary per worker process (status, median/p10/mean step)
     samples      only with --with-samples: the step times, one list per process
 
