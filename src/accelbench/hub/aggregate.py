@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from accelbench.compare.bands import MIN_MACHINES, Band, bands_of
-from accelbench.compare.outliers import mark_outliers
 from accelbench.sharing.bands import table_dict, write_table
 from accelbench.sharing.query import collection_relation, shard_bands
 from accelbench.sharing.shards import duckdb_connection
@@ -29,13 +28,13 @@ def aggregate(specs: list[str], out: Path, warn: Warn,
     loaded, files = load_collection(specs, warn)
     if files:
         connection = duckdb_connection(" ".join(specs))
-        rel = collection_relation(connection, files, mark_outliers(loaded.peers))
+        rel = collection_relation(connection, files, loaded.peers)
         bands = shard_bands(connection, rel, min_machines)
         (rows,) = connection.execute(f"SELECT count(*) FROM {rel}").fetchone()
         loaded.shard_rows = rows - len(loaded.peers)
         connection.close()
     else:
-        bands = bands_of(mark_outliers(loaded.peers), min_machines)
+        bands = bands_of(loaded.peers, min_machines)
     table: dict[str, Any] = table_dict(bands, list(specs), min_machines)
     write_table(out, table)
     return bands, loaded

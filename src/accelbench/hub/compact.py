@@ -40,7 +40,6 @@ from accelbench import __version__
 from accelbench.errors import UsageError
 from accelbench.hub.decide import CONFLICT_SQL, kept_view, quarantine, settle
 from accelbench.sharing.bundle import BUNDLE_MARK, BadLine
-from accelbench.sharing.conflicts import measurement
 from accelbench.sharing.loaded import lines_by_reason, quarantined_words
 from accelbench.sharing.shards import (
     COLUMNS,
@@ -130,7 +129,7 @@ def _stage(rows: dict[str, list[Any]], path: Path) -> None:
 
 def _read_lines(document: _Document, lines: Iterator[tuple[int, bytes]], staging: Path) -> _Read:
     read = _Read(document.index, document.name)
-    names = [*COLUMNS, "source", "line_no", "seq", "measurement", "signed"]
+    names = [*COLUMNS, "source", "line_no", "seq", "signed"]
     rows: dict[str, list[Any]] = {name: [] for name in names}
     for number, raw in lines:
         if not raw.strip():
@@ -156,7 +155,6 @@ def _read_lines(document: _Document, lines: Iterator[tuple[int, bytes]], staging
         rows["source"].append(document.name)
         rows["line_no"].append(number)
         rows["seq"].append((document.index << _LINE_BITS) + number)
-        rows["measurement"].append(measurement(line))
         rows["signed"].append(signed)
         if len(rows["seq"]) >= BATCH_ROWS:
             read.staged.append(str(_flush(rows, staging, document.index, len(read.staged))))

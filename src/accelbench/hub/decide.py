@@ -5,8 +5,8 @@ The rules are those of the JSON-lines path, applied to a hub at once (tests hold
 the same answers):
 
 * duplicates: the same content hash (the first met is kept, whatever it is: the lines are equal);
-  then the same machine, case and measurement (``sharing/conflicts.measurement``: a case shared
-  again after its validity changed);
+  then the same machine, case and measurement (``sharing/conflicts.measurement``: key, device
+  model and rate; a case shared again after its validity changed);
 * forged: an unsigned line under a machine id that a signed line holds (``sharing/signing.py``;
   every signature was verified as the line was read);
 * conflicts: one machine and case with different measurements: each kept, quarantined with
@@ -40,8 +40,9 @@ def settle(connection: Any) -> list[tuple[Any, ...]]:
     """Rank the staged rows; leave the rows kept in ``kept_seq`` (seq, conflict); the refused
     lines as (source, line, reason, message)."""
     connection.execute("""
-        CREATE TEMP TABLE ranked AS SELECT seq, source, line_no, hash, machine_id, case_id, measurement,
-            signed, first_value(source) OVER h AS hash_source, first_value(line_no) OVER h AS hash_line,
+        CREATE TEMP TABLE ranked AS SELECT seq, source, line_no, hash, machine_id, case_id,
+            key_id || chr(0) || device_model || chr(0) || CAST(rate AS VARCHAR) AS measurement, signed,
+            first_value(source) OVER h AS hash_source, first_value(line_no) OVER h AS hash_line,
             row_number() OVER h AS hash_rank FROM staged
         WINDOW h AS (PARTITION BY hash ORDER BY seq)""")
     connection.execute("""

@@ -15,7 +15,6 @@ from dataclasses import replace
 from typing import Any
 
 from accelbench.compare.bands import place_in_band
-from accelbench.compare.outliers import mark_outliers
 from accelbench.compare.peers import (
     TOO_FEW,
     KeyPeers,
@@ -66,7 +65,7 @@ def _summaries(sources: list[str], warn: Warn, mine: list[tuple[str, CaseResult,
     partitions and rows of those keys; returned as each (key, device model)'s summary)."""
     keys, models = {peer.key for _, _, peer in mine}, {peer.model_key for _, _, peer in mine}
     loaded, files = load_collection(sources, warn, keys, settings_for=models)
-    peers = mark_outliers(loaded.peers)  # shards carry their own, decided over the whole hub
+    peers = loaded.peers  # quarantined as read (sources.load_peers); shards carry their own
     if not files:
         return None, peers, loaded
     connection = duckdb_connection(" ".join(sources))

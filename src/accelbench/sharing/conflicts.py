@@ -7,7 +7,7 @@ disagree. Over every usable line read (its content-hash duplicates already dropp
 1. an unsigned line under a machine id that a signed line of the collection holds is refused
    (``signing.FORGED_ID``: that id is the hash of a key, and its owner signs every line);
 2. the lines of one machine and case (``sources.case_identity``) with one measurement (key,
-   device model, headline figure: ``measurement``) are one result: the first met is kept, the
+   device model, headline rate: ``measurement``) are one result: the first met is kept, the
    others are duplicates (a case shared again after its validity changed);
 3. where they disagree, each signed line among them is verified (``signing.verify_signature``)
    and one that does not verify is refused; if they still disagree, every one of them is kept
@@ -19,8 +19,6 @@ as it read the lines.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -28,33 +26,35 @@ from typing import Any
 
 from accelbench.compare.outliers import CONFLICT
 from accelbench.compare.peers import PeerResult
-from accelbench.results.catalogue import headline
 from accelbench.sharing.bundle import BadLine
 from accelbench.sharing.signing import BAD_SIGNATURE, FORGED_ID, verify_signature
 
 Warn = Callable[[str], None]
 
 
-def measurement(line: dict[str, Any]) -> str:
-    """What two shares of one case must agree on: the key, the device model and the headline
-    figure (a case re-shared with another validity, or by a newer accelbench, agrees)."""
-    figures = line.get("figures") or {}
-    mode = str((line.get("key") or {}).get("mode", ""))
-    fields = [line.get("key"), (line.get("device") or {}).get("model"), figures.get(headline(mode).name)]
-    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+def measurement(peer: PeerResult) -> tuple[Any, ...]:
+    """What two shares of one case must agree on: the key, the device model and the headline rate
+    (a case re-shared with another validity, or by a newer accelbench, agrees). ``hub compact``'s
+    SQL compares the same columns (key_id, device_model, rate)."""
+    return peer.key, peer.device_model, peer.throughput
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Share:
-    """A usable line as the resolution needs it."""
+    """A usable line as the resolution needs it (a collection holds one per line: slots)."""
 
     peer: PeerResult
     #: machine id and case identity ("" for a line without a machine id: a machine of its own).
     case: str
-    measurement: str
     #: The line's public key and signature, where it carries them (bound to its machine id).
     signed: tuple[str, str] | None
-    where: str
+    #: Where it was read: the document and the line number.
+    source: str
+    line: int
+
+    @property
+    def where(self) -> str:
+        return f"{self.source} line {self.line}"
 
 
 @dataclass
@@ -85,37 +85,36 @@ def resolve(shares: list[Share], warn: Warn) -> Resolved:
     """The results of ``shares`` (in the order met), each case once, conflicts quarantined."""
     done = Resolved()
     signed_ids = {s.peer.machine_id for s in shares if s.signed is not None}
-    groups: dict[str, list[Share]] = {}
-    order: list[str | Share] = []
-    for share in shares:
+    # By case, in the order met; a line without a machine id is a case of its own (its index).
+    groups: dict[str | int, list[Share]] = {}
+    for index, share in enumerate(shares):
         if share.signed is None and share.peer.machine_id in signed_ids:
             done.refused[FORGED_ID] += 1
             warn(f"{share.where} refused: unsigned, under the id of a machine that signs its lines (forged)")
             continue
-        if not share.case:
-            order.append(share)
-            continue
-        if share.case not in groups:
-            order.append(share.case)
-        groups.setdefault(share.case, []).append(share)
-    kept: dict[str, list[Share]] = {case: _settle(members, done, warn) for case, members in groups.items()}
-    for item in order:
-        shares_kept = [item] if isinstance(item, Share) else kept[item]
-        done.peers += [s.peer for s in shares_kept]
-        done.unsigned += sum(s.peer.results for s in shares_kept if s.signed is None)
+        members = groups.get(share.case or index)
+        if members is None:
+            groups[share.case or index] = [share]
+        else:
+            members.append(share)
+    for members in groups.values():
+        for share in members if len(members) == 1 else _settle(members, done, warn):
+            done.peers.append(share.peer)
+            if share.signed is None:
+                done.unsigned += share.peer.results
     return done
 
 
 def _settle(members: list[Share], done: Resolved, warn: Warn) -> list[Share]:
     """One machine and case: the one result, or every disagreeing line quarantined."""
-    if len({s.measurement for s in members}) > 1:
+    if len({measurement(s.peer) for s in members}) > 1:
         for share in [s for s in members if not _verifies(s)]:
             done.refused[BAD_SIGNATURE] += 1
             warn(f"{share.where} refused: its signature does not verify (not made by the machine's key)")
             members = [s for s in members if s is not share]
-    first: dict[str, Share] = {}
+    first: dict[tuple[Any, ...], Share] = {}
     for share in members:
-        first.setdefault(share.measurement, share)
+        first.setdefault(measurement(share.peer), share)
     done.duplicates += len(members) - len(first)
     if len(first) == 1:
         return list(first.values())

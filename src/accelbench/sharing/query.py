@@ -25,7 +25,6 @@ from typing import Any
 
 from accelbench.compare.bands import PERCENTILES, Band, band_order
 from accelbench.compare.collection import Collection, KeySummary, collect, with_published
-from accelbench.compare.outliers import mark_outliers
 from accelbench.compare.peers import KeyPeers, ModelGroup, PeerResult, setting_stats
 from accelbench.results.key import KEY_FIELDS
 from accelbench.sharing.shards import (
@@ -201,7 +200,7 @@ def read_collection(specs: list[str], warn: Any) -> tuple[Collection, Loaded]:
     """The summary a site shows of ``specs``: bundles alone are summarised here
     (``compare/collection.collect``); with Parquet shards, in DuckDB over both."""
     loaded, files = load_collection(specs, warn)
-    peers = mark_outliers(loaded.peers)
+    peers = loaded.peers  # quarantined as read (sources.load_peers)
     if not files:
         return collect(peers), loaded
     connection = duckdb_connection(" ".join(specs))

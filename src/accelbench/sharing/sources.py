@@ -43,7 +43,7 @@ from accelbench.compare.peers import PeerResult
 from accelbench.errors import UsageError
 from accelbench.results.catalogue import headline
 from accelbench.sharing.bundle import BUNDLE_MARK, BadLine, intact, read_line, upgrade, verify
-from accelbench.sharing.conflicts import Share, measurement, resolve
+from accelbench.sharing.conflicts import Share, resolve
 from accelbench.sharing.loaded import Loaded
 from accelbench.sharing.peer_view import peer_of
 from accelbench.sharing.shards import REFUSED, holds_shards, remote_hf_shards, shard_files
@@ -278,7 +278,7 @@ def _read(name: str, lines: Iterable[tuple[int, bytes]], keys: set[tuple[Any, ..
         if peer is not None:
             # The same case of the same run, shared again by its machine, is one result.
             case = f"{peer.machine_id}\0{case_identity(line)}" if peer.machine_id else ""
-            read.peers.append(Share(peer, case, measurement(line), _signed(line), f"{name} line {number}"))
+            read.peers.append(Share(peer, case, _signed(line), name, number))
     if warned > MAX_WARNINGS:
         read.warnings.append(f"{name}: {warned - MAX_WARNINGS} more lines skipped")
     return read
