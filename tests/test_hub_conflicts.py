@@ -78,6 +78,7 @@ def test_share_signs_every_line_with_the_installations_key(tmp_path: Path, inlin
     again = _share(inline_cli, tmp_path, _records(1), tmp_path / "b.jsonl")
     assert again[0]["machine_id"] == lines[0]["machine_id"]
     key = (accelbench_home / "signing-key").read_text()
+    assert (accelbench_home / "signing-key").stat().st_mode & 0o777 == 0o600
     dry = inline_cli("share", str(save_record(_records(1)[0], tmp_path / "c.json")), "--dry-run", "--json",
                      "--new-machine-id")
     assert dry.returncode == 0

@@ -113,12 +113,15 @@ def stored_signer() -> Signer | None:
 
 def store_signer(signer: Signer) -> None:
     path = signing_key_path()
+    # Readable by its owner only from its first byte: write_atomic gives files 0666 less the umask.
+    umask = os.umask(0o077)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, signer.private_hex + "\n")
-        os.chmod(path, 0o600)
     except OSError as error:
         raise UsageError(f"cannot write the signing key {path}: {error}") from None
+    finally:
+        os.umask(umask)
 
 
 def claims_signature(line: dict[str, Any]) -> bool:
