@@ -10,7 +10,7 @@ carries none, the device's published peak:
   the decode bandwidth) above the device's measured bandwidth, unless every byte fits in the
   last-level cache (``measure/generation/decode_bytes.judge_bandwidth``, the one judgement of that rule);
 * achieved FLOP/s more than 10% above the measured peak (the peak is itself a measurement), or,
-  without one, above the device's published peak for the case's precision (``PUBLISHED_PEAKS``);
+  without one, above the device's datasheet peak for the case's precision (``devices/datasheets.py``);
 * achieved FLOP/s above the physical ceiling of its device class (``CLASS_CEILINGS``: no table
   of devices needed; a CPU's is per core, times the cores the line names), whatever it carries;
 * a training or evaluation line whose rate contradicts its own step times: the catalogue defines
@@ -33,9 +33,10 @@ model) is ``compare/outliers.mark_outliers``'s job, not a line's.
 
 from __future__ import annotations
 
-import re
+import functools
 from typing import Any
 
+from accelbench.devices.datasheets import vendor_figures
 from accelbench.devices.precisions import TOLERANCES
 from accelbench.reference.expected_tokens import TokenKey, explain, judge_difference, reference_margin
 from accelbench.reference.expected_tokens import expected as expected_tokens
@@ -48,21 +49,10 @@ FLOPS_TOLERANCE = 1.10
 #: significant digits; the catalogue computes them from the same medians).
 CONSISTENCY = 0.01
 
-#: Published dense peak FLOP/s, an upper bound where a line carries no measured peak: (device
-#: model pattern, the precisions it bounds, FLOP/s, source). Most specific pattern first.
-_APPLE = "Apple press releases (GPU FP32 TFLOPS), ../shared/reference/published-results.md"
-_STAS = ("stas00/ml-engineering, maximum achievable matmul FLOPS (794.5 / 271.2 TFLOP/s bf16 = 80% / "
-         "87% of spec)")
-PUBLISHED_PEAKS: tuple[tuple[str, tuple[str, ...], float, str], ...] = (
-    (r"\bH100\b", ("bf16", "amp-bf16"), 794.5e12 / 0.80, _STAS),
-    (r"\bA100\b", ("bf16", "amp-bf16"), 271.2e12 / 0.87, _STAS),
-    (r"\bM1 Ultra\b", ("fp32",), 21e12, _APPLE), (r"\bM1 Max\b", ("fp32",), 10.4e12, _APPLE),
-    (r"\bM1 Pro\b", ("fp32",), 5.2e12, _APPLE), (r"\bM1\b", ("fp32",), 2.6e12, _APPLE),
-    (r"\bM2 Ultra\b", ("fp32",), 27.2e12, _APPLE), (r"\bM2 Max\b", ("fp32",), 13.6e12, _APPLE),
-    (r"\bM2 Pro\b", ("fp32",), 6.8e12, _APPLE), (r"\bM2\b", ("fp32",), 3.6e12, _APPLE),
-)
-_PEAK_PATTERNS = tuple((re.compile(pattern), precisions, flops) for pattern, precisions, flops, _ in
-                       PUBLISHED_PEAKS)
+#: The datasheet rates (``devices/datasheets.py``) that bound a precision's products where a line
+#: carries no measured peak: fp32 may run as TF32 where the line's flags allow it.
+_DATASHEET_PRECISIONS = {"fp32": ("fp32", "tf32"), "tf32": ("tf32",), "bf16": ("bf16",),
+                         "amp-bf16": ("bf16",), "fp16": ("fp16",), "amp-fp16": ("fp16",)}
 
 #: Physical FLOP/s ceilings per device class (``compare/peers.DEVICE_CLASSES``), above any device of
 #: the class sold by 2026, for lines of devices no table knows: (fp32 and fp64, any other precision).
@@ -89,11 +79,14 @@ def _figure(figures: dict[str, Any], name: str) -> float | None:
     return None if value is None else number(value, f"figures.{name}")
 
 
+@functools.lru_cache(maxsize=1024)
 def published_peak(model: str, precision: str) -> float | None:
-    for pattern, precisions, flops in _PEAK_PATTERNS:
-        if precision in precisions and pattern.search(model):
-            return flops
-    return None
+    """The device's datasheet FLOP/s for ``precision`` (None: a chip or precision the table does not
+    know). Cached: a collection names a few device models many times."""
+    figures = vendor_figures(model)
+    rates = [figures.matmul_flops[name] for name in _DATASHEET_PRECISIONS.get(precision, ())
+             if figures is not None and name in figures.matmul_flops]
+    return max(rates) if rates else None
 
 
 def _bandwidth(limits: dict[str, Any], figures: dict[str, Any]) -> str:
