@@ -57,6 +57,11 @@ BYTES_COUNTED = ("weights: every parameter a decode step reads in full, once (em
                  "the positions filled so far, at the dtype of the cache's tensors, averaged over "
                  "the decode steps (P + N/2 positions); activations and logits not counted")
 
+#: Set on a buffer whose cast a compiled product fuses (gpt-fast's int8 ``w.to(x.dtype)`` under
+#: inductor's matrix-vector decomposition): the step reads it as stored, once, not cast and read
+#: again (measured on an H100: counted as a cast, llama-1b int8-wo read "191%" of the bandwidth).
+FUSED_READ = "_accelbench_cast_fused"
+
 #: Calls that read only rows of a table (B of them per step), not the whole parameter.
 _ROW_READS = {F.embedding, torch.embedding, torch.Tensor.__getitem__, torch.index_select,
               torch.Tensor.index_select}
@@ -180,7 +185,10 @@ def weight_reads(step: Callable[[], object], model: nn.Module, *, casts_cached: 
         parameter = parameters[key]
         stored, elements = parameter.dtype, parameter.numel()
         to = casts.cast.get(key)
-        if to is None:
+        if to is not None and getattr(parameter, FUSED_READ, False):
+            how, nbytes = f"{_dtype_name(stored)} as stored (its cast fused into the product)", \
+                stored_bytes(parameter)
+        elif to is None:
             packed = type(parameter) not in (torch.Tensor, nn.Parameter)
             what = f"{type(parameter).__name__} (packed)" if packed else _dtype_name(stored)
             how, nbytes = f"{what} as stored", stored_bytes(parameter)

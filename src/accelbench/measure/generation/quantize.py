@@ -34,6 +34,7 @@ from torch import nn
 from accelbench.devices import Device
 from accelbench.devices.precisions import precision_spec
 from accelbench.devices.quantized import INT4_GROUPS, Int4Kernel, Int8Kernel, kernel_for
+from accelbench.measure.generation.decode_bytes import FUSED_READ
 
 #: The smallest scale a group or channel may have (an all-equal group would divide by zero).
 MIN_SCALE = 1e-6
@@ -94,6 +95,8 @@ class Int8WeightOnlyLinear(_QuantizedLinear):
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, kernel: Int8Kernel) -> None:
         super().__init__(weight.shape[1], weight.shape[0], bias)
         q, scales = int8_weights(weight, weight.dtype)
+        if kernel.fused:  # inductor reads it once, as stored: decode_bytes counts it so
+            setattr(q, FUSED_READ, True)
         self.register_buffer("weight", q)
         self.register_buffer("scales", scales)
         self.kernel = kernel

@@ -356,7 +356,7 @@ def measure_generation(workload: GenerationWorkload, model: nn.Module, device: D
             else RoundRule(rounds, warmup_rounds))
     max_len = prompt_len + new_tokens
     if casts_each_step is None:
-        casts_each_step = hasattr(decode_model or model, "_orig_mod")
+        casts_each_step = hasattr(model if decode_model is None else decode_model, "_orig_mod")
     with device.current():
         prompt = workload.make_prompt(batch_size, prompt_len, seed).to(device.torch_device)
         reads, element = _decode_reads(workload, model, device, casts_cached=not casts_each_step)

@@ -278,9 +278,9 @@ class Decoder(nn.Module):
         # parameters (a tensor subclass, XLA) would split in two. A weight-only quantizer gives
         # it a module of its own (untie_output), the packed copy the head then reads.
         self.output: nn.Module | None = None
-        #: After keep_cache(): every generation reuses one cache (kept_cache) instead of a new one.
+        #: After keep_cache(): every generation of a length reuses one cache instead of a new one.
         self.keeps_cache = False
-        self.kept_cache: KVCache | None = None
+        self.kept_caches: dict[int, KVCache] = {}
         if config.layout == "llama":
             angles = torch.outer(torch.arange(config.context, dtype=torch.float64),
                                  rope_frequencies(config))
@@ -352,10 +352,16 @@ class Decoder(nn.Module):
         _check_length(max_len, self.config.context)
         if not self.keeps_cache:
             return KVCache(self.config.layers, max_len)
-        if self.kept_cache is None or self.kept_cache.max_len != max_len:
-            self.kept_cache = KVCache(self.config.layers, max_len, static=True)
-        self.kept_cache.reset()
-        return self.kept_cache
+        # One kept cache per length: a short look at the model (the byte count's one-token step)
+        # leaves the case's own cache, and the addresses captured in its graphs, where they are.
+        kept = self.kept_caches.setdefault(max_len, KVCache(self.config.layers, max_len, static=True))
+        kept.reset()
+        return kept
+
+    @property
+    def kept_cache(self) -> KVCache | None:
+        """The longest kept cache (the case's own), None before keep_cache()."""
+        return self.kept_caches[max(self.kept_caches)] if self.kept_caches else None
 
     def keep_cache(self) -> None:
         """From now on every generation reuses one cache, allocated at the first prefill and
