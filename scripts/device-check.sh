@@ -53,17 +53,17 @@ step() {  # step SECONDS NAME COMMAND...: run with a limit, log everything, neve
   say "$name: exit $rc$([ $rc = 124 ] && echo ' (time limit)')"
 }
 
+PY=${PYTHON:-python3}
 say "device check on $(hostname), $(date -u +%FT%TZ), DEVICE=$DEVICE SIZE=$SIZE BUDGET=$BUDGET"
-if [ -d .whl ] && ! python3 -c 'import platformdirs' 2>/dev/null; then
-  step 60 install-wheels python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+if [ -d .whl ] && ! "$PY" -c 'import platformdirs' 2>/dev/null; then
+  step 60 install-wheels "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
     --upgrade --target /tmp/site .whl/*.whl
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
-if ! python3 -c 'import accelbench' 2>/dev/null; then
-  step 120 install python3 -m pip install -q --no-deps --no-build-isolation -e .
+if ! "$PY" -c 'import accelbench' 2>/dev/null; then
+  step 120 install "$PY" -m pip install -q --no-deps --no-build-isolation -e .
   export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH}  # works even where the install did not
 fi
-PY=${PYTHON:-python3}
 AB=("$PY" -m accelbench)
 
 # Sampled throughout, in the background: the GPU's clocks, power and clock-event reasons (a
