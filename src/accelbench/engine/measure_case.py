@@ -221,6 +221,12 @@ def _measure_generation(case: Case, workload: Workload, options: RunOptions,
     precision = get_precision(case.precision)
     rounds, warmup, _ = generation_rounds(options)
     memory = MemoryTracker(case.device)
+    # Energy over the timed rounds only (measure_generation's ``timed``), where the launcher
+    # measures the case's energy (a torchrun rank does not).
+    tracker = EnergyTracker(energy_meter_for(case.device))
+    energy = tracker if tracker in surroundings().trackers([tracker]) else None
+    if energy is not None:
+        energy.prepare()  # probing the sources takes up to ~1 s: before warm-up, not timed
     with memory:
         model = prepare_model(workload.build_model(), precision, case.channels_last)
         model = model.to(case.device.torch_device).eval()
@@ -238,7 +244,7 @@ def _measure_generation(case: Case, workload: Workload, options: RunOptions,
                 warmup_rounds=warmup, seed=options.seed, memory=memory,
                 stream=options.stream or reads_each_token(options.protocol, case.new_tokens),
                 casts_each_step=CompileSpec.parse(case.compile_backend).backend not in ("", "eager"),
-                decode_model=runner.decode)
+                decode_model=runner.decode, timed=energy)
         runner.confirm()
     result.generation = {**figures.to_dict(), **_decode_against_bandwidth(case.device, figures),
                          **generation_sections(case, options, workload, model, figures, quantized),
@@ -250,6 +256,9 @@ def _measure_generation(case: Case, workload: Workload, options: RunOptions,
     result.warmup_steps, result.stop_reason = figures.warmup_rounds, figures.stop_reason
     result.time_to_first_step_s = figures.ttft_s
     _record_memory(result, memory)
+    if energy is not None and energy.result is not None:
+        result.energy = Energy.from_dict(energy.result.generation_figures(
+            len(figures.rounds), figures.batch_size * figures.new_tokens), "energy")
 
 
 #: Bandwidths measured in this process for decode rows where ``roofline`` has measured none, by

@@ -28,7 +28,7 @@ from accelbench.render.diagnosis import busy_share, diagnose
 from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_interval, format_rate, format_seconds
 from accelbench.render.steady import break_even_cell, first_use_cell, sustained_note
-from accelbench.results import INPUT_BOUND_FRACTION, CaseResult, RunRecord
+from accelbench.results import INPUT_BOUND_FRACTION, CaseResult, Energy, RunRecord
 from accelbench.results.key import config_label as key_config_label
 from accelbench.results.stats import drift
 
@@ -285,14 +285,21 @@ def energy_lines(record: RunRecord) -> list[str]:
         if energy is None:
             continue
         if energy.joules is not None:
-            per_epoch = energy.joules_per_epoch
             lines.append(f"energy {case.workload} {case.mode} {case.device}: "
-                         f"{energy.joules_per_step:.3g} J/step, "
-                         f"{per_epoch:.3g} J/epoch, {energy.samples_per_joule:.3g} samples/J "
-                         f"({energy.source})" if per_epoch else
-                         f"energy {case.workload} {case.mode} {case.device}: "
-                         f"{energy.joules_per_step:.3g} J/step ({energy.source})")
+                         f"{_energy_figures(energy)} ({energy.source})")
         elif energy.reason:
             reasons.add(f"{case.device}: {energy.reason}")
     lines.extend(f"energy n/a on {reason}" for reason in sorted(reasons))
     return lines
+
+
+def _energy_figures(energy: Energy) -> str:
+    """A generation case's J/token and J/round (its timed rounds); a step case's J/step, with
+    J/epoch and samples/J where there is an epoch."""
+    if energy.joules_per_token is not None:
+        return f"{energy.joules_per_token:.3g} J/token, {energy.joules_per_round:.3g} J/round"
+    per_epoch = energy.joules_per_epoch
+    if not per_epoch:
+        return f"{energy.joules_per_step:.3g} J/step"
+    return (f"{energy.joules_per_step:.3g} J/step, {per_epoch:.3g} J/epoch, "
+            f"{energy.samples_per_joule:.3g} samples/J")

@@ -257,8 +257,16 @@ FIGURES: tuple[Figure, ...] = (
     Figure("input_fraction", "input wait", "fraction", "sum over timed steps / measured time",
            "time the device waited for batches", TRAIN_EVAL, lambda c: c.input_fraction()),
     Figure("joules_per_step", "J/step", "J", "energy counter difference / steps",
-           "over the measured steps (measure/trackers/energy.py names the source)", ALL_MODES,
+           "over the measured steps (measure/trackers/energy.py names the source)", TRAIN_EVAL,
            _sub("energy", "joules_per_step")),
+    Figure("joules_per_token", "J/token", "J", "energy counter difference / output tokens",
+           "over the timed rounds only (not the warm-up): their energy / their B x N output tokens, "
+           "the prefill's energy shared among them; the source (NVML, RAPL, powermetrics) in "
+           "energy.source, or why there is none in energy.reason", GENERATE,
+           _sub("energy", "joules_per_token")),
+    Figure("joules_per_round", "J/round", "J", "energy counter difference / rounds",
+           "as J/token: one whole generation's energy (prefill and N - 1 decode steps)", GENERATE,
+           _sub("energy", "joules_per_round")),
     Figure("burst", "burst", "samples/s", "geometric mean of the first fifth's intervals",
            "--sustained: the run's own first fifth (at most its first minute)", TRAIN_EVAL,
            _sustained("burst", True)),

@@ -61,7 +61,8 @@ class Parity(Record):
 
 @dataclass(frozen=True)
 class Energy(Record):
-    """Energy of the measured steps (see measure/trackers/energy.py for what each source measures)."""
+    """Energy of the measured steps, or of a generation case's timed rounds (see
+    measure/trackers/energy.py for what each source measures)."""
 
     source: str = ""
     #: Why there is no figure (not installed, not permitted, no sensor, window too short).
@@ -74,6 +75,9 @@ class Energy(Record):
     joules_per_step: float | None = None
     joules_per_epoch: float | None = None
     samples_per_joule: float | None = None
+    #: A generation case's (None on a step case, whose figures are per step).
+    joules_per_round: float | None = None
+    joules_per_token: float | None = None
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ that time. Decode tokens/s per sequence is the decode steps over their time; in 
 from __future__ import annotations
 
 import statistics
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -334,7 +335,8 @@ def measure_generation(workload: GenerationWorkload, model: nn.Module, device: D
                        cache_dtype: torch.dtype | None = None, stream: bool = False,
                        casts_each_step: bool | None = None,
                        memory: MemoryTracker | None = None,
-                       decode_model: nn.Module | None = None) -> GenerationFigures:
+                       decode_model: nn.Module | None = None,
+                       timed: AbstractContextManager[object] | None = None) -> GenerationFigures:
     """Time greedy generations of ``model`` (on ``device``, in eval mode, at its precision; an
     autocast or precision switch is the caller's, around this call, so one autocast context
     spans every round and its cast cache serves every eager step): ``rounds`` of them after
@@ -348,7 +350,9 @@ def measure_generation(workload: GenerationWorkload, model: nn.Module, device: D
     False for a back end that runs eager ops, such as ``eager``). ``memory``: the case's memory
     tracker, told where the set-up (warm-up included) ends; without it the device's peak counter
     is reset there. ``decode_model``: what the decode steps run, where it is not ``model``
-    (greedy_round)."""
+    (greedy_round). ``timed``: entered with the device idle just before the first timed round
+    and exited right after the last (each round ends synchronised): the case's energy tracker,
+    whose window holds exactly the timed rounds, not the warm-up nor the one-token byte count."""
     check_lengths(workload, batch_size, prompt_len, new_tokens)
     if window_tokens < 1:
         raise UsageError(f"window tokens must be at least 1 (not {window_tokens})")
@@ -373,15 +377,18 @@ def measure_generation(workload: GenerationWorkload, model: nn.Module, device: D
             device.reset_peak_memory()
         measured: list[GenerationRound] = []
         methods, first, reason = [], None, ""
-        # Judged between rounds, so the rule's own time is in no round.
-        while not (reason := rule.stop_reason(round_figures(measured, new_tokens - 1),
-                                              sum(r.ttft_s + r.decode_s for r in measured))):
-            clock = new_clock()
-            tokens, times = greedy_round(workload, model, prompt, new_tokens, clock, stream,
-                                         decode_model)
-            measured.append(times)
-            methods.append(clock.method)
-            first = tokens if first is None else first
+        if timed is not None:
+            device.synchronize()  # no warm-up (or byte count) work still queued in the window
+        with timed if timed is not None else nullcontext():
+            # Judged between rounds, so the rule's own time is in no round.
+            while not (reason := rule.stop_reason(round_figures(measured, new_tokens - 1),
+                                                  sum(r.ttft_s + r.decode_s for r in measured))):
+                clock = new_clock()
+                tokens, times = greedy_round(workload, model, prompt, new_tokens, clock, stream,
+                                             decode_model)
+                measured.append(times)
+                methods.append(clock.method)
+                first = tokens if first is None else first
         # A round whose events failed is timed differently: the record says so.
         method = next((m for m in methods if m.startswith(EVENTS_FAILED)), methods[0])
         peak = device.peak_memory_bytes()

@@ -14,6 +14,11 @@ Contract with the runner (through ``trackers.EnergyTracker``, which the timed lo
     result.energy = Energy.from_dict(reading.figures(window_steps, result.steps_per_epoch,
                                                      result.batch_size))
 
+A generation case opens the same meter around its timed rounds only (``measure_generation``'s
+``timed`` bracket: not the warm-up, not the one-token byte count) and stores
+``reading.generation_figures(rounds, batch x new tokens)``: ``joules_per_round`` and
+``joules_per_token`` in place of the step figures.
+
 ``figures`` gives ``{"source", "reason", "seconds", "method", "resolution", "estimated",
 "joules", "joules_per_step", "joules_per_epoch", "samples_per_joule"}``; the numbers are None when
 nothing could be read, and ``reason`` says why (not installed, not permitted, no such sensor, a
@@ -73,9 +78,17 @@ class EnergyReading:
     conditions: dict[str, Any] = field(default_factory=dict)
 
     def figures(self, measured_steps: int, steps_per_epoch: int, batch_size: int) -> dict[str, Any]:
-        return {"source": self.source, "reason": self.reason, "seconds": self.seconds,
-                "method": self.method, "resolution": self.resolution, "estimated": self.estimated,
+        return {**self._described(),
                 **energy_figures(self.joules, measured_steps, steps_per_epoch, batch_size)}
+
+    def generation_figures(self, rounds: int, tokens_per_round: int) -> dict[str, Any]:
+        """A generation case's: the window held its ``rounds`` timed rounds, each of
+        ``tokens_per_round`` output tokens (B x N)."""
+        return {**self._described(), **generation_energy_figures(self.joules, rounds, tokens_per_round)}
+
+    def _described(self) -> dict[str, Any]:
+        return {"source": self.source, "reason": self.reason, "seconds": self.seconds,
+                "method": self.method, "resolution": self.resolution, "estimated": self.estimated}
 
 
 def energy_figures(joules: float | None, measured_steps: int, steps_per_epoch: int,
@@ -89,6 +102,17 @@ def energy_figures(joules: float | None, measured_steps: int, steps_per_epoch: i
         else None,
         "samples_per_joule": measured_steps * batch_size / joules if joules else None,
     }
+
+
+def generation_energy_figures(joules: float | None, rounds: int,
+                              tokens_per_round: int) -> dict[str, float | None]:
+    """Energy per timed round (one whole generation: prefill and its decode steps) and per output
+    token (the rounds' B x N tokens, so the prefill's energy is shared among them); None where it
+    cannot be derived."""
+    tokens = rounds * tokens_per_round
+    return {"joules": joules,
+            "joules_per_round": joules / rounds if joules is not None and rounds > 0 else None,
+            "joules_per_token": joules / tokens if joules is not None and tokens > 0 else None}
 
 
 def mean_power_joules(samples: Sequence[tuple[float, float]], seconds: float) -> float:
