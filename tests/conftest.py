@@ -180,3 +180,15 @@ def personality(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
             torch.backends.cudnn.allow_tf32, torch.backends.cudnn.enabled = cudnn
 
     return active
+
+
+@pytest.fixture
+def tiny_hf_llama(tmp_path: Path) -> str:
+    """``hf:FOLDER`` of a one-layer Llama config written here (no network): a causal language
+    model whose generation uses transformers' own (growing) key/value cache."""
+    transformers = pytest.importorskip("transformers")
+    folder = tmp_path / "llama"
+    transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                             num_attention_heads=2, num_key_value_heads=1, vocab_size=64,
+                             max_position_embeddings=32).save_pretrained(folder)
+    return f"hf:{folder}"

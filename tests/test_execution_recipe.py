@@ -122,13 +122,8 @@ def test_the_decode_step_is_compiled_fullgraph(monkeypatch: pytest.MonkeyPatch) 
                            warmup_rounds=0, decode_model=runner.decode)
 
 
-def test_a_growing_cache_refuses_a_graph_mode(tmp_path: Path) -> None:
-    transformers = pytest.importorskip("transformers")
-    folder = tmp_path / "llama"
-    transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                             num_attention_heads=2, num_key_value_heads=1, vocab_size=64,
-                             max_position_embeddings=32).save_pretrained(folder)
-    workload = get_workload_class(f"hf:{folder}")("tiny")
+def test_a_growing_cache_refuses_a_graph_mode(tiny_hf_llama: str) -> None:
+    workload = get_workload_class(tiny_hf_llama)("tiny")
     assert workload.kv_cache_kind == "dynamic"
     with pytest.raises(NotImplementedError, match="dynamic key/value cache.*static cache"):
         prepare_generation(workload.build_model().eval(), CHEAP_RECIPE, CPU, workload, "hf")

@@ -137,15 +137,10 @@ def test_a_workload_whose_generation_never_calls_the_compiled_model_is_refused(
         confirm()
 
 
-def test_hf_generation_compiled_runs_its_graphs(tmp_path: Path, counting: CountingBackend) -> None:
+def test_hf_generation_compiled_runs_its_graphs(tiny_hf_llama: str, counting: CountingBackend) -> None:
     """Item 15 for hf: models: their prefill and decode_step call the model, so a compiled one
     runs graphs in every step (transformers' growing cache may take more than one decode graph)."""
-    transformers = pytest.importorskip("transformers")
-    folder = tmp_path / "llama"
-    transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                             num_attention_heads=2, num_key_value_heads=1, vocab_size=64,
-                             max_position_embeddings=32).save_pretrained(folder)
-    workload = get_workload_class(f"hf:{folder}")("tiny")
+    workload = get_workload_class(tiny_hf_llama)("tiny")
     compiled, confirm = compile_for_generation(workload.build_model().eval(), COUNTING, "hf")
     with torch.no_grad():
         measure_generation(workload, compiled, cpu(), prompt_len=4, new_tokens=3, rounds=1,
