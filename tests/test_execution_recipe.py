@@ -216,3 +216,30 @@ def test_the_graph_recipe_is_passed_recorded_and_labelled_on_ampere(
     assert asked and all(e["mode"] == "reduce-overhead" and e["fullgraph"] for e in asked), asked
     assert "compile:inductor:reduce-overhead +graphs" in done.stdout
     assert "prefill eager; decode compiled, fullgraph" in done.stdout
+
+
+def test_check_decodes_by_the_recipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``check --mode generate`` with a graph mode runs the run's recipe: the candidate follows the
+    fp64 reference, and its decode step is compiled fullgraph (a graph break there fails the check,
+    where the eager candidate passes)."""
+    from accelbench.devices.numerics import get_precision
+    from accelbench.parity.generation import run_generation_check
+    from accelbench.workloads.builtin import decoder
+
+    workload, _ = _tiny()
+
+    def check(compile_backend: str) -> object:
+        return run_generation_check(workload, workload.build_model, CPU, get_precision("fp32"),
+                                    prompt_len=4, new_tokens=6, compile_backend=compile_backend)
+
+    assert check(CHEAP_RECIPE).verdict == "pass"
+    original = decoder.Decoder.forward
+
+    def breaking(self: nn.Module, ids: torch.Tensor, cache: object = None) -> torch.Tensor:
+        torch._dynamo.graph_break()
+        return original(self, ids, cache)
+
+    monkeypatch.setattr(decoder.Decoder, "forward", breaking)
+    assert check("").verdict == "pass"
+    broken = check(CHEAP_RECIPE)
+    assert broken.verdict == "failed" and "graph" in (broken.error or "").lower(), broken

@@ -39,10 +39,11 @@ import torch
 from torch import nn
 
 from accelbench.devices import Device
+from accelbench.devices.compilation import INDUCTOR, CompileSpec
 from accelbench.devices.precisions import precision_spec
 from accelbench.errors import UsageError
 from accelbench.measure.generation.quantize import quantize_weights
-from accelbench.measure.generation.recipe import compile_for_generation
+from accelbench.measure.generation.recipe import prepare_generation
 from accelbench.measure.generation.rounds import GenerationWorkload, check_lengths
 from accelbench.options.check import REFERENCES
 from accelbench.parity.core import TOLERANCES, Tolerance, reference_precision
@@ -206,15 +207,18 @@ def judge_generation(reference_tokens: torch.Tensor, reference_logits: torch.Ten
 # --- running both sides ---------------------------------------------------------------------------
 @torch.no_grad()
 def greedy_with_logits(workload: GenerationWorkload, model: nn.Module, prompt: torch.Tensor,
-                       new_tokens: int) -> tuple[torch.Tensor, torch.Tensor]:
+                       new_tokens: int, decode_model: nn.Module | None = None
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
     """Greedy tokens (B, N) and every step's logits (B, N, vocab), both on the CPU (logits in
-    float64)."""
+    float64). ``decode_model``: what the decode steps run where it is not ``model`` (the
+    execution recipe's compiled decode step)."""
+    decoder = model if decode_model is None else decode_model
     logits, cache = workload.prefill(model, prompt, prompt.shape[1] + new_tokens)
     steps = [logits]
     token = logits.argmax(dim=-1)
     tokens = [token]
     for _ in range(new_tokens - 1):
-        logits, cache = workload.decode_step(model, token, cache)
+        logits, cache = workload.decode_step(decoder, token, cache)
         token = logits.argmax(dim=-1)
         steps.append(logits)
         tokens.append(token)
@@ -278,14 +282,18 @@ def run_generation_check(workload: GenerationWorkload, build_model: Callable[[],
             if precision_spec(precision.name).quantized:
                 # The bf16 path is the same weights before packing, on the same device.
                 unquantized, candidate = candidate, copy.deepcopy(candidate)
-                quantize_weights(candidate, precision.name, device)
+                quantize_weights(candidate, precision.name, device,
+                                 fused=CompileSpec.parse(compile_backend).backend == INDUCTOR)
             if plant is not None:
                 plant(candidate)
-            runnable, confirm_compiled = compile_for_generation(
-                candidate, compile_backend, str(getattr(workload, "name", type(workload).__name__)))
+            # The run's execution recipe (a graph mode: kept cache, fullgraph decode step).
+            runner = prepare_generation(candidate, compile_backend, device, workload,
+                                        str(getattr(workload, "name", type(workload).__name__)))
             on_device = prompt.to(device.torch_device)
-            cand_tokens, cand_logits = greedy_with_logits(workload, runnable, on_device, new_tokens)
-            confirm_compiled()
+            with runner.settings():
+                cand_tokens, cand_logits = greedy_with_logits(workload, runner.prefill, on_device,
+                                                              new_tokens, runner.decode)
+            runner.confirm()
             if unquantized is not None:
                 from accelbench.parity.quantized import quantization_quality
 
