@@ -49,11 +49,11 @@ def _generation_record(precision: str) -> RunRecord:
 
 def test_a_run_reads_beside_the_published_rows_of_its_precision() -> None:
     rows = published_rows([("mine", _generation_record("int4-wo"))])
-    assert rows[0][0] == "yours: mine" and rows[0][3] == "int4-wo" and rows[0][-1] == "61%"
+    assert rows[0][0] == "yours: mine" and rows[0][3] == "int4-wo" and rows[0][7] == "61%"
     published = rows[1:]
     assert published and all(row[0] == "published" for row in published)
     assert {row[3].split(" (")[0] for row in published} <= {"Q4_0", "int4 weight-only"}
-    assert any(row[1] == "Apple M2 (GPU, Metal)" and row[-1] == "84%" for row in published)
+    assert any(row[1] == "Apple M2 (GPU, Metal)" and row[7] == "84%" for row in published)
 
 
 def test_compare_published_and_share_protocol(cli, tmp_path: Path) -> None:

@@ -150,13 +150,17 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
 
 def _print_published(args: argparse.Namespace) -> int:
     """``compare --published``: generation beside the field's published decode rows."""
-    from accelbench.render.published_generation import published_generation
+    from accelbench.render.published_generation import published_generation, published_view
 
     console = Console(width=None if sys.stdout.isatty() else 160)
     runs = load_runs(args.runs, args.db) if args.runs else []
     if args.runs and not any(c.mode == "generate" for run in runs for c in run.record.cases):
         raise UsageError("--published places generation cases (--mode generate); the runs given "
                          "hold none")
-    console.print(published_generation([(run.label, run.record) for run in runs]))
+    labelled = [(run.label, run.record) for run in runs]
+    if args.json:  # the table's rows, each of yours with its decode bound and recipe
+        sys.stdout.write(dumps(published_view(labelled)))
+        return 0
+    console.print(published_generation(labelled))
     return 0
 

@@ -5,6 +5,10 @@ key of ``results/key.py`` (workload and its version, mode, batch, precision, com
 memory format, data kind and mode, size). Everything else is "not comparable" with the reason. A
 case that did not finish ("oom", "failed", ...) is shown with its status, never as a number.
 
+Two generation cases of the same work whose decode was overhead-bound on either side (the host's
+launches, not the device: ``decode_diagnosis.py``) are compared only when the same host CPU model
+drove both; otherwise "not comparable", naming the two CPUs.
+
 Settings that change the speed but not the work (threads, cudnn.benchmark) do not stop a
 comparison; a run-against-run pair names any difference in them beside its verdict, as it does
 for the power state.
@@ -20,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 
+from accelbench.compare.decode_diagnosis import DecodeDiagnosis, host_mismatch
 from accelbench.compare.verdict import (
     CANT_TELL,
     FASTER,
@@ -108,6 +113,10 @@ def compare_cases(a: CaseResult, b: CaseResult, min_effect: float = MIN_EFFECT) 
     if not (a.ok and b.ok):
         failed = [f"{label} {case.status}" for label, case in (("A", a), ("B", b)) if not case.ok]
         return Verdict(NOT_RUN, reason=", ".join(failed))
+    # An overhead-bound decode measured its host's launches: compared only on the same host CPU model.
+    aside = host_mismatch(DecodeDiagnosis.of_case(a), DecodeDiagnosis.of_case(b))
+    if aside:
+        return Verdict(NOT_COMPARABLE, reason=aside)
     noisy = any(s.noisy for s in (a.summary(), b.summary()) if s is not None)
     return shown_ratio(judge(process_step_times(a), process_step_times(b), min_effect, noisy=noisy),
                        a, b)

@@ -1,6 +1,8 @@
 """A collection of shared results summarised for a site: per comparability key, each device
 model's group (count, machines, median, 10th-90th percentile, best, over machines), the results
-kept apart and why, and per device model the settings its results recorded.
+kept apart and why, and per device model the settings its results recorded. A generation key's
+groups are split by the decode's bound class (overhead-bound results per host CPU model) and say
+their recipe and bound (``decode_diagnosis.py``).
 
 Two builders give the same summary: ``collect`` from peers (the path without DuckDB), and
 ``sharing/query.py`` from Parquet shards in SQL (a test holds the two equal). The renderer
@@ -12,9 +14,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from accelbench.compare.decode_diagnosis import bound_class, group_words
 from accelbench.compare.peers import ModelGroup, PeerResult, group_peers, model_key, published_peers, spelling
 from accelbench.results.key import KEY_FIELDS
 
@@ -61,6 +64,24 @@ def with_published(key: KeyTuple, summary: KeySummary) -> None:
         summary.groups = sorted([*summary.groups, *group_peers(extra)], key=lambda g: -g.median)
 
 
+def _groups(members: list[PeerResult]) -> list[ModelGroup]:
+    """Each device model's group, fastest median first. Generation results are grouped by their
+    decode's bound class too (overhead-bound ones per host CPU model: a host's launch rate is never
+    pooled with another host's), each group named with its recipe and bound."""
+    if not any(peer.decode for peer in members):
+        return group_peers(members)
+    classes: dict[str, list[PeerResult]] = {}
+    for peer in members:
+        classes.setdefault(bound_class(peer.decode), []).append(peer)
+    groups = []
+    for part in classes.values():
+        for group in group_peers(part):
+            recipe, bound = group_words([p.decode for p in part if bool(p.published) == bool(group.published)
+                                         and p.model_key == model_key(group.device_model)])
+            groups.append(replace(group, recipe=recipe, decode=bound))
+    return sorted(groups, key=lambda g: -g.median)
+
+
 def collect(peers: Iterable[PeerResult]) -> Collection:
     """The summary of ``peers`` (published references of the same work added)."""
     by_key: dict[KeyTuple, list[PeerResult]] = {}
@@ -83,7 +104,7 @@ def collect(peers: Iterable[PeerResult]) -> Collection:
             counts[(label, value)] += peer.results
     for key, members in by_key.items():
         summary = collection.keys[key]
-        summary.groups = group_peers(members)
+        summary.groups = _groups(members)
         sizes = Counter(p.dataset_size for p in members if p.dataset_size)
         summary.dataset_size = sizes.most_common(1)[0][0] if sizes else 0
         with_published(key, summary)

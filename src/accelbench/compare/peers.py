@@ -7,9 +7,10 @@ median, the spread (10th-90th percentile) and the best. Peers are counted as mac
 machine (machine_id) is one value, the median of its results, so that one machine that shared a
 hundred results weighs as much as one that shared one; the user's own machine is never its own
 peer. A peer flagged implausible (``sharing/plausible.py``) or quarantined as an outlier of its
-device class (``outliers.py``) is kept apart: counted, never in a band. The user's result is
-placed among the peers of its own device model: its percentile, its ratio to the median, and a
-verdict:
+device class (``outliers.py``) is kept apart: counted, never in a band; so is a generation peer set
+aside because either decode is overhead-bound on another host CPU model (``decode_diagnosis.py``).
+The user's result is placed among the peers of its own device model: its percentile, its ratio to
+the median, and a verdict:
 
   * fewer than ``MIN_PEERS`` machines of that model: "too few peers" (said, not judged);
   * inside the peers' 10th-90th percentile: "normal" for this device;
@@ -37,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from accelbench.compare.decode_diagnosis import DecodeDiagnosis, host_mismatch
 from accelbench.devices.kinds import KNOWN_KINDS
 from accelbench.reference.published import TF32_CAVEAT, EpochReference, epoch_references
 from accelbench.results.key import KEY_DEFAULTS, KEY_FIELDS
@@ -78,6 +80,8 @@ class PeerResult:
     results: int = 1
     #: The day the result was measured (YYYY-MM-DD; "" when not known).
     date: str = ""
+    #: A generation line's decode bound, host CPU and execution (None: not judged, or no decode).
+    decode: DecodeDiagnosis | None = None
 
     @property
     def model_key(self) -> str:
@@ -120,6 +124,9 @@ class ModelGroup:
     high: float
     best: float
     published: str = ""
+    #: A generation group's execution recipe and decode bound (collection.py; "" otherwise).
+    recipe: str = ""
+    decode: str = ""
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,10 @@ class Placement:
     #: Results of the same work quarantined as outliers of their device class, and why.
     outliers: int = 0
     outlier_reasons: list[str] = field(default_factory=list)
+    #: Results of the same work not compared with this one, and why: an overhead-bound decode on
+    #: one side and another host CPU model on the other (compare/decode_diagnosis.host_mismatch).
+    set_aside: int = 0
+    set_aside_reasons: list[str] = field(default_factory=list)
     #: What the peers are, where it is not the shared results themselves (an aggregate table).
     note: str = ""
 
@@ -295,8 +306,24 @@ def same_work(mine: PeerResult, peers: Iterable[PeerResult]) -> list[PeerResult]
             and not (mine.machine_id and p.machine_id == mine.machine_id)]
 
 
+def set_aside(mine: PeerResult, peers: Sequence[PeerResult]) -> tuple[list[PeerResult], dict[str, Any]]:
+    """(the peers ``mine`` is compared with, those set aside counted by reason): where either
+    side's decode is overhead-bound, only the same host CPU model (decode_diagnosis.host_mismatch)."""
+    if mine.decode is None:
+        return list(peers), {}
+    kept, reasons = [], Counter[str]()
+    for peer in peers:
+        reason = host_mismatch(mine.decode, peer.decode)
+        if reason:
+            reasons[reason] += peer.results
+        else:
+            kept.append(peer)
+    return kept, ({"set_aside": sum(reasons.values()), "set_aside_reasons": sorted(reasons)} if reasons
+                  else {})
+
+
 def key_peers(mine: PeerResult, peers: Iterable[PeerResult]) -> KeyPeers:
-    work = same_work(mine, peers)
+    work, aside = set_aside(mine, same_work(mine, peers))
     by_model = _by_model(work)
     own = by_model.get((mine.model_key, False), [])
     groups = sorted((_group(members) for members in by_model.values()), key=lambda g: -g.median)
@@ -304,7 +331,7 @@ def key_peers(mine: PeerResult, peers: Iterable[PeerResult]) -> KeyPeers:
     for peer in own:
         rates.setdefault(tuple(peer.settings.items()), []).append(peer.throughput)
     return KeyPeers(groups, machine_values(own), setting_stats((dict(k), v) for k, v in rates.items()),
-                    _apart(work))
+                    {**_apart(work), **aside})
 
 
 def place(mine: PeerResult, peers: Iterable[PeerResult]) -> Placement:

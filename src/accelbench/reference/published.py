@@ -249,6 +249,11 @@ class DecodeReference:
     device_bandwidth_bytes_per_s: float | None = None
     caveats: str = ""
     derived: bool = False
+    #: How the row executed, in words, and whether it is a compiled decode with CUDA graphs (gpt-fast's
+    #: recipe; its int8 the dequantise-and-multiply inductor fuses): a row measured otherwise is
+    #: never set beside it without saying so (render/published_generation.py).
+    execution: str = ""
+    cuda_graphs: bool = False
 
     @property
     def precision(self) -> str:
@@ -280,8 +285,15 @@ def _apple(chip: str, f16: float | None, q8: float | None, q4_pp: float,
                 rate, LLAMA_CPP_APPLE, model_bytes=LLAMA2_7B_BYTES[quantization],
                 device_bandwidth_bytes_per_s=bandwidth, derived=quantization == "Q8_0",
                 caveats="chip bandwidth as Apple states it" + (
-                    "; Q8_0's size derived (8.5 bits a weight)" if quantization == "Q8_0" else "")))
+                    "; Q8_0's size derived (8.5 bits a weight)" if quantization == "Q8_0" else ""),
+                execution=LLAMA_CPP_RECIPE))
     return rows
+
+
+#: gpt-fast's generate.py (and torchao's and PyTorch CI's copies of it) compile the decode step
+#: fullgraph in a CUDA-graph mode (reduce-overhead; torchao max-autotune) with a static KV cache.
+GRAPH_RECIPE = "compiled, CUDA graphs (gpt-fast's recipe)"
+LLAMA_CPP_RECIPE = "llama.cpp's own kernels"
 
 
 def _gpt_fast(source: Source, device: str, model: str, runtime: str,
@@ -289,7 +301,8 @@ def _gpt_fast(source: Source, device: str, model: str, runtime: str,
               bandwidth: float | None = None) -> list[DecodeReference]:
     return [DecodeReference(device, "cuda", runtime, model, quantization, "decode", rate, source,
                             achieved_bytes_per_s=gb_s * 1e9, device_bandwidth_bytes_per_s=bandwidth,
-                            caveats=caveats, derived=bandwidth is not None)
+                            caveats=caveats, derived=bandwidth is not None, execution=GRAPH_RECIPE,
+                            cuda_graphs=True)
             for quantization, rate, gb_s in rows]
 
 
@@ -315,13 +328,15 @@ DECODE_REFERENCES: tuple[DecodeReference, ...] = (
                (("bf16", 94, 1253), ("int8 weight-only", 144, 957)),
                "CI targets, random weights; the 40 GB part's bandwidth is not in the document: no share"),
     DecodeReference("Apple M1 (CPU)", "cpu", "torchao (PyTorch, compiled)", "Llama-3.1-8B", "bf16",
-                    "decode", 1.24, TORCHAO, caveats="M1 Mac CPU, torch.compile"),
+                    "decode", 1.24, TORCHAO, caveats="M1 Mac CPU, torch.compile",
+                    execution="compiled (a CPU has no CUDA graphs)"),
     *_apple("M1", None, 7.91, 117.96, 14.15), *_apple("M1 Pro", 12.75, 22.34, 266.25, 36.41),
     *_apple("M1 Max", 23.03, 40.20, 530.06, 61.19), *_apple("M2", 6.72, 12.21, 179.57, 21.91),
     *_apple("M2 Ultra", 41.02, 66.64, 1238.48, 94.27), *_apple("M3 Max", 25.09, 42.75, 759.70, 66.31),
     *_apple("M4", 7.43, 13.54, 221.29, 24.11), *_apple("M4 Max", 31.64, 54.05, 885.68, 83.06),
     *[DecodeReference(device, "cuda", "llama.cpp", "LLaMA-2 7B", "Q4_0", test, rate, LLAMA_CPP_CUDA,
-                      model_bytes=LLAMA2_7B_BYTES["Q4_0"] if test == "tg128" else None)
+                      model_bytes=LLAMA2_7B_BYTES["Q4_0"] if test == "tg128" else None,
+                      execution=LLAMA_CPP_RECIPE)
       for device, pp, tg in (("NVIDIA H100", 9918, 268), ("NVIDIA RTX 4090", 11993, 186),
                              ("NVIDIA A100", 4850, 191))
       for test, rate in (("pp512", pp), ("tg128", tg))],

@@ -18,6 +18,7 @@ from rich.console import Group
 from rich.text import Text
 
 from accelbench.compare import MachineRow, Pair, WorkloadComparison, describe
+from accelbench.compare.decode_diagnosis import DecodeDiagnosis
 from accelbench.compare.verdict import CANT_TELL, FASTER, NOT_COMPARABLE, NOT_RUN, SAME, SLOWER, Verdict
 from accelbench.measure.trackers.memory import format_bytes
 from accelbench.reference.published import (
@@ -30,6 +31,7 @@ from accelbench.reference.published import (
 )
 from accelbench.render.fit import FittedTable, Footnotes, Prose, non_empty_columns
 from accelbench.render.format import format_rate, format_seconds
+from accelbench.render.generation_execution import bound_words, execution_words
 from accelbench.render.steady import STEADY_COLUMNS, STEADY_NOTE, steady_rows
 from accelbench.render.words import shorten
 from accelbench.results import CaseResult
@@ -73,8 +75,20 @@ def letter(index: int) -> str:
     return chr(ord("A") + index) if index < 26 else f"R{index + 1}"
 
 
-def epoch_cell(case: CaseResult | None) -> str:
-    """Epoch time, measured or projected, or the status of a case that did not finish."""
+def _decode_mark(case: CaseResult, notes: Footnotes | None) -> str:
+    """A generation case's bound in a few words, its execution and whole bound in a footnote."""
+    diagnosis = DecodeDiagnosis.of_case(case)
+    if diagnosis is None or not diagnosis.short_bound():
+        return ""
+    generation = case.generation or {}
+    words = "; ".join(w for w in (execution_words(generation.get("execution")), bound_words(generation)) if w)
+    return f", {diagnosis.short_bound()}" + (notes.add(f"{case.workload} {case.device} "
+                                                       f"{case.precision}: {words}") if notes else "")
+
+
+def epoch_cell(case: CaseResult | None, notes: Footnotes | None = None) -> str:
+    """Epoch time, measured or projected, or the status of a case that did not finish; a generation
+    case's rate with its decode bound (and, given ``notes``, its execution in a footnote)."""
     if case is None:
         return ""
     if not case.ok:
@@ -85,7 +99,7 @@ def epoch_cell(case: CaseResult | None) -> str:
         return f"{format_seconds(epoch[0])} {epoch[3][:4]}."
     rate = case.throughput()
     if rate and case.mode == "generate":  # no epoch: its rate as its table shows it, in its unit
-        return f"{format_rate(rate)} {case.rate_unit()}"
+        return f"{format_rate(rate)} {case.rate_unit()}{_decode_mark(case, notes)}"
     return f"{rate:,.0f}/s (no epoch size)" if rate else "n/a"
 
 
@@ -159,7 +173,8 @@ def machine_cells(row: MachineRow, group: WorkloadComparison, letters: dict[str,
     either = row.cpu or accel
     return [letters.get(row.run.label, ""), row.run.label, row.run.machine,
             format_bytes(row.run.memory_bytes) if row.run.memory_bytes else "",
-            config_label(either) if either else "", epoch_cell(row.cpu), accel_name, epoch_cell(accel),
+            config_label(either) if either else "", epoch_cell(row.cpu, notes), accel_name,
+            epoch_cell(accel, notes),
             speedup_cell(row), vs_cell(row, group, letters, notes)]
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelbench.compare import MachineRow, Pair, Verdict, WorkloadComparison
+from accelbench.compare.decode_diagnosis import DecodeDiagnosis
 from accelbench.parity.shown import verdict_of
 from accelbench.results import CaseResult, RunRecord, rate_unit
 from accelbench.results.catalogue import case_figures, case_headline, key_headline
@@ -37,11 +38,16 @@ def case_view(case: CaseResult | None) -> dict[str, Any] | None:
             "key": dict(zip(KEY_FIELDS, comparability_key(case), strict=True)),
             "rate": case.throughput(), "rate_ci": case.throughput_ci(),
             "rate_name": case_headline(case).name, "rate_unit": case.rate_unit(),
-            "figures": case_figures(case)}
+            "figures": case_figures(case), "decode": _decode(DecodeDiagnosis.of_case(case))}
+
+
+def _decode(diagnosis: DecodeDiagnosis | None) -> dict[str, Any] | None:
+    """A generation case's bound, host CPU, execution and kernel, as the tables say them."""
+    return diagnosis.to_dict() if diagnosis is not None else None
 
 
 #: What a case's view adds to the case as stored.
-_ADDED = ("config", "key", "rate", "rate_ci", "rate_name", "rate_unit", "figures")
+_ADDED = ("config", "key", "rate", "rate_ci", "rate_name", "rate_unit", "figures", "decode")
 
 
 def record_view(record: RunRecord) -> dict[str, Any]:
@@ -106,7 +112,9 @@ def _placement(comparison: PeerComparison) -> dict[str, Any]:
             "own_model": asdict(placement.own) if placement.own else None,
             "models": [asdict(group) for group in placement.groups],
             "invalid": placement.invalid, "invalid_reasons": list(placement.invalid_reasons),
-            "outliers": placement.outliers, "outlier_reasons": list(placement.outlier_reasons)}
+            "outliers": placement.outliers, "outlier_reasons": list(placement.outlier_reasons),
+            "set_aside": placement.set_aside, "set_aside_reasons": list(placement.set_aside_reasons),
+            "decode": _decode(mine.decode)}
 
 
 def peers_view(comparisons: list[PeerComparison], loaded: Loaded) -> dict[str, Any]:

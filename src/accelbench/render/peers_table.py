@@ -44,17 +44,21 @@ RULE = (f"verdict: among results of the same work on the same device model; norm
         f"peers' {LOW_PERCENTILE}th-{HIGH_PERCENTILE}th percentile; below/above its peers otherwise, "
         f"with the recorded settings in which yours differs from most of theirs as likely reasons; "
         f"fewer than {MIN_PEERS} machines: too few to judge. Peers are machines: each machine's median "
-        f"result is one value, and this machine's own shared results are not its peers. Figures: each "
-        f"title's rate (samples/s at the median step; decode tokens/s over the batch for generation)")
+        f"result is one value, and this machine's own shared results are not its peers. Where either "
+        f"decode is overhead-bound (host launches), only lines driven by the same host CPU model are "
+        f"compared. Figures: each title's rate (samples/s at the median step; decode tokens/s over the "
+        f"batch for generation)")
 
 
 def _title(comparison: PeerComparison) -> str:
     mine = comparison.placement.mine
     key = dict(zip(KEY_FIELDS, mine.key, strict=True))
     placement = comparison.placement
+    # A generation line says the bound its decode hit (and the host CPU of an overhead-bound one).
+    bound = f"; yours {mine.decode.bound_words}" if mine.decode and mine.decode.bound_words else ""
     return (f"{key['workload']} · {key['mode']} · {config_label(key)} on {mine.device_model} "
             f"({comparison.device}, {comparison.run_label}): {rate_unit(str(key['mode']))}, against "
-            f"{placement.peer_count} shared result(s) from {placement.machine_count} machine(s)")
+            f"{placement.peer_count} shared result(s) from {placement.machine_count} machine(s){bound}")
 
 
 def _group_cells(group: ModelGroup, notes: Footnotes) -> list[str]:
@@ -87,6 +91,9 @@ def _verdict_cell(placement: Placement, notes: Footnotes) -> str:
     if placement.outliers:
         word += notes.add(f"{placement.outliers} result(s) of this work quarantined and left out: "
                           + _few(placement.outlier_reasons))
+    if placement.set_aside:
+        word += notes.add(f"{placement.set_aside} result(s) of this work set aside, not comparable: "
+                          + _few(placement.set_aside_reasons))
     if placement.verdict == TOO_FEW:
         have = placement.own.machines if placement.own else 0
         whose = "in this band" if placement.note else "of this device model"

@@ -6,6 +6,9 @@
                                count, median, 10th-90th percentile and best, over machines
     device-<slug>.html         one per device model: every work it did, and its recorded settings
 
+A generation configuration's rows also say how they executed (compile mode, CUDA graphs) and the
+bound their decode hit; overhead-bound results are a row per host CPU model (compare/collection.py).
+
 Published references are rows of their own, marked and cited. Markup is built only with
 ``render.html.el``, which escapes every string (a device model from a bundle is text, never markup);
 each page carries a Content-Security-Policy that allows no script and nothing from the network.
@@ -83,7 +86,7 @@ def _number(text: str) -> Markup:
     return el("td", text, class_="n")
 
 
-def _group_row(group: ModelGroup, link: bool = True, source: bool = True) -> Markup:
+def _group_row(group: ModelGroup, link: bool = True, source: bool = True, decode: bool = False) -> Markup:
     name: Any = group.device_model
     if link and not group.published:
         name = el("a", group.device_model, href=_device_file(group.device_model))
@@ -92,20 +95,28 @@ def _group_row(group: ModelGroup, link: bool = True, source: bool = True) -> Mar
     count = str(group.count) if group.published else f"{group.count} ({group.machines} machines)"
     return el("tr", el("td", name), _number(count), _number(format_rate(group.median)),
               _number(f"{format_rate(group.low)}–{format_rate(group.high)}"),
-              _number(format_rate(group.best)),
+              _number(format_rate(group.best)), *_decode_cells(group, decode),
               el("td", group.published) if source else None, class_="published" if group.published else None)
 
 
-GROUP_HEADERS = ("device model", "results", "median", "p10–p90", "best", "source")
+def _decode_cells(group: ModelGroup, shown: bool) -> list[Markup]:
+    """A generation group's recipe (compile mode, CUDA graphs) and decode bound, as collected."""
+    return [el("td", group.recipe), el("td", group.decode)] if shown else []
+
+
+GROUP_HEADERS = ("device model", "results", "median", "p10–p90", "best")
+DECODE_HEADERS = ("execution", "decode bound")
 
 
 def _groups_table(groups: Sequence[ModelGroup], caption: str, link: bool = True) -> Markup:
-    """The source column only where a published figure is in the table."""
+    """The source column only where a published figure is in the table; the execution and decode
+    bound columns only where a generation group has them."""
     source = any(g.published for g in groups)
-    headers = GROUP_HEADERS if source else GROUP_HEADERS[:-1]
+    decode = any(g.recipe or g.decode for g in groups)
+    headers = (*GROUP_HEADERS, *(DECODE_HEADERS if decode else ()), *(("source",) if source else ()))
     return el("table", el("caption", caption),
               el("thead", el("tr", *(el("th", h) for h in headers))),
-              el("tbody", *(_group_row(g, link, source) for g in groups)))
+              el("tbody", *(_group_row(g, link, source, decode) for g in groups)))
 
 
 def _heading(key: KeyTuple, page_keys: Sequence[KeyTuple]) -> str:
@@ -181,7 +192,9 @@ def render_site(peers: Iterable[PeerResult] | Collection, generated_at: str = ""
                 "a --protocol case's rate as its peer publishes it (llama-bench's pp or tg, gpt-fast's "
                 "tokens/s, MLPerf Client's 2nd+ token rate). "
                 "Medians, bands and bests are over machines (each machine's median result). A result is "
-                f"compared only with results of the same work (the same {fields}). {INDEX_NOTE}"
+                f"compared only with results of the same work (the same {fields}), and an overhead-bound "
+                "decode (host launches) only with results driven by the same host CPU model. "
+                f"{INDEX_NOTE}"
                 + (f" {flagged:,} result(s) flagged invalid (implausible on their own machine, or "
                    "quarantined: far above their device model, or in conflict) are left out."
                    if flagged else ""), class_="note"),
@@ -236,22 +249,21 @@ def _device_page(model: str, work: Sequence[tuple[KeyTuple, ModelGroup]],
                  settings: Counter[tuple[str, str]]) -> str:
     """Every work one device model did, and the settings its results recorded."""
     keys = sorted({key for key, _ in work}, key=lambda k: tuple(str(v) for v in k))
-    groups = dict(work)
     rows = []
-    for key in keys:
-        group = groups[key]
+    decode = any(group.recipe or group.decode for _, group in work)
+    # One row per group: a generation key may hold several (overhead-bound per host CPU model).
+    for key, group in sorted(work, key=lambda item: (keys.index(item[0]), -item[1].median)):
         name = _bench_name(key)
         rows.append(el("tr", el("td", el("a", " · ".join(name), href=_bench_file(name))),
                        el("td", _heading(key, [k for k in keys if _bench_name(k) == name])),
                        _number(f"{group.count} ({group.machines} machines)"),
                        _number(format_rate(group.median)),
                        _number(f"{format_rate(group.low)}–{format_rate(group.high)}"),
-                       _number(format_rate(group.best)), el("td", _unit(key))))
+                       _number(format_rate(group.best)), *_decode_cells(group, decode), el("td", _unit(key))))
+    headers = ("workload · mode · precision", "configuration", "results", "median", "p10–p90", "best",
+               *(DECODE_HEADERS if decode else ()), "rate")
     table = el("table", el("caption", "Every work measured on this device model"),
-               el("thead", el("tr", *(el("th", h) for h in ("workload · mode · precision", "configuration",
-                                                            "results", "median", "p10–p90", "best",
-                                                            "rate")))),
-               el("tbody", *rows))
+               el("thead", el("tr", *(el("th", h) for h in headers))), el("tbody", *rows))
     return _page(model, table, _settings_table(settings))
 
 

@@ -5,10 +5,12 @@ versions, the comparability key, backend flags, threads, loader workers, power s
 nothing else is read. The key is every field of ``results/key.KEY_FIELDS`` (a field added there is
 shared with no edit here) and the figures are the catalogue's (``results/catalogue.case_figures``),
 so a bundle says what the run table says (a --protocol case's rate, as every figure, is the one its
-table shows: its peer's, ``catalogue.headline``). Host names, user names, paths (data_dir, workload
-files, the command line), environment variables, error texts, tracebacks and stderr tails are
-never copied; a case that did not finish is shared with its status only. ``privacy.scrub`` then
-checks every string that did go in against what would identify this machine's user.
+table shows: its peer's, ``catalogue.headline``); a generation line adds its decode diagnosis (the
+bound, host CPU model, execution recipe and quantized kernel, ``compare/decode_diagnosis.py``).
+Host names, user names, paths (data_dir, workload files, the command line), environment variables,
+error texts, tracebacks and stderr tails are never copied; a case that did not finish is shared
+with its status only. ``privacy.scrub`` then checks every string that did go in against what would
+identify this machine's user.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from accelbench.compare.decode_diagnosis import DecodeDiagnosis
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.catalogue import BY_NAME, case_figures
 from accelbench.results.key import KEY_FIELDS, comparability_key, key_json
@@ -203,6 +206,11 @@ def case_line(record: RunRecord, case: CaseResult, machine_id: str,
         "figures": _figures(case),
         "validity": _validity(case, selftest, _seed(record.options)),
     }
+    decode = DecodeDiagnosis.of_case(case)
+    if decode is not None:
+        # Its bound, host CPU, execution and kernel: readers compare an overhead-bound line only
+        # with lines of its host CPU model (compare/decode_diagnosis.py); the floor is in figures.
+        line["decode"] = decode.line_section()
     if case.repeats:
         line["processes"] = _processes(case)
     if with_samples and case.ok:

@@ -38,6 +38,13 @@ a dataset without a header to keep in step. Its sections (version 2)::
                  precision_reached, stop_reason; a generation case's tokens_hash,
                  tokens_reference_hash, tokens_match, tokens_verdict and, where its tokens
                  differ, tokens_first_difference and tokens_reference_margin
+    decode       a finished generation line's decode diagnosis, where its result recorded one
+                 (compare/decode_diagnosis.py): decode_bound ("overhead" | "bandwidth"),
+                 decode_bound_words, host_cpu (the CPU model that drove it: an overhead-bound
+                 line is compared only with lines of the same one), execution (kv_cache, compile,
+                 prefill, decode, cuda_graphs, settings) and, quantized, the kernel that ran; its
+                 floor is in figures (decode_floor_s, decode_floor_ratio). Optional: a line
+                 without it (older) is read as not judged
     processes    with --repeat: one summary per worker process (status, median/p10/mean step)
     samples      only with --with-samples: the step times, one list per process
 

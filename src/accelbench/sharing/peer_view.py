@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from accelbench.compare.decode_diagnosis import DecodeDiagnosis
 from accelbench.compare.peers import PeerResult, model_key
 from accelbench.devices.power import BUSY_LOAD  # a machine this loaded per CPU was busy
 from accelbench.results.catalogue import headline
@@ -145,12 +146,14 @@ def peer_of(line: dict[str, Any], settings_for: set[str] | None = None) -> PeerR
         raise BadLine("the device model is redacted: never compared", REDACTED_NAME)
     model = sys.intern(model)
     wanted = settings_for is None or model_key(model) in settings_for
+    decode = line.get("decode")  # a generation line's bound, host CPU and execution (optional)
     return PeerResult(key, sys.intern(kind), model, throughput,
                       settings_of(line, kind) if wanted else {},
                       machine_id=text(line.get("machine_id"), "machine_id", default=""),
                       content_hash=line["hash"],
                       dataset_size=dataset_size if isinstance(dataset_size, int) and dataset_size > 0 else 0,
-                      invalid=implausible(line), date=_date(line.get("date")))
+                      invalid=implausible(line), date=_date(line.get("date")),
+                      decode=DecodeDiagnosis.of_generation(decode, figures) if decode is not None else None)
 
 
 def _date(value: Any) -> str:
