@@ -19,7 +19,9 @@ scale and zero point each; activations, norms, embeddings and biases stay bfloat
 product reads its weight packed (``measure/generation/quantize.py``, through PyTorch's own kernels:
 ``_weight_int8pack_mm``, ``_weight_int4pack_mm``); they are inference precisions, never trained.
 ``int8-wo-torchao`` and ``int4-wo-torchao`` are the same schemes through torchao's ``quantize_``
-(``Int8WeightOnlyConfig``, ``Int4WeightOnlyConfig(group_size=128)``), where torchao is installed.
+and the configs torchao documents for them (``Int8WeightOnlyConfig()``,
+``Int4WeightOnlyConfig(group_size=128)`` in tinygemm's layout; measure/generation/torchao_quant.py),
+where torchao is installed.
 """
 
 from __future__ import annotations

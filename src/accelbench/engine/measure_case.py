@@ -110,7 +110,7 @@ def quantized_unsupported(case: Case) -> str | None:
     """Why the case's weight-only quantized precision cannot run here (no kernel on the device,
     or a mode other than generation); None where it can, or the precision is not quantized."""
     from accelbench.devices.quantized import probe
-    from accelbench.measure.generation.quantize import torchao_unsupported
+    from accelbench.measure.generation.torchao_quant import torchao_unsupported
 
     spec = precision_spec(case.precision)
     if spec.weight_bits is None:
@@ -215,6 +215,7 @@ def _measure_generation(case: Case, workload: Workload, options: RunOptions,
     from accelbench.measure.generation.quantize import quantize_weights
     from accelbench.measure.generation.recipe import prepare_generation
     from accelbench.measure.generation.rounds import measure_generation
+    from accelbench.measure.generation.torchao_quant import case_settings
     from accelbench.workloads.protocols import reads_each_token
 
     torch.manual_seed(options.seed)
@@ -237,7 +238,9 @@ def _measure_generation(case: Case, workload: Workload, options: RunOptions,
         quantized = (quantize_weights(model, case.precision, case.device, fused=fused)
                      if precision_spec(case.precision).quantized else None)
         runner = prepare_generation(model, case.compile_backend, case.device, workload, case.workload)
-        with torch.no_grad(), autocast(case.device, precision), runner.settings():
+        # torchao's inductor settings (set by its quantize_, put back after it) for this case only.
+        with torch.no_grad(), autocast(case.device, precision), runner.settings(), \
+                case_settings(quantized):
             figures = measure_generation(
                 workload, runner.prefill, case.device, batch_size=case.batch_size,  # type: ignore[arg-type]
                 prompt_len=case.prompt_len, new_tokens=case.new_tokens, rounds=rounds,

@@ -31,6 +31,11 @@ dtype the step really reads:
 - a weight-only quantized layer (``int8-wo``, ``int4-wo``, measure/generation/quantize.py): its buffers as
   stored, at the packed size: the int8 or packed 4-bit weight and the scales and zero points
   beside it (so the bandwidth share of a quantized decode stays true);
+- a packed tensor subclass (torchao's, measure/generation/torchao_quant.py): the inner tensors its
+  product really touches, seen below it (by storage): read as stored (int4's packed weight and
+  scales through ``_weight_int4pack_mm``), or cast every step (torchao's eager int8 product
+  casts its whole int8 weight to the activation dtype: read, write, read); inner tensors it does
+  not touch (a symmetric scheme's zero points) are not counted;
 - not counted: activations, the logits written, the rows of embedding tables.
 """
 
@@ -99,20 +104,71 @@ class _ParameterReads(TorchFunctionMode):
 
 class _Casts(TorchDispatchMode):
     """Notes, by id, the dtype each parameter is cast to. Below autocast (a dispatch mode runs
-    after it), autocast's cast of a parameter is an ``aten._to_copy`` of the parameter itself."""
+    after it), autocast's cast of a parameter is an ``aten._to_copy`` of the parameter itself.
+    A packed parameter's product runs on its inner tensors (by their storage): noted, per inner
+    tensor, is whether the step reads it (None) or casts it (the dtype), views aside."""
 
     def __init__(self, parameters: dict[int, torch.Tensor]) -> None:
         super().__init__()
         self.parameters = parameters
         self.cast: dict[int, torch.dtype] = {}
+        self.inner = {_storage(t): (key, name) for key, p in parameters.items() if _is_packed(p)
+                      for name, t in _inner_tensors(p) if _storage(t)}
+        self.inner_reads: dict[int, dict[str, torch.dtype | None]] = {}
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        if func is torch.ops.aten._to_copy.default and args and id(args[0]) in self.parameters:
+        to_copy = func is torch.ops.aten._to_copy.default
+        if to_copy and args and id(args[0]) in self.parameters:
             dtype = kwargs.get("dtype")
             if dtype is not None and dtype != args[0].dtype:
                 self.cast[id(args[0])] = dtype
+        if self.inner and not getattr(func, "is_view", False):
+            for item in (*args, *kwargs.values()):
+                owner = self.inner.get(_storage(item)) if type(item) is torch.Tensor else None
+                if owner is not None:
+                    dtype = kwargs.get("dtype") if to_copy and item is args[0] else None
+                    reads = self.inner_reads.setdefault(owner[0], {})
+                    if dtype is not None and dtype != item.dtype:
+                        reads[owner[1]] = dtype
+                    else:
+                        reads.setdefault(owner[1], None)
         return func(*args, **kwargs)
+
+
+def _is_packed(tensor: torch.Tensor) -> bool:
+    return type(tensor) not in (torch.Tensor, nn.Parameter) and hasattr(type(tensor), "__tensor_flatten__")
+
+
+def _inner_tensors(tensor: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
+    names, _ = tensor.__tensor_flatten__()  # type: ignore[attr-defined]
+    return [(name, getattr(tensor, name)) for name in names]
+
+
+def _storage(tensor: Any) -> int:
+    """The address of a plain tensor's storage (0 for none): a view shares its base's."""
+    try:
+        return int(tensor.untyped_storage().data_ptr())
+    except Exception:  # no storage (a subclass, a meta tensor)
+        return 0
+
+
+def _packed_reads(parameter: torch.Tensor, inner: dict[str, torch.dtype | None]) -> Iterator[tuple[str, int]]:
+    """(how, bytes) of the inner tensors of a packed parameter that a step read or cast: a cast
+    (torchao's int8 product casts the whole int8 weight each call) is the stored read, the copy's
+    write and its read, unless the compiled product fuses it (FUSED_READ)."""
+    what = f"{type(parameter).__name__} (packed)"
+    fused = getattr(parameter, FUSED_READ, False)
+    for name, to in inner.items():
+        tensor = getattr(parameter, name)
+        stored = tensor.numel() * tensor.element_size()
+        if to is None:
+            yield f"{what} as stored", stored
+        elif fused:
+            yield f"{what}: {_dtype_name(tensor.dtype)} as stored (its cast fused into the product)", stored
+        else:
+            yield (f"{what}: {_dtype_name(tensor.dtype)} cast to {_dtype_name(to)} every step "
+                   "(read, write, read)", stored + 2 * tensor.numel() * to.itemsize)
 
 
 @contextlib.contextmanager
@@ -164,11 +220,9 @@ def parameter_bytes(parameters: list[nn.Parameter] | Any) -> int:
 def stored_bytes(tensor: torch.Tensor) -> int:
     """The bytes a tensor holds: a tensor subclass that packs its data (torchao's quantized
     weights) by its inner tensors (``__tensor_flatten__``), not by its logical shape and dtype."""
-    flatten = getattr(type(tensor), "__tensor_flatten__", None)
-    if flatten is None or type(tensor) in (torch.Tensor, nn.Parameter):
+    if not _is_packed(tensor):
         return tensor.numel() * tensor.element_size()
-    names, _ = tensor.__tensor_flatten__()  # type: ignore[attr-defined]
-    return sum(stored_bytes(getattr(tensor, name)) for name in names)
+    return sum(stored_bytes(inner) for _, inner in _inner_tensors(tensor))
 
 
 def weight_reads(step: Callable[[], object], model: nn.Module, *, casts_cached: bool = True) -> WeightReads:
@@ -185,6 +239,10 @@ def weight_reads(step: Callable[[], object], model: nn.Module, *, casts_cached: 
         parameter = parameters[key]
         stored, elements = parameter.dtype, parameter.numel()
         to = casts.cast.get(key)
+        if key in casts.inner_reads:
+            for how, nbytes in _packed_reads(parameter, casts.inner_reads[key]):
+                by_read[how] = by_read.get(how, 0) + nbytes
+            continue
         if to is not None and getattr(parameter, FUSED_READ, False):
             how, nbytes = f"{_dtype_name(stored)} as stored (its cast fused into the product)", \
                 stored_bytes(parameter)

@@ -124,7 +124,7 @@ class Int4WeightOnlyLinear(_QuantizedLinear):
         return out[:, :self.out_features] if self.padded_rows else out
 
 
-def _is_conv1d(module: nn.Module) -> bool:
+def is_conv1d(module: nn.Module) -> bool:
     """transformers' ``Conv1D`` (GPT-2): ``x @ weight + bias``, weight stored (in, out)."""
     return type(module).__name__ == "Conv1D" and hasattr(module, "nf")
 
@@ -139,7 +139,7 @@ def linear_layers(model: nn.Module) -> Iterator[Layer]:
             name = f"{parent_name}.{attribute}" if parent_name else attribute
             if isinstance(child, nn.Linear):
                 yield parent, attribute, name, child.weight.detach(), child.bias
-            elif _is_conv1d(child):
+            elif is_conv1d(child):
                 yield parent, attribute, name, child.weight.detach().t(), child.bias
 
 
@@ -185,6 +185,11 @@ class QuantizedLayers:
     #: The model's bytes before quantization (at the activation dtype), for the ratio.
     unquantized_bytes: int = 0
     library: str = "torch"
+    #: torchao's version, the config it was given (words), and the inductor settings its
+    #: quantize_ set (put back after it, applied around the case's run only): torchao only.
+    library_version: str = ""
+    config: str = ""
+    inductor_settings: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"precision": self.precision, "kernel": self.kernel, "group_size": self.group_size,
@@ -192,67 +197,19 @@ class QuantizedLayers:
                 "smaller_groups": dict(self.smaller_groups), "padded": dict(self.padded),
                 "weight_bytes": self.weight_bytes,
                 "packed_bytes": self.packed_bytes, "unquantized_bytes": self.unquantized_bytes,
-                "library": self.library}
+                "library": self.library,
+                **({"library_version": self.library_version, "config": self.config,
+                    "inductor_settings": {k: v if isinstance(v, (bool, int, float, str)) else repr(v)
+                                          for k, v in self.inductor_settings.items()}}
+                   if self.library == "torchao" else {})}
 
 
-def _untie_output(model: nn.Module) -> None:
+def untie_output(model: nn.Module) -> None:
     """A model whose output layer reads its token table directly (the built-in decoders) gives it
     a module of its own first, so that it is quantized like every other linear layer."""
     untie = getattr(model, "untie_output", None)
     if callable(untie):
         untie()
-
-
-def _torchao() -> Any:
-    """torchao's quantization API, or NotImplementedError (the case's status: unsupported)."""
-    try:
-        from torchao import quantization  # type: ignore[import-not-found]
-    except ImportError:
-        raise NotImplementedError("torchao is not installed (an optional extra: pip install torchao); "
-                                  "int8-wo and int4-wo use PyTorch's own kernels without it") from None
-    return quantization
-
-
-def _torchao_config(spec: Any) -> Any:
-    api = _torchao()
-    if spec.weight_bits == 8:
-        return api.Int8WeightOnlyConfig()
-    return api.Int4WeightOnlyConfig(group_size=spec.group_size)
-
-
-def torchao_unsupported(device: Device, precision: str) -> str | None:
-    """Why torchao's ``quantize_`` cannot run ``precision`` on ``device``: not installed, or one
-    small quantized product fails there (in torchao's or the device's words); None when it runs."""
-    spec = precision_spec(precision)
-    try:
-        layer = nn.Linear(256, 64, bias=False, dtype=torch.bfloat16, device=device.torch_device)
-        _torchao().quantize_(layer, _torchao_config(spec))
-        with torch.no_grad():
-            layer(torch.ones(1, 256, dtype=torch.bfloat16, device=device.torch_device)).sum().item()
-    except Exception as error:  # torchao's or the device's words are the reason
-        return f"{precision} on {device.name}: {type(error).__name__}: {error}".splitlines()[0][:300]
-    return None
-
-
-def _quantize_with_torchao(model: nn.Module, precision: str) -> QuantizedLayers:
-    """torchao's ``quantize_`` over every ``nn.Linear`` (its default filter): each weight becomes
-    torchao's packed tensor, counted by its inner tensors (decode_bytes.stored_bytes)."""
-    from accelbench.measure.generation.decode_bytes import stored_bytes
-
-    spec = precision_spec(precision)
-    config = _torchao_config(spec)
-    before = tensor_bytes(model)
-    _untie_output(model)
-    linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
-    _torchao().quantize_(model, config)
-    packed = [m.weight for m in linears if type(m.weight) not in (torch.Tensor, nn.Parameter)]
-    return QuantizedLayers(
-        precision=precision, kernel=f"torchao quantize_ ({type(config).__name__})",
-        group_size=spec.group_size, quantized=len(packed),
-        kept={f"{type(m).__name__}#{i}": "left as it is by torchao" for i, m in enumerate(linears)
-              if type(m.weight) in (torch.Tensor, nn.Parameter)},
-        weight_bytes=tensor_bytes(model), packed_bytes=sum(stored_bytes(w) for w in packed),
-        unquantized_bytes=before, library="torchao")
 
 
 @torch.no_grad()
@@ -267,12 +224,14 @@ def quantize_weights(model: nn.Module, precision: str, device: Device,
     if spec.weight_bits is None:
         raise ValueError(f"{precision} is not a weight-only quantized precision")
     if spec.library == "torchao":
-        return _quantize_with_torchao(model, precision)
+        from accelbench.measure.generation.torchao_quant import quantize_with_torchao
+
+        return quantize_with_torchao(model, precision, device, fused=fused)
     kernel = kernel_for(device, spec.weight_bits, fused=fused)
     if isinstance(kernel, str):
         raise NotImplementedError(kernel)
     before = tensor_bytes(model)
-    _untie_output(model)
+    untie_output(model)
     kept: dict[str, str] = {}
     smaller: dict[str, int] = {}
     padded: dict[str, int] = {}
