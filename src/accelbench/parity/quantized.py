@@ -105,7 +105,8 @@ def _dequantised(module: nn.Module, original: torch.Tensor | None) -> torch.Tens
         values, _ = int4_weights(original, group, packed.dtype)
         return dequantized_int4(values, packed[:, :n], group)
     dequantize = getattr(weight, "dequantize", None)
-    if type(weight) not in (torch.Tensor, nn.Parameter) and callable(dequantize):  # torchao's
+    # torchao's packed tensor subclasses (not any subclass: an emulated device's tensors are one)
+    if type(weight).__module__.startswith("torchao") and callable(dequantize):
         return dequantize().float()
     return None
 
