@@ -1,21 +1,22 @@
-"""Run inside a pseudo-terminal by tests/test_fit_pty.py: ``python tests/fit_show.py DIR WIDTH...``
-sets the terminal's width (TIOCSWINSZ on its own stdout, the pty) to each WIDTH in turn and prints
-every renderer's typical output from the records in DIR, as the commands print them, then every
-command's ``--help`` and the commands that read stored results (``accelbench.cli.main``, in this
-one process: one interpreter start for every width), each after a "=== WIDTH NAME" line. rich and
-argparse read the terminal's width: COLUMNS is unset."""
+"""Run inside a pseudo-terminal by tests/test_fit_pty.py, and into a pipe by
+tests/test_piped_width.py: ``python tests/fit_show.py DIR WIDTH...`` sets the width to each WIDTH
+in turn and prints every renderer's typical output from the records in DIR, as the commands print
+them, then every command's ``--help`` and the commands that read stored results
+(``accelbench.cli.main``, in this one process: one interpreter start for every width), each after
+a "=== WIDTH NAME" line. On a terminal the width is the terminal's (TIOCSWINSZ on its own stdout;
+COLUMNS is unset); into a pipe it is COLUMNS, as a user sets it for ``| less`` or a CI log."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import json
+import os
 import struct
 import sys
 import termios
 from pathlib import Path
 
-from rich.console import Console
 from rich.text import Text
 
 WIDTH = [0]
@@ -27,13 +28,18 @@ def _section(name: str) -> None:
 
 
 def set_width(columns: int) -> None:
-    """The terminal is now ``columns`` wide, for everything that asks it from here on."""
+    """The terminal (or, into a pipe, COLUMNS) is now ``columns`` wide, for everything that asks
+    it from here on."""
     sys.stdout.flush()
-    fcntl.ioctl(sys.stdout.fileno(), termios.TIOCSWINSZ, struct.pack("HHHH", 60, columns, 0, 0))
+    if sys.stdout.isatty():
+        fcntl.ioctl(sys.stdout.fileno(), termios.TIOCSWINSZ, struct.pack("HHHH", 60, columns, 0, 0))
+    else:
+        os.environ["COLUMNS"] = str(columns)
     WIDTH[0] = columns
 
 
 def main(folder: Path) -> None:
+    from accelbench.cli.console import make_console
     from accelbench.cli.probe import _show as probe_show
     from accelbench.cli.run import _show as run_show
     from accelbench.cli.sweep import _show as sweep_show
@@ -52,11 +58,14 @@ def main(folder: Path) -> None:
         return RunRecord.from_dict(json.loads((folder / name).read_text()))
 
     saved = Path("results/20261126T013903Z-run-0123456789ab.json")  # as short as a real one
-    out = Console()
+    out = make_console()
     _section("run")
     run_show(record("run.json"), saved, None, False, [])
     _section("run --wide")
     run_show(record("run.json"), saved, None, True, [])
+    for name in sorted(folder.glob("protocol-*.json")):  # every --protocol, as run prints it
+        _section(f"run --protocol {name.stem.removeprefix('protocol-')}")
+        run_show(record(name.name), saved, None, False, [])
     _section("check")
     out.print(check_table(record("check.json")))
     _section("sweep")
@@ -95,6 +104,11 @@ def commands(folder: Path) -> None:
              ["compare", *runs], ["compare", "--reference"],
              ["compare", runs[1], "--against", str(folder / "bundles")],
              ["share", runs[1], "--dry-run"]]
+    protocols = sorted(str(path) for path in folder.glob("protocol-*.json"))
+    if protocols:
+        # plain-mlperf.json: mlperf-client's work without the protocol ("protocol none vs ...")
+        argvs += [["compare", *protocols, str(folder / "plain-mlperf.json"), runs[1]],
+                  ["compare", "--published", *protocols], ["share", *protocols, "--dry-run"]]
     for argv in argvs:
         argv = [arg for arg in argv if arg]
         _section(" ".join(argv))

@@ -1,7 +1,9 @@
 """Issue 30 (item A): every command's typical output and every ``--help``, printed into a real
 pseudo-terminal of 80, 100 and 160 columns (rich and argparse read its size: COLUMNS unset), fit:
 no line wider than the terminal, no "…" inside a figure, and no token split across lines (a
-number with its unit, a date, an id, a flag, a name).
+number with its unit, a date, an id, a flag, a name). Issue 36: the same printed into a pipe with
+COLUMNS=80/100/160 (``| less``, ``| tee``, a CI log), every ``--protocol`` included; no value split
+from its label ("TTFT" / "169.0 ms", "batch" / "1"), no line ending in blanks.
 
 A token is split when two words continuing one cell across lines join into a word of the same
 output at 1,000 columns that one of them is not ("transformer-sma" / "ll", "2026-11-26T01:39" /
@@ -44,6 +46,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
 _UNIT = re.compile(r"(?:ms|s|µs|min|GiB|MiB|KiB|GB|MB|kB|GB/s|TB/s|MB/s|tok/s|samples/s|GFLOPs|"
                    r"GMACs|GFLOP/s|TFLOP/s|J/step)[),;.]*$")
 _NUMBER = re.compile(r"[(\[≥≤±~]*-?\d[\d.,]*(?:e[-+]?\d+)?$")
+#: A label a value follows ("TTFT", "batch", "RAM", "30:"), and the value's start.
+_LABEL = re.compile(r"\(?[A-Za-z][A-Za-z_]*$|\S+:$")
+_VALUE = re.compile(r"[±~≈-]?\d")
 
 
 def _pty_output(argv: list[str], columns: int, env: dict[str, str], timeout: float = 120) -> str:
@@ -81,6 +86,8 @@ def _problems(text: str, reference: str, columns: int) -> list[str]:
     for number, line in enumerate(lines):
         if cell_len(line.rstrip()) > columns:
             found.append(f"line {number} is {cell_len(line.rstrip())} wide: {line!r}")
+        if line != line.rstrip():
+            found.append(f"line {number} ends in blanks: {line!r}")
         if any("…" in word and re.search(r"\d", word) for word in line.split()):
             found.append(f"a figure cut: {line!r}")
         if number:
@@ -107,9 +114,11 @@ def _splits(above: str, line: str, whole: set[str], reference: str) -> list[str]
             # line's edge around them: a column's padding and the rule between columns).
             ends = (above[end:] + "  ").startswith("  ")
             begins = match.start() < 2 or line[match.start() - 2:match.start()] == "  "
-            unit = ends and begins and bool(_NUMBER.match(first) and _UNIT.match(second)) and \
+            together = ends and begins and \
                 re.search(rf"(?<!\S){re.escape(first)} {re.escape(second)}(?!\S)", reference)
-            if broken or unit:
+            unit = together and bool(_NUMBER.match(first) and _UNIT.match(second))
+            label = together and bool(_LABEL.match(first) and _VALUE.match(second))
+            if broken or unit or label:
                 found.append(f"{first!r} / {second!r} split: {above!r} / {line!r}")
     return found
 
@@ -240,8 +249,34 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copy(REPO / "tests" / "data" / "v1" / "history.sqlite", folder / "history.sqlite")
     earlier = replace(run, run_id="fedcba987654", created_at="2026-11-23T04:12:28+00:00")
     (folder / "earlier.json").write_text(json.dumps(earlier.to_dict()))
+    for name, protocol_run in _protocol_records().items():
+        (folder / f"{'plain-mlperf' if name == 'none' else 'protocol-' + name}.json").write_text(
+            json.dumps(protocol_run.to_dict()))
     write_peer_bundles(folder / "bundles")
     return folder
+
+
+def _protocol_records() -> dict[str, RunRecord]:
+    """A run of each --protocol (test_protocol_figures' cases), the gpt-fast one compiled with CUDA
+    graphs on a GPU (the longest case label: "llama-1b cuda:0 bf16 compile:inductor:reduce-overhead
+    +graphs [gpt-fast]"), and "none": mlperf-client's cases without a protocol, which compare
+    finds not comparable with them ("protocol mlperf-client vs none")."""
+    from test_protocol_figures import _record
+
+    cases = _record("0123protocol", 1).cases
+    recipe = {"kv_cache": "static", "prefill": "eager", "decode": "compiled, fullgraph",
+              "compile": "inductor:reduce-overhead", "cuda_graphs": "captured (CUDA graphs)"}
+    cases = [replace(c, device="cuda:0", precision="bf16", compile_backend="inductor:reduce-overhead",
+                     generation={**(c.generation or {}), "execution": recipe})
+             if c.protocol == "gpt-fast" else c for c in cases]
+    records = {name: RunRecord(f"{name[:6]}0123456", "2026-11-26T01:39:03+00:00", "0.1.0",
+                               cases=[c for c in cases if c.protocol == name])
+               for name in ("llama-bench", "gpt-fast", "mlperf-client")}
+    plain = [replace(c, protocol="", generation={k: v for k, v in (c.generation or {}).items()
+                                                 if k != "protocol"})
+             for c in records["mlperf-client"].cases]
+    records["none"] = RunRecord("none01234567", "2026-11-26T01:39:03+00:00", "0.1.0", cases=plain)
+    return records
 
 
 def test_every_output_and_help_fits_a_real_terminal(stored: Path, tmp_path: Path) -> None:
@@ -256,23 +291,67 @@ def test_every_output_and_help_fits_a_real_terminal(stored: Path, tmp_path: Path
     jobs = [(show, 80), *((entry, width) for width in widths)]
     with ThreadPoolExecutor(max_workers=3) as pool:
         printed, *helps = pool.map(lambda job: _pty_output(job[0], job[1], env), jobs)
+    by_width = _by_width(printed)
+    for width, text in zip(widths, helps, strict=True):
+        by_width[width]["python -m accelbench sweep --help"] = text
+    _check_fits(by_width, ("python -m accelbench sweep --help",))
+
+
+def test_every_output_fits_a_pipe_at_the_columns_asked(stored: Path, tmp_path: Path) -> None:
+    """Issue 36: into a pipe (``| less``, ``| tee``, a CI log) the width is COLUMNS, not a fixed
+    160: the same outputs, every --protocol among them, printed by one real process into a pipe
+    at each width (fit_show.py sets COLUMNS), and a real ``compare --published`` at each width and
+    with COLUMNS unset and no terminal anywhere (the default: 100 columns)."""
+    env = {key: value for key, value in os.environ.items() if key not in ("COLUMNS", "LINES")}
+    env.update({"ACCELBENCH_HOME": str(tmp_path / "home"), "TERM": "xterm-256color",
+                "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO / "tests")])})
+    widths = (REFERENCE, *WIDTHS)
+    published = [sys.executable, "-m", "accelbench", "compare", "--published",
+                 str(stored / "protocol-mlperf-client.json"), str(stored / "protocol-gpt-fast.json")]
+    jobs = [([sys.executable, str(REPO / "tests" / "fit_show.py"), str(stored), *map(str, widths)], None),
+            (published, None), *((published, width) for width in widths)]
+
+    def piped(job: tuple[list[str], int | None]) -> str:
+        argv, columns = job
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=REPO,
+                              env={**env, **({"COLUMNS": str(columns)} if columns else {})}, timeout=300)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        return done.stdout
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        printed, unset, *real = pool.map(piped, jobs)
+    by_width = _by_width(printed)
+    for width, text in zip(widths, real, strict=True):
+        by_width[width]["real compare --published"] = text
+    assert max(map(cell_len, unset.splitlines())) in range(100 - 12, 101), unset  # the default
+    assert not _problems(unset, by_width[REFERENCE]["real compare --published"], 100)
+    _check_fits(by_width, ("real compare --published",))
+
+
+def _by_width(printed: str) -> dict[int, dict[str, str]]:
+    """fit_show.py's output: each width's sections."""
     assert "Traceback" not in printed, printed
-    by_width: dict[int, dict[str, str]] = {width: {} for width in widths}
+    by_width: dict[int, dict[str, str]] = {width: {} for width in (REFERENCE, *WIDTHS)}
     for name, body in _sections(printed).items():
         width, _, section = name.partition(" ")
         by_width[int(width)][section] = body
-    for width, text in zip(widths, helps, strict=True):
-        by_width[width]["python -m accelbench sweep --help"] = text
+    return by_width
+
+
+def _check_fits(by_width: dict[int, dict[str, str]], extra: tuple[str, ...]) -> None:
+    """Every output made at every width, each width used, and nothing too wide, cut or split."""
     reference = by_width[REFERENCE]
-    assert len(reference) == 10 + 1 + len(COMMANDS) + 2 + 6 + 1  # every output was made
+    protocols = 3 + 3  # run --protocol each, then compare, compare --published and share of them
+    assert len(reference) == 10 + 1 + len(COMMANDS) + 2 + 6 + protocols + len(extra), sorted(reference)
     assert all(body.strip() for body in reference.values()), reference
-    for width in widths:  # each width reached rich and argparse: the widest line uses it
-        for section in ("run --wide", "run --help", "python -m accelbench sweep --help"):
+    for width in (REFERENCE, *WIDTHS):  # each width reached rich and argparse: the widest line uses it
+        for section in ("run --wide", "run --help", "run --protocol mlperf-client", *extra):
             assert max(map(cell_len, by_width[width][section].splitlines())) > min(width, 170) - 12
     problems = []
     for width in WIDTHS:
         assert by_width[width].keys() == reference.keys(), width
         for section, body in by_width[width].items():
+            assert "Traceback" not in body and "error:" not in body.partition("\n")[0], (section, body)
             problems += [f"{section} at {width}: {problem}"
                          for problem in _problems(body, reference[section], width)]
     assert not problems, "\n".join(problems)
@@ -290,4 +369,9 @@ def test_the_fragment_and_split_checks_catch_what_rich_and_argparse_did() -> Non
     assert _problems("x  42.6\ny    ms", reference, 80)  # right-aligned cell
     assert _problems("took 42.6\nms in all", reference, 80)  # a paragraph
     assert _problems("x" * 81, reference, 80)
+    labelled = "TTFT 169.0 ms x y batch 1 max of 30: 52.0 ms"
+    assert _problems("x: TTFT\n   169.0 ms", labelled, 80)  # a value apart from its label
+    assert _problems("x  batch  y\n   1", labelled, 80)
+    assert _problems("of 30:\n52.0 ms", labelled, 80)
+    assert _problems("x y  \nz", reference, 80)  # blanks at a line's end
     assert not _problems("transformer-small  42.6 ms\n2026-11-26T01:39:03+00:00", reference, 80)

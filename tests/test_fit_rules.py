@@ -22,8 +22,8 @@ def _render(renderable: object, width: int) -> list[str]:
 def test_rich_breaks_at_a_no_break_space_so_the_glue_is_ours() -> None:
     """Why the wrapping is done here: rich's word pattern treats U+00A0 as a space."""
     assert _render(Text(f"xxxx 42.6{GLUE}ms"), 9) == ["xxxx 42.6", "ms"]
-    assert _render(Prose(f"xxxx 42.6{GLUE}ms"), 9) == ["xxxx", "42.6 ms"]
-    assert _render(Prose("xxxx 42.6 ms"), 9) == ["xxxx", "42.6 ms"]  # a unit is glued anyway
+    assert _render(Prose(f"xxxx 42.6{GLUE}ms"), 9) == ["xxxx", "  42.6 ms"]  # a hanging indent
+    assert _render(Prose("xxxx 42.6 ms"), 9) == ["xxxx", "  42.6 ms"]  # a unit is glued anyway
 
 
 def test_numbers_keep_their_units_and_signs_their_numbers() -> None:
@@ -39,8 +39,32 @@ def test_numbers_keep_their_units_and_signs_their_numbers() -> None:
     assert wrap(f"a b{GLUE}c", 3) == ["a", "b c"]  # the glue is shown as a space
 
 
+def test_a_value_stays_with_its_label_where_the_two_fit_a_line() -> None:
+    """Issue 36: "TTFT" / "169.0 ms", "batch" / "1", "RAM" / "23.5 GiB" split at 100 columns."""
+    text = ("overall: TTFT 169.0 ms, rate 42 tokens/s; fp32 tiny batch 1, RAM 23.5 GiB, 408 µs / max of "
+            "30: 52.0 ms")
+    for width in range(len("rate 42 tokens/s;"), 60):
+        joined = "\n".join(wrap(text, width))
+        for whole in ("TTFT 169.0 ms,", "rate 42 tokens/s;", "batch 1,", "RAM 23.5 GiB,", "of 30: 52.0 ms"):
+            assert whole in joined, (width, joined)
+    # narrower than a label with its value: the two part, the value stays whole
+    assert wrap("TTFT 169.0 ms", 9) == ["TTFT", "169.0 ms"]
+    # no chains: a label holds one value ("step 3 of" / "5", not "batch 1, 2 physical ...")
+    assert longest_chunk("batch 1, 2 physical / 2 logical cores, step 3 of 5") == len("2 physical")
+    assert wrap("a b c d e f g h", 3) == ["a b", "c d", "e f", "g h"]  # no label: unchanged
+
+
+def test_a_paragraph_hangs_its_continuation_lines() -> None:
+    lines = _render(Prose("energy n/a on cpu: rapl: no RAPL interface (/sys/class/powercap is missing)\n"
+                          "  nanogpt-char cpu fp32: cache static; prefill eager; decode eager"), 40)
+    assert lines == ["energy n/a on cpu: rapl: no RAPL", "  interface (/sys/class/powercap is",
+                     "  missing)", "  nanogpt-char cpu fp32: cache static;",
+                     "    prefill eager; decode eager"]
+
+
 def test_a_shortened_error_is_cut_between_words_and_says_so_apart() -> None:
-    assert shorten("CUDA out of memory: tried 2.00 GiB more", 30) == "CUDA out of memory: tried …"
+    assert shorten("CUDA out of memory: tried 2.00 GiB more", 30) == "CUDA out of memory: …"
+    assert shorten("CUDA out of memory: tried 2.00 GiB more", 36) == "CUDA out of memory: tried 2.00 GiB …"
     assert shorten("short", 30) == "short"
 
 

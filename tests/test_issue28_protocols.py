@@ -92,7 +92,7 @@ def test_the_protocol_is_a_key_field_left_out_of_old_keys() -> None:
                        new_tokens=1, size="tiny")
     run = CaseResult(workload="gpt2", mode="generate", device="cpu", batch_size=1, prompt_len=63,
                      new_tokens=1, size="tiny", protocol="llama-bench")
-    assert incomparable_reasons(plain, run) == ["protocol  vs llama-bench"]
+    assert incomparable_reasons(plain, run) == ["protocol none vs llama-bench"]
     assert "protocol" not in json.loads(key_json(plain))
     assert json.loads(key_json(run))["protocol"] == "llama-bench"
     assert comparability_key(plain) != comparability_key(run)

@@ -118,7 +118,8 @@ def test_out_of_memory_stops_larger_batches_on_that_device(monkeypatch: pytest.M
 def test_cli_sweep_gives_table_saturation_and_a_report_section(cli, tmp_path: Path) -> None:
     out = tmp_path / "sweep.json"
     done = cli("sweep", "mnist", "--batch-size", "1,2,...,4", "--device", "cpu", "--size", "tiny",
-               "--steps", "3", "--warmup", "1", "-o", str(out), "--quiet")
+               "--steps", "3", "--warmup", "1", "-o", str(out), "--quiet",
+               env={"COLUMNS": "100"})  # a pipe honours COLUMNS (issue 36)
     assert done.returncode == 0, done.stderr
     assert re.search(r"mnist train on cpu: (saturates at batch \d+|not saturated by batch 4)", done.stdout)
     assert "samples/s" in done.stdout and "95% CI" in done.stdout
@@ -191,7 +192,7 @@ PROMPT_SWEEP = ("sweep", "nanogpt-char", "--mode", "generate", "--device", "cpu"
 
 def test_cli_prompt_sweep_shows_decode_and_memory_against_context(cli, tmp_path: Path) -> None:
     out, report = tmp_path / "prompts.json", tmp_path / "prompts.html"
-    done = cli(*PROMPT_SWEEP, "--prompt-len", "4,8,...,24", "-o", str(out))
+    done = cli(*PROMPT_SWEEP, "--prompt-len", "4,8,...,24", "-o", str(out), env={"COLUMNS": "100"})
     assert done.returncode == 0, done.stderr
     data = json.loads(out.read_text())
     assert data["kind"] == "sweep" and data["options"]["sweep"] == {"axis": "prompt_len",

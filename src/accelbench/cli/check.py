@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import add_json_argument, add_saving_arguments
+from accelbench.cli.console import make_console
 from accelbench.cli.driven import run_driven, show_json
 from accelbench.devices import DeviceSet
 from accelbench.options.check import DEFAULT_CHECK_STEPS, REFERENCES, CheckOptions
@@ -69,7 +67,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         if args.json:  # stdout holds the JSON only
             show_json(record, saved, args.output)
             return
-        out = Console(width=None if sys.stdout.isatty() else 160)
+        out = make_console()
         out.print(check_table(record))
         from accelbench.render.generation_detail import quality_lines
 

@@ -120,11 +120,10 @@ def say(line: str) -> None:
     the terminal broke would split a path or a figure), one line where a script reads it.
     Errors stay one line everywhere (``main``)."""
     if sys.stderr.isatty():
-        from rich.console import Console
-
+        from accelbench.cli.console import make_console
         from accelbench.render.fit import Prose
 
-        Console(stderr=True, highlight=False).print(Prose(line))
+        make_console(stderr=True, highlight=False).print(Prose(line))
     else:
         sys.stderr.write(line + "\n")
 

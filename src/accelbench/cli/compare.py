@@ -12,6 +12,7 @@ from rich.console import Console
 
 from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import add_json_argument, add_quiet_argument, say
+from accelbench.cli.console import make_console
 from accelbench.cli.history import add_db_option
 from accelbench.compare import LabelledRun, compare_runs
 from accelbench.errors import UsageError
@@ -112,7 +113,7 @@ def load_runs(specs: list[str], db_path: Path | None) -> list[LabelledRun]:
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
-    console = Console()
+    console = make_console()
     if args.against and not args.runs:
         raise UsageError("--against needs runs to place: give run ids or result files")
     for spec in args.runs:
@@ -152,7 +153,7 @@ def _print_published(args: argparse.Namespace) -> int:
     """``compare --published``: generation beside the field's published decode rows."""
     from accelbench.render.published_generation import published_generation, published_view
 
-    console = Console(width=None if sys.stdout.isatty() else 160)
+    console = make_console()
     runs = load_runs(args.runs, args.db) if args.runs else []
     if args.runs and not any(c.mode == "generate" for run in runs for c in run.record.cases):
         raise UsageError("--published places generation cases (--mode generate); the runs given "

@@ -6,9 +6,8 @@ import argparse
 import json
 from typing import Any
 
-from rich.console import Console
-
 from accelbench.cli.common import add_json_argument, add_quiet_argument
+from accelbench.cli.console import make_console
 from accelbench.devices.doctor import doctor_report
 from accelbench.render.doctor import render_doctor
 
@@ -25,5 +24,5 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     if args.json:
         print(json.dumps(report, indent=1, default=str))
     else:
-        Console().print(render_doctor(report, devices_only=args.quiet))
+        make_console().print(render_doctor(report, devices_only=args.quiet))
     return 0

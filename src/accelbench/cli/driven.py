@@ -8,8 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
+from accelbench.cli.console import make_console
 from accelbench.results import RunRecord
 from accelbench.store.jsonfile import save_record
 from accelbench.store.keep import store_everywhere
@@ -29,7 +28,7 @@ def show_json(record: RunRecord, saved: Path, output: Path | None = None,
     from accelbench.render.json_views import dumps, record_view
 
     sys.stdout.write(dumps({**record_view(record), **(extra or {})}))
-    notes = Console(stderr=True, highlight=False)
+    notes = make_console(stderr=True, highlight=False)
     if output:
         notes.print(f"Result written to {output}")
     notes.print(f"Saved to {saved}")
@@ -55,7 +54,7 @@ def run_driven(drive: Drive, output: Path | None, db: Path | None, show: Show,
         save_record(record, output)
     show(record, saved)
     if stopped is not None:
-        Console(stderr=True).print(f"[yellow]Interrupted by {stopped.signal_name}: the finished "
+        make_console(stderr=True).print(f"[yellow]Interrupted by {stopped.signal_name}: the finished "
                                    "cases are saved.[/yellow]")
         return stopped.exit_code
     return exit_code(record)

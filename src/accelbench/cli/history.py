@@ -7,9 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from accelbench.cli.common import add_json_argument, add_quiet_argument
+from accelbench.cli.console import make_console
 from accelbench.errors import UsageError
 from accelbench.render.history_table import runs_table, timeline_table
 from accelbench.render.json_views import history_json
@@ -51,7 +50,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         raise UsageError("--mode needs --workload: the timeline is of one workload")
     if args.since:
         parse_time(args.since)  # a bad date is an error even when the database is empty
-    console = Console(quiet=args.quiet)
+    console = make_console(quiet=args.quiet)
     path = args.db or default_db_path()
     if not path.exists():
         if args.json:

@@ -10,9 +10,8 @@ import argparse
 import json
 from typing import Any
 
-from rich.console import Console
-
 from accelbench.cli.common import add_json_argument, add_quiet_argument
+from accelbench.cli.console import make_console
 
 
 def add_parser(subparsers: Any) -> None:
@@ -55,7 +54,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     if args.json:
         print(json.dumps([item.to_dict() for item in facts], indent=1))
     else:
-        console = Console()
+        console = make_console()
         console.print(facts_table(facts))
         for line in [] if args.quiet else notes(facts):
             console.print(Prose(Text.from_markup(line)))

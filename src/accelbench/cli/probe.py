@@ -8,10 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
 from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import add_json_argument, add_saving_arguments
+from accelbench.cli.console import make_console
 from accelbench.cli.driven import run_driven, show_json
 from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
@@ -80,7 +79,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     for path in options.feature_files:
         load_feature_file(Path(path))
     if args.list:
-        Console().print(feature_list_table(all_features()))
+        make_console().print(feature_list_table(all_features()))
         return 0
     if args.output:
         check_writable(args.output)
@@ -107,7 +106,7 @@ def _show(record: RunRecord, saved: Path, output: Path | None, as_json: bool) ->
     if as_json:  # stdout holds the JSON only
         show_json(record, saved, output)
         return
-    notes = Console()
+    notes = make_console()
     notes.print(probe_table(record))
     if output:
         notes.print(f"Result written to {output}", highlight=False)

@@ -9,9 +9,8 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
 from accelbench.cli.common import add_report_arguments
+from accelbench.cli.console import make_console
 from accelbench.cli.optiongroups import number
 from accelbench.devices import DEVICE_HELP, DeviceSet
 from accelbench.devices.precisions import MATMUL_PRECISIONS
@@ -54,7 +53,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     if args.output:
         check_writable(args.output)
     devices = DeviceSet.current().select(args.device)
-    err = Console(stderr=True)
+    err = make_console(stderr=True)
     rooflines = []
     for device in devices:
         with err.status(f"measuring the roofline of {device.name}") \
@@ -69,7 +68,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     if args.json:
         sys.stdout.write(text)
         return 0
-    console = Console()
+    console = make_console()
     for roofline in rooflines:
         console.print(roofline_table(roofline))
     return 0
@@ -99,7 +98,7 @@ def _hold(device: Device, roofline: Roofline, seconds: float, interval: float,
     from accelbench.measure.loop.sustained import hold_peaks
     from accelbench.results.sustained import SustainedRecord
 
-    err = Console(stderr=True)
+    err = make_console(stderr=True)
 
     def progress(figure: str, done: float, total: float) -> None:
         if not quiet:

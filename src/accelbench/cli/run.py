@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -91,9 +90,8 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
 
 def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool, against: list[str],
           as_json: bool = False) -> None:
-    from rich.console import Console
-
     from accelbench.cli.compare import print_against
+    from accelbench.cli.console import make_console
     from accelbench.render.fit import Prose
     from accelbench.render.generation_table import (
         generation_cases,
@@ -111,7 +109,7 @@ def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool, again
         placed = place_against([(record.run_id, record)], against, quiet=True) if against else None
         show_json(record, saved, output, {"against": peers_view(*placed)} if placed else None)
         return
-    out = Console(width=None if sys.stdout.isatty() else 160)
+    out = make_console()
     generated = generation_cases(record)
     steps = dataclasses.replace(record, cases=[c for c in record.cases if c.mode != "generate"])
     if steps.cases or not generated:

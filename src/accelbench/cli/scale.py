@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-from rich.console import Console
 
 from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import (
@@ -18,6 +15,7 @@ from accelbench.cli.common import (
     positive_float,
     positive_int,
 )
+from accelbench.cli.console import make_console
 from accelbench.cli.driven import run_driven, show_json
 from accelbench.measure.loop.stop import DEFAULT_TIME_BUDGET_S
 from accelbench.options.scale import DEFAULT_TIMEOUT_S, Rendezvous, ScaleOptions
@@ -106,7 +104,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         if args.json:  # stdout holds the JSON only
             show_json(record, saved, args.output)
             return
-        out = Console(width=None if sys.stdout.isatty() else 160)
+        out = make_console()
         out.print(scale_table(record))
         if args.output:
             out.print(f"Result written to {args.output}")

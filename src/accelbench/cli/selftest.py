@@ -8,9 +8,8 @@ import json
 import sys
 from typing import Any
 
-from rich.console import Console
-
 from accelbench.cli.common import add_json_argument, add_report_arguments, comma_list
+from accelbench.cli.console import make_console
 from accelbench.devices import DEVICE_HELP, DeviceSet
 from accelbench.errors import UsageError
 from accelbench.files import write_atomic
@@ -54,7 +53,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     devices = DeviceSet.current()
     chosen = devices.select(args.device)
     # With --json, stdout carries only the JSON; the lines go to stderr as they come.
-    console = Console(stderr=args.json, highlight=False, quiet=args.quiet)
+    console = make_console(stderr=args.json, highlight=False, quiet=args.quiet)
     summary = run_selftest(devices, chosen, groups, args.quick,
                            on_result=lambda result: console.print(
                                Prose(Text.from_markup(check_line(result.to_dict())))))

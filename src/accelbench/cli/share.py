@@ -118,12 +118,11 @@ def _show_dry_run(text: str, machine: str, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(text)
         return
-    from rich.console import Console
-
+    from accelbench.cli.console import make_console
     from accelbench.hub.push import submission
     from accelbench.render.submission import dry_run_renderable
 
-    Console(width=None if sys.stdout.isatty() else 160).print(
+    make_console().print(
         dry_run_renderable(submission(text, machine)))
 
 
@@ -140,13 +139,12 @@ def protocol_cases(records: list[Any], name: str) -> list[Any]:
 
 def _push(target: str, text: str, machine: str, *, dry_run: bool, yes: bool) -> int:
     """Show what will be sent, ask (unless ``yes``), send."""
-    from rich.console import Console
-
+    from accelbench.cli.console import make_console
     from accelbench.hub.push import push, submission
     from accelbench.render.submission import submission_renderable
 
     sub = submission(text, machine)
-    Console().print(submission_renderable(target, sub))
+    make_console().print(submission_renderable(target, sub))
     if dry_run:
         say(f"dry run: {sub.lines} result(s) would be sent to {target}; nothing sent")
         return 0

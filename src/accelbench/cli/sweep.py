@@ -4,15 +4,13 @@ batch size and device; where each device saturates and where an accelerator over
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import add_json_argument, add_saving_arguments
+from accelbench.cli.console import make_console
 from accelbench.cli.driven import run_driven, show_json
 from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
@@ -104,7 +102,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     if args.output:
         check_writable(args.output)
     check_data(options)
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     log = not args.quiet and not console.is_terminal  # a line a case where no live display runs
 
     from accelbench.sweeps.run import AXES, run_sweep  # torch: only once the usage is known good
@@ -130,7 +128,7 @@ def _show(record: RunRecord, saved: Path, output: Path | None, as_json: bool = F
     if as_json:  # stdout holds the JSON only
         show_json(record, saved, output)
         return
-    out = Console(width=None if sys.stdout.isatty() else 100)
+    out = make_console()
     if is_prompt_sweep(record):
         out.print(prompt_sweep_table(record))
         lines, note = prompt_sweep_lines(record), PROMPT_SWEEP_NOTE

@@ -17,8 +17,10 @@ break):
    that costs the fewest extra lines gives up one character.
 
 Cells are then wrapped here and handed to rich in lines that already fit (``no_wrap``), so rich
-never re-breaks them. Columns whose cells are all empty are left out. A cell is plain text or a
-styled ``rich.text.Text``; plain text is never read as markup.
+never re-breaks them, and the table's lines are printed without the blanks rich pads them with.
+Columns whose cells are all empty are left out. A cell is plain text or a styled
+``rich.text.Text``; plain text is never read as markup. A paragraph (``Prose``: a title, a note, a
+footnote) wraps at the console's width with its continuation lines indented by ``HANG``.
 """
 
 from __future__ import annotations
@@ -26,17 +28,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich import box
-from rich.console import Console, ConsoleOptions, RenderResult
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from accelbench.render.words import line_breaks, lines_at, longest_chunk, measure
+from accelbench.render.words import hanging_breaks, lines_at, longest_chunk, measure
 
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 #: A column split into parts is given this much room where its text is longer (render/fit.py 3).
 COMFORTABLE = 16
 #: What a table's dropped columns are shown by, unless it says otherwise.
 WIDE_HINT = "a wider terminal or --json shows them"
+#: How far a paragraph's continuation lines are indented, past its own indentation.
+HANG = 2
 
 Cell = str | Text
 
@@ -72,25 +77,41 @@ def non_empty_columns(columns: Sequence[str], rows: Sequence[Sequence[Cell]]) ->
     return [i for i in range(len(columns)) if any(_plain(row[i]).strip() for row in rows)]
 
 
-def wrapped(cell: Cell, width: int, style: str = "") -> Text:
-    """``cell`` wrapped at ``width`` cells between chunks, its styles kept."""
+def wrapped(cell: Cell, width: int, style: str = "", hang: int = 0) -> Text:
+    """``cell`` wrapped at ``width`` cells between chunks, its styles kept; each paragraph's
+    continuation lines indented ``hang`` past its own indentation (render/words.hanging_breaks)."""
     text = cell.copy() if isinstance(cell, Text) else Text(cell, style=style)
     plain = text.plain
-    lines = [text[start:end] for start, end in line_breaks(plain, width)]
+    lines = [Text(" " * indent) + text[start:end] if indent else text[start:end]
+             for (start, end), indent in hanging_breaks(plain, width, hang)]
     joined = Text("\n").join(lines)
     # The glue (render/words.GLUE) has done its work: it is shown as the space it stands for.
     return Text(joined.plain.replace("\u00a0", " "), style=joined.style, spans=joined.spans,
                 justify=text.justify, no_wrap=True)
 
 
+def _trimmed(console: Console, options: ConsoleOptions, renderable: RenderableType) -> RenderResult:
+    """``renderable``'s lines without the blanks at their ends (rich pads every cell to its
+    column's width: a copied or piped table would end its lines in spaces)."""
+    for line in console.render_lines(renderable, options, pad=False):
+        while line and not line[-1].control and not line[-1].text.rstrip():
+            line.pop()
+        if line and not line[-1].control:
+            last = line.pop()
+            line.append(Segment(last.text.rstrip(), last.style))
+        yield from line
+        yield Segment.line()
+
+
 class Prose:
-    """A paragraph wrapped at the console's width by the table's rule (no figure split)."""
+    """A paragraph wrapped at the console's width by the table's rule (no figure split), its
+    continuation lines indented by ``HANG``."""
 
     def __init__(self, text: Cell, style: str = "") -> None:
         self.text, self.style = text, style
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield wrapped(self.text, options.max_width, self.style)
+        yield wrapped(self.text, options.max_width, self.style, HANG)
 
 
 def fit_widths(columns: Sequence[str], rows: Sequence[Sequence[Cell]], max_width: int,
@@ -220,14 +241,16 @@ class FittedTable:
             kept, dropped = list(range(len(self.columns))), []
         parts = self.sections(kept, least, width)
         if parts is None:
-            yield from self._stacked(width)
+            for block in self._stacked(width):
+                yield from _trimmed(console, options, block)
             dropped = []
         for number, part in enumerate(parts or []):
             if number:
                 yield Text("")
             columns = [self.columns[i] for i in part]
             rows = [[row[i] for i in part] for row in self.rows]
-            yield self._table(columns, rows, fit_widths(columns, rows, width, [least[i] for i in part]))
+            table = self._table(columns, rows, fit_widths(columns, rows, width, [least[i] for i in part]))
+            yield from _trimmed(console, options, table)
         if dropped:
             yield Prose(f"({len(dropped)} column{'s' if len(dropped) > 1 else ''} left out to fit "
                         f"{width} columns: {', '.join(dropped)}; {self.hint})", "dim")
@@ -244,8 +267,9 @@ class FittedTable:
                           style=style or None)
         return table
 
-    def _stacked(self, width: int) -> RenderResult:
+    def _stacked(self, width: int) -> list[RenderableType]:
         """Each row as a block of "column  value" lines: a table too wide for any layout."""
+        blocks: list[RenderableType] = []
         label = min(max(_width(column) for column in self.columns), width // 3)
         for row, style in zip(self.rows, self.styles, strict=True):
             block = Table.grid(padding=(0, 1))
@@ -255,5 +279,5 @@ class FittedTable:
                 if _plain(cell).strip():
                     block.add_row(wrapped(column, label, "bold"),
                                   wrapped(cell, max(width - label - 1, 1)), style=style or None)
-            yield block
-            yield Text("")
+            blocks += [block, Text("")]
+        return blocks

@@ -66,7 +66,9 @@ def incomparable_reasons(a: CaseLike, b: CaseLike) -> list[str]:
     for name in KEY_FIELDS:
         mine, theirs = _value(a, name), _value(b, name)
         if mine != theirs:
-            reasons.append(f"{name.replace('_', ' ')} {mine} vs {theirs}")
+            # An empty field (no protocol) is said, not printed as nothing: "protocol none vs ...".
+            reasons.append(f"{name.replace('_', ' ')} {mine if mine != '' else 'none'} vs "
+                           f"{theirs if theirs != '' else 'none'}")
     return reasons
 
 
