@@ -17,6 +17,7 @@ import math
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -247,3 +248,36 @@ def test_check_prints_the_quality_words(inline_cli) -> None:
     assert "measured on random weights (a kernel check, not model quality)" in text
     assert "of the dequantised weights'" in text and "mean KL divergence" in text
     assert "kernel, agreement and KL below the table" in text
+
+
+def test_an_hf_checkpoint_is_built_with_its_weights_and_the_quality_says_so(tmp_path: Path) -> None:
+    """``hf:FOLDER`` holding a saved checkpoint (no network: saved here) is built with its weights,
+    not a config's random ones, and the quantized quality section names them instead of calling
+    the figures a kernel check on random weights (issue 33)."""
+    transformers = pytest.importorskip("transformers")
+    from accelbench.devices import DeviceSet
+    from accelbench.devices.numerics import get_precision
+    from accelbench.parity.generation import run_generation_check
+    from accelbench.parity.quantized import describe_quality
+    from accelbench.workloads.catalogue import get_workload_class
+
+    config = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                                      num_attention_heads=2, num_key_value_heads=1, vocab_size=128,
+                                      max_position_embeddings=64)
+    torch.manual_seed(7)
+    saved = transformers.LlamaForCausalLM(config)
+    folder = tmp_path / "checkpoint"
+    saved.save_pretrained(folder)
+    workload = get_workload_class(f"hf:{folder}")("tiny")
+    assert workload.weights_source == str(folder.resolve())
+    torch.manual_seed(0)  # a seed other than the checkpoint's: the weights come from the file
+    built = workload.build_model()
+    assert torch.equal(built.lm_head.weight, saved.lm_head.weight)
+    verdict = run_generation_check(workload, workload.build_model, DeviceSet.current().select("cpu")[0],
+                                   get_precision("int8-wo"), prompt_len=4, new_tokens=4)
+    assert verdict.quality is not None and verdict.quality["weights"] == str(folder.resolve())
+    words = describe_quality(verdict.quality)
+    assert "checkpoint's weights" in words and "random weights" not in words
+    config_only = tmp_path / "config-only"
+    config.save_pretrained(config_only)
+    assert get_workload_class(f"hf:{config_only}")("tiny").weights_source == "random"

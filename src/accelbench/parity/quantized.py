@@ -2,10 +2,12 @@
 int8-wo|int4-wo``): the quantized model's greedy tokens against the same model's bf16 path and
 against the CPU reference (fp64 by default), and its kernel against the product it stands for.
 
-Every model accelbench builds has random weights (the built-in decoders from a seed, ``hf:``
-models from their config alone), so these figures check the kernel and the scheme's rounding on
-this model's shapes; they are not the model quality a trained checkpoint would show (``weights``
-says "random", and the words say so).
+Models accelbench builds have random weights (the built-in decoders from a seed, ``hf:`` models
+from their config alone), so these figures check the kernel and the scheme's rounding on this
+model's shapes; they are not the model quality a trained checkpoint would show (``weights`` says
+"random", and the words say so). An ``hf:FOLDER`` holding a saved checkpoint is built with its
+weights: ``weights`` then names the folder, and the figures are that model's (on random prompt
+tokens).
 
 - first difference: the first position (0 = the first new token) where the quantized model's
   greedy tokens leave each side's;
@@ -45,6 +47,7 @@ from accelbench.measure.generation.quantize import dequantized_int4, int4_weight
 from accelbench.measure.generation.rounds import GenerationWorkload
 from accelbench.parity.generation import SCALE_FLOOR, greedy_with_logits
 from accelbench.reference.expected_tokens import first_difference
+from accelbench.workloads.base import RANDOM_WEIGHTS
 
 #: The kernel's product may leave the dequantised weights' product by this much, relative to the
 #: product's largest |value| (2^-5: 16 bf16 roundings; the module's docstring says why).
@@ -151,8 +154,8 @@ def quantization_quality(workload: GenerationWorkload, quantized: nn.Module, unq
     new_tokens = reference_tokens.shape[1]
     base_tokens, base_logits = greedy_with_logits(workload, unquantized, prompt, new_tokens)
     return {
-        # Every workload accelbench builds has random weights (the module's docstring).
-        "weights": "random",
+        # Random (every built-in, a config) or the checkpoint an hf: folder holds.
+        "weights": str(getattr(workload, "weights_source", RANDOM_WEIGHTS)),
         "kernel": kernel_check(quantized, unquantized),
         "against_bf16": agreement(quantized_tokens, forced_logits(workload, quantized, prompt, base_tokens),
                                   base_tokens, base_logits),
@@ -178,9 +181,10 @@ def describe_kernel(kernel: dict[str, Any] | None) -> str:
 def describe_quality(quality: dict[str, Any]) -> str:
     """What the figures were measured on, the kernel check, then per side: where the tokens
     leave it, the agreement, the KL divergence and the logit difference."""
-    weights = quality.get("weights", "random")
-    parts = [f"measured on {weights} weights"
-             + (" (a kernel check, not model quality)" if weights == "random" else "")]
+    weights = quality.get("weights", RANDOM_WEIGHTS)
+    parts = ["measured on random weights (a kernel check, not model quality)" if weights == RANDOM_WEIGHTS
+             else f"measured on the checkpoint's weights ({weights}): the model's quality on random "
+             "prompt tokens"]
     kernel = describe_kernel(quality.get("kernel"))
     if kernel:
         parts.append(kernel)

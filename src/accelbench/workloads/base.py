@@ -33,6 +33,9 @@ class Workload(ABC):
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     source: ClassVar[str] = ""
+    #: Where the model's weights come from: RANDOM_WEIGHTS (a seed or a config; every built-in),
+    #: or the checkpoint folder an ``hf:FOLDER`` model is loaded from.
+    weights_source: ClassVar[str] = "random"
     #: Bump when the model, data or step changes: results of different versions never compare.
     version: ClassVar[int] = 1
     modes: ClassVar[tuple[str, ...]] = MODES
@@ -184,6 +187,9 @@ class Noise(nn.Module):
         noise = torch.randn(tensor.shape, generator=self.generator, dtype=torch.float64)
         return noise.to(device=tensor.device, dtype=tensor.dtype)
 
+
+#: A workload whose weights are random (drawn from a seed, or a config's initialisation).
+RANDOM_WEIGHTS = "random"
 
 #: What every workload defines, and what each mode it declares needs on top.
 REQUIRED = ("build_model", "make_batches")

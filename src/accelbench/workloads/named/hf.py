@@ -1,5 +1,6 @@
 """``hf:TYPE`` / ``hf:ORG/NAME`` / ``hf:FOLDER``: a Hugging Face transformers model with random
-weights, built from its config alone.
+weights, built from its config alone; a folder that holds a saved checkpoint (``save_pretrained``:
+``model.safetensors`` ...) is built with its weights (``weights_source``).
 
 ``hf:bert`` builds the type's default config offline (``AutoConfig.for_model``); ``hf:ORG/NAME``
 and a local folder load just the config (``AutoConfig.from_pretrained``: the local cache or folder,
@@ -24,7 +25,7 @@ from torch import nn
 from accelbench.data.options import DataOptions
 from accelbench.data.synthetic import synthetic_epoch
 from accelbench.errors import UsageError
-from accelbench.workloads.base import Batch, Workload
+from accelbench.workloads.base import RANDOM_WEIGHTS, Batch, Workload
 from accelbench.workloads.builtin.bert import SST2_SIZES
 from accelbench.workloads.builtin.imagenet import IMAGENET_SIZES
 from accelbench.workloads.named.shared import (
@@ -118,9 +119,12 @@ class HFModel(Workload):
 
     def build_model(self) -> nn.Module:
         transformers = _transformers()
+        model_class = getattr(transformers, self.architecture or TASKS[self.task][0])
+        if self.weights_source != RANDOM_WEIGHTS:  # a folder holding a checkpoint: its weights
+            return model_class.from_pretrained(self.weights_source, config=self.config)
         if self.architecture:
-            return getattr(transformers, self.architecture)(self.config)
-        return getattr(transformers, TASKS[self.task][0]).from_config(self.config)
+            return model_class(self.config)
+        return model_class.from_config(self.config)
 
     def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
         return torch.optim.AdamW(model.parameters(), lr=2e-5)
@@ -201,9 +205,25 @@ class HFCausalLM(HFModel):
                 "vocab": int(getattr(config, "vocab_size", 0) or 0)}
 
 
+#: The files a saved checkpoint's weights are in (``save_pretrained``), one whole or sharded.
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json")
+
+
+def checkpoint_folder(spec: str) -> str | None:
+    """The folder ``spec`` names where it holds a checkpoint's weights (the model is then built
+    with them, ``from_pretrained``); None for a config alone, a type or a Hub name (random
+    weights: nothing is downloaded)."""
+    folder = Path(spec)
+    if folder.is_dir() and any((folder / name).is_file() for name in WEIGHT_FILES):
+        return str(folder.resolve())
+    return None
+
+
 def resolve(spec: str) -> type[HFModel]:
     transformers = _transformers()
     config = load_config(spec)
+    checkpoint = checkpoint_folder(spec)
     task, architecture = choose_task(config)
     if task == "sequence-classification" and getattr(config, "pad_token_id", None) is None:
         config.pad_token_id = 0  # decoders pool the last non-pad token; tokens are drawn from 1 up
@@ -218,8 +238,10 @@ def resolve(spec: str) -> type[HFModel]:
         presets=hf_presets(IMAGENET_SIZES if image else SST2_SIZES, None if image else positions),
         version=version_number(transformers.__version__),
         description=f"transformers {architecture or config.model_type} {task} from "
-        f"{'its default config' if spec == config.model_type else spec} (random weights, "
+        f"{'its default config' if spec == config.model_type else spec} "
+        f"({'its checkpoint' if checkpoint else 'random'} weights, "
         f"transformers {transformers.__version__}), AdamW 2e-5",
+        weights_source=checkpoint or RANDOM_WEIGHTS,
         source=f"https://huggingface.co/docs/transformers/model_doc/{config.model_type}",
     ))
 
