@@ -122,11 +122,42 @@ def test_the_decode_step_is_compiled_fullgraph(monkeypatch: pytest.MonkeyPatch) 
                            warmup_rounds=0, decode_model=runner.decode)
 
 
-def test_a_growing_cache_refuses_a_graph_mode(tiny_hf_llama: str) -> None:
+def test_a_growing_cache_refuses_a_graph_mode() -> None:
+    from accelbench.workloads.base import Workload
+
+    class Growing(Workload):
+        """A decoder whose cache grows a position a token (the contract's default kind)."""
+
+        name = "growing"
+
+        def build_model(self) -> nn.Module:
+            return nn.Linear(2, 2)
+
+        def make_batches(self, mode: str, batch_size: int, options: object) -> list:
+            return []
+
+    with pytest.raises(NotImplementedError, match="dynamic key/value cache.*static cache"):
+        prepare_generation(nn.Linear(2, 2), CHEAP_RECIPE, CPU, Growing("tiny"), "growing")
+
+
+def test_an_hf_model_keeps_transformers_static_cache_under_a_graph_mode(tiny_hf_llama: str) -> None:
+    """hf: models grow transformers' DynamicCache by default; under a graph mode they keep its
+    StaticCache (generate(cache_implementation="static")'s), decoding the same greedy tokens."""
     workload = get_workload_class(tiny_hf_llama)("tiny")
     assert workload.kv_cache_kind == "dynamic"
-    with pytest.raises(NotImplementedError, match="dynamic key/value cache.*static cache"):
-        prepare_generation(workload.build_model().eval(), CHEAP_RECIPE, CPU, workload, "hf")
+    torch.manual_seed(0)
+    model = workload.build_model().eval()
+    eager = measure_generation(workload, model, CPU, prompt_len=5, new_tokens=6, rounds=1,
+                               warmup_rounds=0)
+    runner = prepare_generation(model, CHEAP_RECIPE, CPU, workload, "hf")
+    with torch.no_grad(), runner.settings():
+        figures = [measure_generation(workload, runner.prefill, CPU, prompt_len=5, new_tokens=6, rounds=1,
+                                      warmup_rounds=0, decode_model=runner.decode) for _ in range(2)]
+    runner.confirm()
+    assert [f.tokens for f in figures] == [eager.tokens, eager.tokens]
+    kept = workload._static[(1, 11)].cache
+    assert type(kept).__name__ == "StaticCache"
+    assert runner.finish().kv_cache == "static, kept"
 
 
 # --- int8 fused, int4 padded --------------------------------------------------------------------

@@ -133,6 +133,7 @@ def prepare_generation(model: nn.Module, compile_backend: str, device: Device, w
         execution = Execution(kind, spec.text, how, how, "not asked")
         return GenerationRunner(runnable, runnable, confirm, lambda: execution)
     workload.keep_cache(model)  # NotImplementedError for a growing cache: the case is unsupported
+    kind = str(getattr(workload, "kv_cache_kind", kind))  # transformers' StaticCache, once kept
     decode = compile_module(model, compile_backend, fullgraph=True)
     confirm = _confirming(decode, compile_backend, name)
     tuned = spec.backend == INDUCTOR

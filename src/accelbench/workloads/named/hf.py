@@ -159,7 +159,8 @@ class HFModel(Workload):
 class HFCausalLM(HFModel):
     """A causal language model also generates (the workload contract's generation methods), with
     transformers' own key/value cache (``past_key_values``: a cache that grows by one position a
-    token, as ``generate()`` uses by default)."""
+    token, as ``generate()`` uses by default), or its ``StaticCache`` once the execution recipe
+    keeps one (``keep_cache``: a graph mode of ``--compile``)."""
 
     positions: ClassVar[int]
 
@@ -178,13 +179,45 @@ class HFCausalLM(HFModel):
         # Only the last position's logits, as generate() asks for them where the model takes
         # ``logits_to_keep``: the vocabulary projection of every prompt position is not prefill.
         keep = {"logits_to_keep": 1} if _takes(model, "logits_to_keep") else {}
-        out = model(input_ids=prompt, use_cache=True, **keep)
-        return out.logits[:, -1, :], out.past_key_values
+        static = self._kept_static(model, prompt, max_len)
+        if static is None:
+            out = model(input_ids=prompt, use_cache=True, **keep)
+            return out.logits[:, -1, :], out.past_key_values
+        position = torch.arange(prompt.shape[1], device=prompt.device)
+        out = model(input_ids=prompt, past_key_values=static.cache, cache_position=position,
+                    use_cache=True, **keep)
+        static.position = position[-1:] + 1
+        return out.logits[:, -1, :], static
 
     def decode_step(self, model: nn.Module, tokens: torch.Tensor,
                     cache: object) -> tuple[torch.Tensor, object]:
+        if isinstance(cache, KeptStaticCache):
+            out = model(input_ids=tokens[:, None], past_key_values=cache.cache,
+                        cache_position=cache.position, use_cache=True)
+            cache.position = cache.position + 1  # a new tensor: the captured graph copies it in
+            return out.logits[:, -1, :], cache
         out = model(input_ids=tokens[:, None], past_key_values=cache, use_cache=True)
         return out.logits[:, -1, :], out.past_key_values
+
+    def keep_cache(self, model: nn.Module) -> None:
+        """transformers' ``StaticCache`` from now on (``generate(cache_implementation="static")``'s):
+        allocated for the case's length at the first prefill, reset and reused after, its tensors
+        marked static by transformers; decoding passes ``cache_position``, as generate() does."""
+        if not hasattr(_transformers(), "StaticCache"):
+            super().keep_cache(model)
+        self.kv_cache_kind = "static"  # type: ignore[misc]
+        self._static: dict[tuple[int, int], KeptStaticCache] = {}
+
+    def _kept_static(self, model: nn.Module, prompt: torch.Tensor, max_len: int) -> KeptStaticCache | None:
+        kept = getattr(self, "_static", None)
+        if kept is None:
+            return None
+        key = (prompt.shape[0], max_len)
+        if key not in kept:
+            kept[key] = KeptStaticCache(_static_cache(getattr(model, "_orig_mod", model), prompt, max_len))
+        else:
+            kept[key].cache.reset()
+        return kept[key]
 
     def kv_cache_bytes(self, batch_size: int, max_len: int, dtype: torch.dtype) -> int:
         config = self.config
@@ -218,6 +251,27 @@ def checkpoint_folder(spec: str) -> str | None:
     if folder.is_dir() and any((folder / name).is_file() for name in WEIGHT_FILES):
         return str(folder.resolve())
     return None
+
+
+@dataclass
+class KeptStaticCache:
+    """A kept ``StaticCache`` and the next position to write (a device tensor: no host sync)."""
+
+    cache: Any
+    position: torch.Tensor | None = None
+
+
+def _static_cache(model: nn.Module, prompt: torch.Tensor, max_len: int) -> Any:
+    """transformers' StaticCache for ``max_len`` positions of ``prompt``'s batch: its signature
+    since 4.56 (config, max_cache_len; laid out at the first write), else the earlier one."""
+    transformers = _transformers()
+    config = getattr(model, "config", None)
+    try:
+        return transformers.StaticCache(config=config, max_cache_len=max_len)
+    except TypeError:
+        dtype = next(model.parameters()).dtype
+        return transformers.StaticCache(config=config, max_batch_size=prompt.shape[0],
+                                        max_cache_len=max_len, device=prompt.device, dtype=dtype)
 
 
 def resolve(spec: str) -> type[HFModel]:
