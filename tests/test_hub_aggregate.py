@@ -17,7 +17,7 @@ from conftest_share import EPYC_MODEL, H100_MODEL, environment, result, run, wri
 from accelbench.compare.bands import MIN_MACHINES, PERCENTILES
 from accelbench.compare.peers import ABOVE, BELOW, NORMAL, TOO_FEW, machine_values
 from accelbench.sharing.against import compare_against
-from accelbench.sharing.bands import BUILTIN_PUBLISHED, PUBLISHED_MIN_MACHINES, read_table
+from accelbench.sharing.bands import BANDS_VERSION, BUILTIN_PUBLISHED, PUBLISHED_MIN_MACHINES, read_table
 from accelbench.sharing.sources import load_peers
 from accelbench.store.jsonfile import save_record
 
@@ -49,7 +49,7 @@ def test_bands_need_ten_machines_and_read_the_same_from_bundles_and_shards(tmp_p
     assert done.returncode == 0, done.stderr
     table = json.loads((tmp_path / "bands.json").read_text())
     (band,) = table["bands"]
-    assert table["accelbench_bands"] == 1 and table["min_machines"] == MIN_MACHINES == 10
+    assert table["accelbench_bands"] == BANDS_VERSION == 2 and table["min_machines"] == MIN_MACHINES == 10
     assert band["device_class"] == "cpu" and band["machines"] == 12 and band["results"] == 24
     assert (band["first_date"], band["last_date"]) == ("2026-01-10", "2026-02-18")
     cpu = [p for p in load_peers([str(bundles)], print).peers if p.device_kind == "cpu"]

@@ -194,28 +194,37 @@ def bound_class(diagnosis: DecodeDiagnosis | None) -> str:
     return f"{OVERHEAD}:{cpu_key(diagnosis.host_cpu)}" if diagnosis.overhead_bound else diagnosis.bound
 
 
-def _most(values: Sequence[str]) -> str:
-    counts = Counter(v for v in values if v)
+def _most(recipes: Counter[str], rows: int) -> str:
+    """The most common recipe (a tie: the first in text order), with its count where not every one
+    of the ``rows`` judged had it."""
+    counts = Counter({recipe: count for recipe, count in recipes.items() if recipe})
     if not counts:
         return ""
     top, count = min(counts.items(), key=lambda item: (-item[1], item[0]))
-    total = sum(counts.values())
-    return top if count == len(values) else f"{top} ({count} of {total})"
+    return top if count == rows else f"{top} ({count} of {sum(counts.values())})"
 
 
 def group_words(diagnoses: Sequence[DecodeDiagnosis | None]) -> tuple[str, str]:
-    """(recipe, bound) of a group of rows of one bound class: the most common recipe (with its
-    count where they differ) and the bound with the median over the rows ("bandwidth-bound: median
-    59% of measured bandwidth", "overhead-bound (host launches, <CPU>): median 12x the bandwidth
-    floor"); "" where none was recorded."""
+    """(recipe, bound) of a group of rows of one bound class (``pooled_words`` of its rows)."""
     known = [d for d in diagnoses if d is not None]
-    recipe = _most([d.recipe_words() for d in known])
     ratios = [d.floor_ratio for d in known if d.bound and d.floor_ratio]
-    bounds = {d.bound for d in known if d.bound}
-    if len(bounds) != 1 or not ratios:
+    host = next((d.host_cpu for d in known if d.bound), "")
+    return pooled_words(Counter(d.recipe_words() for d in known), len(known),
+                        {d.bound for d in known if d.bound}, median(ratios) if ratios else None, host)
+
+
+def pooled_words(recipes: Counter[str], rows: int, bounds: set[str], ratio: float | None,
+                 host: str) -> tuple[str, str]:
+    """(recipe, bound) of a group of rows of one bound class, from what they hold together (what a
+    Parquet shard query reduces them to, sharing/query.py): the recipes of the ``rows`` judged
+    counted, their bounds, the median floor ratio of the rows with a bound and the host CPU of one
+    of them. The most common recipe (with its count where they differ) and the bound with the
+    median over the rows ("bandwidth-bound: median 59% of measured bandwidth", "overhead-bound
+    (host launches, <CPU>): median 12x the bandwidth floor"); "" where none was recorded."""
+    recipe = _most(recipes, rows)
+    if len(bounds) != 1 or not ratio:
         return recipe, ""
-    ratio = median(ratios)
     if bounds == {BANDWIDTH}:
         return recipe, f"bandwidth-bound: median {1 / ratio:.0%} of measured bandwidth"
-    host = next(d.host_cpu for d in known if d.bound) or "host CPU not recorded"
-    return recipe, f"overhead-bound (host launches, {host}): median {ratio:.0f}x the bandwidth floor"
+    return recipe, (f"overhead-bound (host launches, {host or 'host CPU not recorded'}): median {ratio:.0f}x "
+                    "the bandwidth floor")

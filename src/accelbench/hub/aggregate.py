@@ -3,8 +3,10 @@ small table that places a result offline (``compare --against FILE``, ``sharing/
 
 Bundles are read as ``compare --against`` reads them (every line verified, duplicates counted
 once, implausible lines and the outliers of each device class left out); Parquet shards are
-aggregated in place through DuckDB. A band is written only for a key and device class that at
-least ``compare.bands.MIN_MACHINES`` machines measured.
+aggregated in place through DuckDB. A band is written only for a key and device class (and, for
+a generation key, decode bound class: ``compare/bands.py``) that at least
+``compare.bands.MIN_MACHINES`` machines measured. What was read and kept apart is counted as
+``compare --against`` counts it (``query.count_read``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from accelbench.compare.bands import MIN_MACHINES, Band, bands_of
 from accelbench.sharing.bands import table_dict, write_table
-from accelbench.sharing.query import collection_relation, shard_bands
+from accelbench.sharing.query import collection_relation, count_read, shard_bands
 from accelbench.sharing.shards import duckdb_connection
 from accelbench.sharing.sources import Loaded, load_collection
 
@@ -30,8 +32,7 @@ def aggregate(specs: list[str], out: Path, warn: Warn,
         connection = duckdb_connection(" ".join(specs))
         rel = collection_relation(connection, files, loaded.peers)
         bands = shard_bands(connection, rel, min_machines)
-        (rows,) = connection.execute(f"SELECT count(*) FROM {rel}").fetchone()
-        loaded.shard_rows = rows - len(loaded.peers)
+        count_read(connection, rel, loaded)
         connection.close()
     else:
         bands = bands_of(loaded.peers, min_machines)

@@ -38,15 +38,17 @@ from typing import Any
 
 from accelbench import __version__
 from accelbench.errors import UsageError
-from accelbench.hub.decide import CONFLICT_SQL, kept_view, quarantine, settle
+from accelbench.hub.decide import kept_view, quarantine, settle
 from accelbench.sharing.bundle import BUNDLE_MARK, BadLine
 from accelbench.sharing.loaded import lines_by_reason, quarantined_words
 from accelbench.sharing.shards import (
     COLUMNS,
+    COUNTS_SQL,
     MANIFEST,
     PARTITIONS,
     REFUSED,
     SHARD_VERSION,
+    arrow_schema,
     duckdb_connection,
     key_columns,
     row_of,
@@ -124,7 +126,9 @@ def _stage(rows: dict[str, list[Any]], path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    pq.write_table(pa.table(rows), path, compression="zstd")
+    extra = [("source", pa.string()), ("line_no", pa.int64()), ("seq", pa.int64()), ("signed", pa.bool_())]
+    schema = pa.schema([*arrow_schema(list(COLUMNS)), *extra])  # typed: a column of Nones keeps its type
+    pq.write_table(pa.table(rows, schema=schema), path, compression="zstd")
 
 
 def _read_lines(document: _Document, lines: Iterator[tuple[int, bytes]], staging: Path) -> _Read:
@@ -233,9 +237,7 @@ def _finish(connection: Any, work: Path, out: Path, report: Compacted) -> list[d
         TO '{new}' (FORMAT parquet, PARTITION_BY ({', '.join(PARTITIONS)}), COMPRESSION zstd,
                     ROW_GROUP_SIZE {ROW_GROUP_ROWS}, WRITE_PARTITION_COLUMNS true)""")
     report.rows, report.implausible, report.outliers, report.conflicts = connection.execute(
-        f"SELECT count(*), count(*) FILTER (implausible <> ''), count(*) FILTER (outlier <> '' AND "
-        f"implausible = ''), count(*) FILTER (outlier = {CONFLICT_SQL}) "
-        f"FROM read_parquet('{new}/**/*.parquet')").fetchone()
+        f"SELECT {COUNTS_SQL} FROM read_parquet('{new}/**/*.parquet')").fetchone()
     (report.signed,) = connection.execute("SELECT count(*) FROM kept WHERE signed").fetchone()
     report.files = len(shard_files(new))
     return [{"source": s, "line": n, "reason": r, "message": m} for s, n, r, m in refused]

@@ -121,5 +121,3 @@ def kept_view(connection: Any) -> None:
                        f"{_literal(CONFLICT)} ELSE s.outlier END AS outlier) "
                        "FROM staged s JOIN kept_seq k USING (seq)")
 
-
-CONFLICT_SQL = _literal(CONFLICT)

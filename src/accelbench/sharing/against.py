@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from accelbench.compare.bands import place_in_band
+from accelbench.compare.decode_diagnosis import bound_class
 from accelbench.compare.peers import (
     TOO_FEW,
     KeyPeers,
@@ -33,7 +33,7 @@ from accelbench.sharing.build import SHARED_KINDS, SelftestLookup, case_id, case
 from accelbench.sharing.bundle import BadLine, dump_line, parse_line
 from accelbench.sharing.machine_id import stored_machine_id
 from accelbench.sharing.peer_view import peer_of
-from accelbench.sharing.query import collection_relation, shard_key_peers
+from accelbench.sharing.query import Wanted, collection_relation, count_read, shard_key_peers
 from accelbench.sharing.shards import duckdb_connection
 from accelbench.sharing.sources import Loaded, Warn, load_collection
 
@@ -59,10 +59,11 @@ def own_peers(record: RunRecord, selftest: SelftestLookup | None = None,
 
 
 def _summaries(sources: list[str], warn: Warn, mine: list[tuple[str, CaseResult, PeerResult]], machine: str,
-               cases: set[str]) -> tuple[dict[tuple[Any, ...], KeyPeers] | None, list[PeerResult], Loaded]:
+               cases: set[str]) -> tuple[dict[Wanted, KeyPeers] | None, list[PeerResult], Loaded]:
     """The shared results of the user's keys: bundles read line by line (returned as peers), or,
     where the sources hold Parquet shards, summarised in DuckDB with the bundles (only the
-    partitions and rows of those keys; returned as each (key, device model)'s summary)."""
+    partitions and rows of those keys; returned as each (key, device model, decode diagnosis)'s
+    summary: the host rule sets aside by the user's diagnosis)."""
     keys, models = {peer.key for _, _, peer in mine}, {peer.model_key for _, _, peer in mine}
     loaded, files = load_collection(sources, warn, keys, settings_for=models)
     peers = loaded.peers  # quarantined as read (sources.load_peers); shards carry their own
@@ -72,16 +73,13 @@ def _summaries(sources: list[str], warn: Warn, mine: list[tuple[str, CaseResult,
     try:
         modes = {str(key[KEY_FIELDS.index("mode")]) for key in keys}
         rel = collection_relation(connection, files, peers, modes)
-        wanted = {(p.key, p.model_key) for _, _, p in mine}
+        wanted = {(p.key, p.model_key, p.decode) for _, _, p in mine}
         summaries = shard_key_peers(connection, rel, wanted, machine, cases)
+        # What the shards hold and kept apart, so that the summary and --json count what the
+        # placements count (conflicts included).
+        count_read(connection, rel, loaded, keys)
     finally:
         connection.close()
-    by_key = {key[0]: found for key, found in summaries.items()}
-    loaded.shard_rows = sum(sum(g.count for g in found.groups) + found.apart.get("invalid", 0)
-                            + found.apart.get("outliers", 0) for found in by_key.values()) - len(peers)
-    # What the shards kept apart, so that the summary and --json count what the placements count.
-    loaded.shard_invalid = max(0, sum(f.apart.get("invalid", 0) for f in by_key.values()) - loaded.invalid)
-    loaded.shard_outliers = max(0, sum(f.apart.get("outliers", 0) for f in by_key.values()) - loaded.outliers)
     return summaries, [], loaded
 
 
@@ -102,7 +100,8 @@ def compare_against(runs: Sequence[tuple[str, RunRecord]], sources: Sequence[str
     by_key: dict[tuple[object, ...], list[PeerResult]] = {}
     for peer in peers:
         by_key.setdefault(peer.key, []).append(peer)
-    bands = [{(band.key, band.device_class): band for band in read_table(spec)} for spec in tables]
+    bands = [{(band.key, band.device_class, band.decode_class): band for band in read_table(spec)}
+             for spec in tables]
     loaded.tables = len(tables)
     comparisons = []
     for label, case, peer in mine:
@@ -111,15 +110,18 @@ def compare_against(runs: Sequence[tuple[str, RunRecord]], sources: Sequence[str
             if summaries is None:
                 placement = place(peer, by_key.get(peer.key, []) + published)
             else:
-                found = summaries[(peer.key, peer.model_key)]
+                found = summaries[(peer.key, peer.model_key, peer.decode)]
                 extra = key_peers(peer, published).groups
                 placement = judge(peer, replace(found, groups=sorted([*found.groups, *extra],
                                                                       key=lambda g: -g.median)))
             comparisons.append(PeerComparison(label, case.device, placement))
         for spec, table in zip(tables, bands, strict=True):
-            band = table.get((peer.key, peer.device_class))
+            # A generation case: the band of its decode's bound class (the host rule, as bands pool).
+            decode_class = bound_class(peer.decode)
+            band = table.get((peer.key, peer.device_class, decode_class))
+            whose = f" ({peer.decode.bound_words or decode_class})" if decode_class and peer.decode else ""
             placement = (place_in_band(peer, band) if band is not None else
                          Placement(peer, [], None, TOO_FEW, note=f"{spec} holds no band of this work on a "
-                                   f"{peer.device_class} device"))
+                                   f"{peer.device_class} device{whose}"))
             comparisons.append(PeerComparison(label, case.device, placement))
     return comparisons, loaded

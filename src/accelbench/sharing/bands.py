@@ -3,13 +3,18 @@
 
 Format (``BANDS_VERSION``; a newer table is refused, as every file accelbench reads)::
 
-    {"accelbench_bands": 1, "accelbench_version": ..., "built_at": ..., "sources": [...],
+    {"accelbench_bands": 2, "accelbench_version": ..., "built_at": ..., "sources": [...],
      "min_machines": 10, "published": "",          # a citation where built from published rows
      "bands": [{"key": {every KEY_FIELDS field}, "device_class": "cuda", "machines": 12,
                 "results": 40, "first_date": "2026-01-02", "last_date": "2026-11-20",
-                "percentiles": [p1, ..., p99], "published": ""}, ...]}
+                "percentiles": [p1, ..., p99], "published": "",
+                "decode_class": "overhead:intel(r) xeon(r) processor", "recipe": "eager",
+                "decode": "overhead-bound (host launches, ...): median 12x the bandwidth floor"}, ...]}
 
 A key field the table lacks (one added to the key after it was written) reads as its default.
+Versions: 1, the first; 2 split a generation key's bands by decode bound class (``decode_class``,
+with ``recipe`` and ``decode``: ``compare/bands.py``); a version-1 table's bands read as not
+judged (one band per key and device class, as it was written).
 
 The package ships one table, ``accelbench:published`` (``published_table.py``, written by
 ``accelbench hub aggregate --published``; a test holds it to the rows it was built from, so that
@@ -38,7 +43,7 @@ from accelbench.files import write_atomic
 from accelbench.reference.published import EPOCH_REFERENCES
 from accelbench.results.key import KEY_DEFAULTS, KEY_FIELDS
 
-BANDS_VERSION = 1
+BANDS_VERSION = 2
 BUILTIN_PUBLISHED = "accelbench:published"
 #: The shipped table's threshold: a published reference is one machine (see the module's docstring).
 PUBLISHED_MIN_MACHINES = 1
@@ -67,7 +72,8 @@ def table_dict(bands: list[Band], sources: list[str], min_machines: int,
             "bands": [{"key": dict(zip(KEY_FIELDS, band.key, strict=True)), "device_class": band.device_class,
                        "machines": band.machines, "results": band.results, "first_date": band.first_date,
                        "last_date": band.last_date, "percentiles": list(band.percentiles),
-                       "published": band.published} for band in bands]}
+                       "published": band.published, "decode_class": band.decode_class, "recipe": band.recipe,
+                       "decode": band.decode} for band in bands]}
 
 
 def write_table(path: Path, table: dict[str, Any]) -> None:
@@ -103,10 +109,10 @@ def _band(item: Any, where: str) -> Band:
     counts = [item.get(name) for name in ("machines", "results")]
     if not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in counts):
         raise UsageError(f"{where}: 'machines' and 'results' must be positive integers")
-    texts = [str(item.get(name) or "")[:200] for name in ("first_date", "last_date", "published")]
+    texts = [str(item.get(name) or "")[:400] for name in ("first_date", "last_date", "published",
+                                                          "decode_class", "recipe", "decode")]
     return Band(_key(item.get("key"), where), kind, counts[0], counts[1],
-                tuple(float(v) for v in percentiles),
-                texts[0], texts[1], texts[2])
+                tuple(float(v) for v in percentiles), *texts)
 
 
 def read_table(spec: str) -> list[Band]:

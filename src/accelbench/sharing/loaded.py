@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from accelbench.compare.outliers import OUTLIER_RULE
+from accelbench.compare.outliers import CONFLICT, OUTLIER_RULE
 from accelbench.compare.peers import PeerResult
 
 
@@ -22,8 +22,6 @@ class Loaded:
     lines: int = 0
     #: Bundle lines of other work (a caller's keys given), passed over after their hash check.
     other_work: int = 0
-    #: Lines of one machine and case whose figures disagree (all quarantined: ``CONFLICT``).
-    conflicts: int = 0
     #: Results used that carry no signature (``signing.py``), counted apart.
     unsigned: int = 0
     #: Bundle lines that could not be used, by reason (bundle.py's and peer_view.py's kinds).
@@ -37,9 +35,11 @@ class Loaded:
     shard_rows: int = 0
     #: Aggregate tables a result was placed in (nothing of them is a result read).
     tables: int = 0
-    #: Shard rows of the work read that were kept apart (``hub compact`` decided them).
+    #: Shard rows of the work read that were kept apart (``hub compact`` decided them), and of the
+    #: quarantined those in conflict.
     shard_invalid: int = 0
     shard_outliers: int = 0
+    shard_conflicts: int = 0
 
     @property
     def invalid(self) -> int:
@@ -51,6 +51,21 @@ class Loaded:
         says how many of them), the count every placement of the same work shows."""
         return self.shard_outliers + sum(peer.results for peer in self.peers
                                          if peer.outlier and not peer.invalid)
+
+    @property
+    def conflicts(self) -> int:
+        """Of the results quarantined, the lines of one machine and case whose figures disagree
+        (``CONFLICT``): from the bundles (``conflicts.resolve``) and from the shards alike."""
+        return self.shard_conflicts + sum(peer.results for peer in self.peers
+                                          if peer.outlier == CONFLICT and not peer.invalid)
+
+    def count_shards(self, rows: int, invalid: int, outliers: int, conflicts: int) -> None:
+        """What the shards added, from the counts over the shards and the bundle results together
+        (``query.count_read``: ``shards.COUNTS_SQL`` over the relation read)."""
+        self.shard_rows = self.shard_invalid = self.shard_outliers = self.shard_conflicts = 0
+        self.shard_rows = rows - sum(peer.results for peer in self.peers)
+        self.shard_invalid, self.shard_outliers, self.shard_conflicts = (
+            invalid - self.invalid, outliers - self.outliers, conflicts - self.conflicts)
 
     def summary(self) -> str:
         """One line saying what was read and what was left out, and why."""

@@ -14,6 +14,12 @@ rows of the work asked for, reduced to what the reader shows.
 Results read from bundles (JSON lines) join the same queries as a registered table of the same
 columns, so a collection can be shards plus the bundles submitted since they were compacted; a
 bundle line and a shard row with one content hash count once.
+
+A generation row's decode columns (``shards.DECODE_COLUMNS``) take part as on the bundle path: a
+placement sets aside the rows ``decode_diagnosis.host_mismatch`` rules out (each distinct bound and
+host CPU of the key judged once, in Python, by that rule), and a site's groups and the bands are
+split by the stored bound class and named with ``decode_diagnosis.pooled_words``. What was read and kept apart
+is counted one way for every surface (``count_read``: ``shards.COUNTS_SQL``).
 """
 
 from __future__ import annotations
@@ -25,24 +31,34 @@ from typing import Any
 
 from accelbench.compare.bands import PERCENTILES, Band, band_order
 from accelbench.compare.collection import Collection, KeySummary, collect, with_published
+from accelbench.compare.decode_diagnosis import DecodeDiagnosis, host_mismatch, pooled_words
 from accelbench.compare.peers import KeyPeers, ModelGroup, PeerResult, setting_stats
 from accelbench.results.key import KEY_FIELDS
+from accelbench.sharing.loaded import Loaded
 from accelbench.sharing.shards import (
     COLUMNS,
+    COUNTS_SQL,
+    HOST_RULE_SQL,
     NO_MACHINE,
+    arrow_schema,
     duckdb_connection,
+    host_rule_value,
     key_columns,
     key_condition,
     literal,
     relation,
     row_of,
     sql_list,
+    theirs,
 )
-from accelbench.sharing.sources import Loaded, load_collection
+from accelbench.sharing.sources import load_collection
 
 #: Columns a reader uses (never ``line``: the largest, and only compaction reads it).
 READ_COLUMNS = tuple(name for name in COLUMNS if name not in ("shard_version", "accelbench_version"))
 KeyTuple = tuple[Any, ...]
+#: One of the user's cases as a placement from shards needs it: key, device model (model_key) and
+#: decode diagnosis (the host rule depends on it).
+Wanted = tuple[KeyTuple, str, DecodeDiagnosis | None]
 
 
 def collection_relation(connection: Any, files: list[str], peers: Sequence[PeerResult],
@@ -55,7 +71,8 @@ def collection_relation(connection: Any, files: list[str], peers: Sequence[PeerR
     import pyarrow as pa
 
     rows = [row_of(p, {}, "") for p in peers if not p.published]
-    table = pa.Table.from_pylist([{name: row[name] for name in READ_COLUMNS} for row in rows])
+    table = pa.Table.from_pylist([{name: row[name] for name in READ_COLUMNS} for row in rows],
+                                 schema=arrow_schema(list(READ_COLUMNS)))
     connection.register("bundle_results", table)
     bundles = f"(SELECT {', '.join(chr(34) + n + chr(34) for n in READ_COLUMNS)} FROM bundle_results)"
     if shards is None:
@@ -72,26 +89,61 @@ def _settings(text: str, cache: dict[str, dict[str, str]]) -> dict[str, str]:
     return found
 
 
-def shard_key_peers(connection: Any, rel: str, wanted: set[tuple[KeyTuple, str]], machine: str,
-                    cases: set[str]) -> dict[tuple[KeyTuple, str], KeyPeers]:
-    """For each (key, device model) of ``wanted`` (model_key), what ``compare/peers.judge`` reads,
-    computed in DuckDB: every device model's group, the user's model's machine values and settings,
-    what was kept apart. Left out: every result of ``machine`` (this install's id), and the user's
-    own results shared before under another id (``cases``: their case ids; the bundle path knows
-    them by content hash). One key at a time: grouping by machine alone is what makes ten million
-    rows of one key fast."""
-    found: dict[tuple[KeyTuple, str], KeyPeers] = {}
-    for key in sorted({key for key, _ in wanted}, key=lambda k: tuple(str(v) for v in k)):
-        models = {model for other, model in wanted if other == key}
+def count_read(connection: Any, rel: str, loaded: Loaded, keys: set[KeyTuple] | None = None) -> None:
+    """Count into ``loaded`` what ``rel`` (shards and ``loaded``'s bundle results; only ``keys``
+    where given) holds: the shards' part of its results, implausible, quarantined and in conflict,
+    so that the summary, ``--json``, site and hub aggregate count what the placements count."""
+    where = f" WHERE {key_condition(keys)}" if keys else ""
+    loaded.count_shards(*connection.execute(f"SELECT {COUNTS_SQL} FROM {rel}{where}").fetchone())
+
+
+def shard_key_peers(connection: Any, rel: str, wanted: set[Wanted], machine: str,
+                    cases: set[str]) -> dict[Wanted, KeyPeers]:
+    """For each (key, device model, decode diagnosis) of ``wanted``, what ``compare/peers.judge``
+    reads, computed in DuckDB: every device model's group, the user's model's machine values and
+    settings, what was kept apart and what was set aside (the host rule). Left out: every result of
+    ``machine`` (this install's id), and the user's own results shared before under another id
+    (``cases``: their case ids; the bundle path knows them by content hash). One key at a time:
+    grouping by machine alone is what makes ten million rows of one key fast."""
+    found: dict[Wanted, KeyPeers] = {}
+    for key in sorted({key for key, _, _ in wanted}, key=lambda k: tuple(str(v) for v in k)):
         connection.execute(
-            "CREATE OR REPLACE TEMP VIEW work AS SELECT model_key, device_model, machine_id, rate, "
-            f"implausible, outlier, settings FROM {rel} WHERE {key_condition({key})} "
+            "CREATE OR REPLACE TEMP VIEW same_work AS SELECT model_key, device_model, machine_id, rate, "
+            f"implausible, outlier, settings, decode_bound, host_cpu FROM {rel} WHERE {key_condition({key})} "
             f"AND machine_id <> {literal(machine or chr(0))} "
             f"AND NOT list_contains({sql_list(sorted(cases))}, case_id)")
-        groups = [ModelGroup(*row[1:]) for row in _model_groups(connection, "work", keyed=False)]
-        found.update({(key, model): KeyPeers(sorted(groups, key=lambda g: -g.median), *rest)
-                      for model, rest in _own_models(connection, models).items()})
+        diagnoses = {decode for other, _, decode in wanted if other == key}
+        # Every (bound, host CPU) of the key's rows; none needed where no case of it was judged.
+        hosts = (connection.execute("SELECT decode_bound, host_cpu, count(*) FROM same_work WHERE "
+                                    "decode_bound IS NOT NULL GROUP BY ALL ORDER BY ALL").fetchall()
+                 if any(decode is not None for decode in diagnoses) else [])
+        for decode in diagnoses:
+            aside, compared = _host_rule(decode, hosts)
+            connection.execute(f"CREATE OR REPLACE TEMP VIEW work AS SELECT * FROM same_work "
+                               f"WHERE {compared}")
+            groups = [ModelGroup(*row[1:]) for row in _model_groups(connection, "work", keyed=False)]
+            models = {model for other, model, mine in wanted if other == key and mine == decode}
+            found.update({(key, model, decode): KeyPeers(sorted(groups, key=lambda g: -g.median), values,
+                                                         stats, {**apart, **aside})
+                          for model, (values, stats, apart) in _own_models(connection, models).items()})
     return found
+
+
+def _host_rule(mine: DecodeDiagnosis | None, hosts: list[tuple[str, str, int]]) -> tuple[dict[str, Any], str]:
+    """``compare/peers.set_aside`` over rows of one key as (bound, host CPU, rows): what is set aside
+    (counted by reason) and the SQL condition of the rows compared. Each distinct bound and host is
+    judged by ``decode_diagnosis.host_mismatch``, the rule of every other path."""
+    reasons: Counter[str] = Counter()
+    ruled_out = []
+    for bound, host, rows in hosts:
+        reason = host_mismatch(mine, theirs(bound, host))
+        if reason:
+            reasons[reason] += rows
+            ruled_out.append(host_rule_value(bound, host))
+    if not ruled_out:
+        return {}, "TRUE"
+    return ({"set_aside": sum(reasons.values()), "set_aside_reasons": sorted(reasons)},
+            f"(decode_bound IS NULL OR NOT list_contains({sql_list(ruled_out)}, {HOST_RULE_SQL}))")
 
 
 def _own_models(connection: Any, models: set[str]) -> dict[str, tuple[Any, ...]]:
@@ -116,22 +168,23 @@ def _own_models(connection: Any, models: set[str]) -> dict[str, tuple[Any, ...]]
     return {model: (values.get(model, []), setting_stats(pairs.get(model, [])), apart) for model in models}
 
 
-def _model_groups(connection: Any, rel: str, keyed: bool = True) -> list[tuple[Any, ...]]:
-    """Per key (where ``keyed``: ``rel`` holds several) and device model: the spelling, results,
-    machines, median, 10th and 90th percentile and best over the machines' medians
-    (``compare/peers._group`` in SQL). Leaves the machines' medians in the temporary table
-    ``machines`` (one pass over the rows)."""
+def _model_groups(connection: Any, rel: str, keyed: bool = True,
+                  by: str = "model_key") -> list[tuple[Any, ...]]:
+    """Per key (where ``keyed``: ``rel`` holds several) and device model (``by``: the model_key, and
+    the columns after it): the spelling, results, machines, median, 10th and 90th percentile and
+    best over the machines' medians (``compare/peers._group`` in SQL). Leaves the machines' medians
+    in the temporary table ``machines`` (one pass over the rows)."""
     keys = key_columns() + ", " if keyed else ""
-    connection.execute(f"CREATE OR REPLACE TEMP TABLE machines AS {_machines(rel, 'model_key', keyed)}")
-    spellings = (f"SELECT {keys}model_key, first(device_model ORDER BY n DESC, device_model) AS spelling "
-                 f"FROM (SELECT {keys}model_key, device_model, count(*) AS n FROM {rel} "
+    connection.execute(f"CREATE OR REPLACE TEMP TABLE machines AS {_machines(rel, by, keyed)}")
+    spellings = (f"SELECT {keys}{by}, first(device_model ORDER BY n DESC, device_model) AS spelling "
+                 f"FROM (SELECT {keys}{by}, device_model, count(*) AS n FROM {rel} "
                  "WHERE implausible = '' AND outlier = '' GROUP BY ALL) GROUP BY ALL")
     return connection.execute(
-        f"SELECT {keys}model_key, s.spelling, g.* EXCLUDE ({keys}model_key) FROM ("
-        f"  SELECT {keys}model_key, sum(n) AS n, count(*) AS machines, quantile_cont(rate, 0.5) AS median, "
+        f"SELECT {keys}{by}, s.spelling, g.* EXCLUDE ({keys}{by}) FROM ("
+        f"  SELECT {keys}{by}, sum(n) AS n, count(*) AS machines, quantile_cont(rate, 0.5) AS median, "
         "   quantile_cont(rate, 0.1) AS low, quantile_cont(rate, 0.9) AS high, max(rate) AS best "
-        f"  FROM machines GROUP BY {keys}model_key) g "
-        f"JOIN ({spellings}) s USING ({keys}model_key)").fetchall()
+        f"  FROM machines GROUP BY {keys}{by}) g "
+        f"JOIN ({spellings}) s USING ({keys}{by})").fetchall()
 
 
 def _machines(rel: str, by: str, keyed: bool = True) -> str:
@@ -145,16 +198,19 @@ def _machines(rel: str, by: str, keyed: bool = True) -> str:
 
 
 def shard_collection(connection: Any, rel: str) -> Collection:
-    """``compare/collection.collect``'s summary of the relation's results, in SQL."""
+    """``compare/collection.collect``'s summary of the relation's results, in SQL: a generation
+    key's groups split by the decode's bound class (``decode_class``) and named with its words."""
     keys, width = key_columns(), len(KEY_FIELDS)
     collection = Collection()
     spellings = dict(connection.execute(
         "SELECT model_key, first(device_model ORDER BY n DESC, device_model) FROM ("
         f"  SELECT model_key, device_model, count(*) AS n FROM {rel} WHERE implausible = '' AND outlier = '' "
         "  GROUP BY ALL) GROUP BY model_key").fetchall())
-    for row in _model_groups(connection, rel):
+    words = _decode_words(connection, rel)
+    for row in _model_groups(connection, rel, by="model_key, decode_class"):
         summary = collection.keys.setdefault(tuple(row[:width]), KeySummary())
-        summary.groups.append(ModelGroup(*row[width + 1:]))
+        recipe, bound = words.get(tuple(row[:width + 2]), ("", ""))
+        summary.groups.append(ModelGroup(*row[width + 2:], recipe=recipe, decode=bound))
     for row in connection.execute(
             f"SELECT {keys}, implausible, outlier, count(*) FROM {rel} "
             "WHERE implausible <> '' OR outlier <> '' GROUP BY ALL").fetchall():
@@ -182,16 +238,42 @@ def shard_collection(connection: Any, rel: str) -> Collection:
     return collection
 
 
+def _decode_words(connection: Any, rel: str,
+                  by: str = "model_key, decode_class") -> dict[tuple[Any, ...], tuple[str, str]]:
+    """(key..., the two columns of ``by``) -> the (recipe, bound) words of its judged rows
+    (``decode_diagnosis.pooled_words``, as ``collection._groups`` names a group and
+    ``bands.bands_of`` a band)."""
+    keys, width = key_columns(), len(KEY_FIELDS)
+    judged = f"FROM {rel} WHERE implausible = '' AND outlier = '' AND decode_bound IS NOT NULL"
+    recipes: dict[tuple[Any, ...], Counter[str]] = {}
+    for row in connection.execute(f"SELECT {keys}, {by}, decode_recipe, count(*) {judged} "
+                                  "GROUP BY ALL").fetchall():
+        recipes.setdefault(tuple(row[:width + 2]), Counter())[row[width + 2]] += row[width + 3]
+    words = {}
+    for row in connection.execute(
+            f"SELECT {keys}, {by}, count(*), "
+            "list(DISTINCT decode_bound) FILTER (decode_bound <> ''), "
+            "median(decode_floor_ratio) FILTER (decode_bound <> '' AND decode_floor_ratio <> 0), "
+            f"min(host_cpu) FILTER (decode_bound <> '') {judged} GROUP BY ALL").fetchall():
+        group = tuple(row[:width + 2])
+        rows, bounds, ratio, host = row[width + 2:]
+        words[group] = pooled_words(recipes[group], rows, set(bounds or ()), ratio, host or "")
+    return words
+
+
 def shard_bands(connection: Any, rel: str, min_machines: int) -> list[Band]:
     """``compare/bands.bands_of``'s bands of the relation's results, in SQL."""
     keys, width = key_columns(), len(KEY_FIELDS)
     fractions = "[" + ", ".join(str(p / 100) for p in PERCENTILES) + "]"
+    by = "device_class, decode_class"
     rows = connection.execute(
-        f"SELECT {keys}, device_class, count(*), sum(n), quantile_cont(rate, {fractions}), min(first_date), "
-        f"max(last_date) FROM ({_machines(rel, 'device_class')}) GROUP BY {keys}, device_class "
+        f"SELECT {keys}, {by}, count(*), sum(n), quantile_cont(rate, {fractions}), min(first_date), "
+        f"max(last_date) FROM ({_machines(rel, by)}) GROUP BY {keys}, {by} "
         f"HAVING count(*) >= {int(min_machines)}").fetchall()
-    bands = [Band(tuple(row[:width]), row[width], row[width + 1], row[width + 2],
-                  tuple(float(v) for v in row[width + 3]), row[width + 4] or "", row[width + 5] or "")
+    words = _decode_words(connection, rel, by)
+    bands = [Band(tuple(row[:width]), row[width], row[width + 2], row[width + 3],
+                  tuple(float(v) for v in row[width + 4]), row[width + 5] or "", row[width + 6] or "", "",
+                  row[width + 1], *words.get(tuple(row[:width + 2]), ("", "")))
              for row in rows]
     return sorted(bands, key=band_order)
 
@@ -205,8 +287,9 @@ def read_collection(specs: list[str], warn: Any) -> tuple[Collection, Loaded]:
         return collect(peers), loaded
     connection = duckdb_connection(" ".join(specs))
     try:
-        collection = shard_collection(connection, collection_relation(connection, files, peers))
+        rel = collection_relation(connection, files, peers)
+        collection = shard_collection(connection, rel)
+        count_read(connection, rel, loaded)
     finally:
         connection.close()
-    loaded.shard_rows = collection.results + collection.apart - len(peers)
     return collection, loaded

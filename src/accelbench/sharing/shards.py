@@ -16,8 +16,15 @@ older shard without it reads as the default) and ``key_id`` (the key as one shor
 ``device_kind``, ``device_class``, ``device_model``, ``model_key`` (the grouping form of the model),
 ``rate`` (the headline rate of the key's mode, ``results/catalogue.headline``), ``dataset_size``;
 ``implausible`` and ``outlier`` (why the row is kept apart, "" when it is not); ``settings`` (the
-recorded settings as JSON, label -> value).
+recorded settings as JSON, label -> value); a generation line's decode diagnosis as far as the
+host rule and the surfaces read it (``compare/decode_diagnosis.py``, ``DECODE_COLUMNS``):
+``decode_bound`` ("overhead", "bandwidth", "" where the line has a diagnosis without a bound; NULL
+where it has none: not judged), ``host_cpu``, ``decode_class`` (``bound_class``: what the site and
+the bands pool by), ``decode_recipe`` (``recipe_words``) and ``decode_floor_ratio``.
 Rows are sorted by key id and device model, so a reader skips the row groups of other work.
+
+Versions (``SHARD_VERSION``): 1, the first; 2 added the decode columns (issue 33). A shard of
+version 1 reads as if every row were not judged (``relation`` gives the columns' defaults).
 
 JSON lines stay the interchange format and the record: shards are derived from the hub's bundles
 (``hub compact`` reads them again to refresh the shards), and every row's hash names the bundle
@@ -32,11 +39,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from accelbench.compare.decode_diagnosis import DecodeDiagnosis, bound_class
+from accelbench.compare.outliers import CONFLICT
 from accelbench.compare.peers import DEVICE_CLASSES, PeerResult
 from accelbench.errors import UsageError
 from accelbench.results.key import KEY_DEFAULTS, KEY_FIELDS
 
-SHARD_VERSION = 1
+SHARD_VERSION = 2
 PARTITIONS = ("mode", "device_class")
 REFUSED = "refused.jsonl"
 MANIFEST = "compacted.json"
@@ -54,6 +63,13 @@ COLUMNS: dict[str, str] = {
     "rate": "DOUBLE", "dataset_size": "BIGINT", "implausible": "VARCHAR", "outlier": "VARCHAR",
     "settings": "VARCHAR",
 }
+#: The columns version 2 added (name -> SQL type, the value of a row that is not judged: what a
+#: version-1 shard's rows read as).
+DECODE_COLUMNS: dict[str, tuple[str, Any]] = {
+    "decode_bound": ("VARCHAR", None), "host_cpu": ("VARCHAR", ""), "decode_class": ("VARCHAR", ""),
+    "decode_recipe": ("VARCHAR", ""), "decode_floor_ratio": ("DOUBLE", None),
+}
+COLUMNS.update({name: kind for name, (kind, _) in DECODE_COLUMNS.items()})
 assert set(DEVICE_CLASSES) >= {"cpu", "other"}
 
 
@@ -79,7 +95,41 @@ def row_of(peer: PeerResult, line: dict[str, Any], case: str) -> dict[str, Any]:
             "device_kind": peer.device_kind, "device_class": peer.device_class,
             "device_model": peer.device_model, "model_key": peer.model_key, "rate": peer.throughput,
             "dataset_size": peer.dataset_size, "implausible": peer.invalid, "outlier": peer.outlier,
-            "settings": json.dumps(dict(peer.settings), sort_keys=True, separators=(",", ":"))}
+            "settings": json.dumps(dict(peer.settings), sort_keys=True, separators=(",", ":")),
+            **decode_columns(peer.decode)}
+
+
+def decode_columns(decode: DecodeDiagnosis | None) -> dict[str, Any]:
+    """The decode columns of a row (their defaults where the line holds no diagnosis)."""
+    if decode is None:
+        return {name: default for name, (_, default) in DECODE_COLUMNS.items()}
+    return {"decode_bound": decode.bound, "host_cpu": decode.host_cpu, "decode_class": bound_class(decode),
+            "decode_recipe": decode.recipe_words(), "decode_floor_ratio": decode.floor_ratio}
+
+
+def theirs(bound: str | None, host_cpu: str) -> DecodeDiagnosis | None:
+    """A row's diagnosis as the host rule reads it (``decode_diagnosis.host_mismatch``: the bound
+    and the host CPU); None where the row is not judged."""
+    return None if bound is None else DecodeDiagnosis(bound=bound, host_cpu=host_cpu)
+
+
+#: A row's (bound, host CPU) as one value (NULL where not judged): what the host rule sets aside.
+#: (No shared string holds a control character: bundle.py refuses them.)
+HOST_RULE_SQL = "decode_bound || chr(1) || host_cpu"
+
+
+def host_rule_value(bound: str, host_cpu: str) -> str:
+    return f"{bound}\x01{host_cpu}"
+
+
+def arrow_schema(names: list[str]) -> Any:
+    """The pyarrow schema of ``names`` (columns of COLUMNS, typed from their SQL types), so that a
+    batch whose values are all None still has its column's type."""
+    import pyarrow as pa
+
+    types = {"INTEGER": pa.int32(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(), "VARCHAR": pa.string(),
+             "BOOLEAN": pa.bool_()}
+    return pa.schema([(name, types[COLUMNS[name]]) for name in names])
 
 
 def shard_files(folder: Path) -> list[Path]:
@@ -161,20 +211,32 @@ def relation(connection: Any, files: list[str], modes: set[str] | None = None) -
         raise UsageError(f"the Parquet files {files[0]}... are not accelbench shards of this version "
                          f"(no {', '.join(missing)}): compact the hub's bundles again with accelbench hub "
                          "compact")
-    keyed = [f'COALESCE("{name}", {literal(KEY_DEFAULTS[name])}) AS "{name}"' if name in present
-             else f'{literal(KEY_DEFAULTS[name])} AS "{name}"' for name in KEY_FIELDS]
-    excluded = [f'"{name}"' for name in KEY_FIELDS if name in present]
+    defaults = {**{name: (KEY_TYPES[name], KEY_DEFAULTS[name]) for name in KEY_FIELDS}, **DECODE_COLUMNS}
+    keyed = [f'COALESCE("{name}", {literal(default)}) AS "{name}"' if name in present
+             else f'CAST({literal(default)} AS {kind}) AS "{name}"'
+             for name, (kind, default) in defaults.items()]
+    excluded = [f'"{name}"' for name in defaults if name in present]
     star = f"* EXCLUDE ({', '.join(excluded)})" if excluded else "*"
     where = f" WHERE mode IN ({sql_list(sorted(modes))[1:-1]})" if modes else ""
     return f"(SELECT {star}, {', '.join(keyed)} FROM {scan}{where})"
 
 
 def literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
     if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
     if isinstance(value, int):
         return str(value)
     return "'" + str(value).replace("'", "''") + "'"
+
+
+#: What rows hold, counted one way for every surface (compare --against's ``read``, site, hub
+#: aggregate, hub compact): results, implausible, quarantined (an implausible row counts as
+#: implausible only), of those in conflict (``compare/outliers.CONFLICT``).
+COUNTS_SQL = ("count(*), count(*) FILTER (implausible <> ''), "
+              "count(*) FILTER (implausible = '' AND outlier <> ''), "
+              f"count(*) FILTER (implausible = '' AND outlier = {literal(CONFLICT)})")
 
 
 def key_condition(keys: set[tuple[Any, ...]]) -> str:

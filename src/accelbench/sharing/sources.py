@@ -351,7 +351,6 @@ def load_peers(specs: Iterable[str], warn: Warn, keys: set[tuple[Any, ...]] | No
             _say_what_was_not_a_bundle(name, read.total, read.usable + read.other_work, read.not_bundle, warn)
     resolved = resolve(shares, warn)
     loaded.duplicates += resolved.duplicates
-    loaded.conflicts = resolved.conflicts
     loaded.skipped.update(resolved.refused)
     loaded.unsigned = resolved.unsigned
     # Quarantined here, so that every caller (and its count) sees the same machines.
