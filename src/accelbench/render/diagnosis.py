@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from accelbench.render.format import format_bytes_rate, format_rate, format_seconds
+from accelbench.render.peak_marks import mark_words
 from accelbench.results import INPUT_BOUND_FRACTION, CaseResult, Ceilings, Flops, ProfileFigures
 
 IDLE_BUSY_FRACTION = 0.5
@@ -98,6 +99,8 @@ def _figures(case: CaseResult, profile: ProfileFigures, ceilings: Ceilings) -> d
         "achieved_flops": flops.achieved_flops,
         "peak_flops": flops.peak_flops,
         "flops_fraction": flops.fraction_of_peak,
+        # what the peak was (capped, busy, re-checked on a busy machine): said with its share
+        "peak_mark": mark_words(flops),
         "bytes_per_step": moved,
         "achieved_bytes_per_s": achieved_bw,
         "bandwidth_bytes_per_s": bandwidth,
@@ -113,7 +116,8 @@ def _pct(value: float | None) -> str:
 
 def _ceiling_text(f: dict[str, Any]) -> str:
     flops = (f"{_pct(f['flops_fraction'])} of the FLOP/s peak "
-             f"({format_rate(f['achieved_flops'] / 1e9)} of {format_rate(f['peak_flops'] / 1e9)} GFLOP/s)"
+             f"({format_rate(f['achieved_flops'] / 1e9)} of {format_rate(f['peak_flops'] / 1e9)} GFLOP/s"
+             + (f"; a {f['peak_mark']})" if f.get("peak_mark") else ")")
              if f["flops_fraction"] is not None else "FLOP/s peak n/a")
     if f["bandwidth_fraction"] is not None:
         memory = (f"{_pct(f['bandwidth_fraction'])} of the bandwidth (>= "

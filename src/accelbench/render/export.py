@@ -8,6 +8,7 @@ import io
 import json
 
 from accelbench.render.format import rate_label
+from accelbench.render.peak_marks import PEAK_COLUMNS, mark_words, peak_rows
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.catalogue import FIGURES
 from accelbench.results.catalogue import case_figures as catalogue_figures
@@ -21,8 +22,9 @@ CSV_COLUMNS = (
     "iqr_step_s", "rel_iqr", "noisy", "throughput_samples_per_s", "throughput_ci_low",
     "throughput_ci_high", "epoch_time_s", "epoch_time_kind", "peak_memory_bytes", "throughput_unit",
 )
-#: Then every catalogue figure by its name (results/catalogue.py), empty where the case has none.
-CSV_COLUMNS += tuple(f.name for f in FIGURES if f.name not in CSV_COLUMNS)
+#: Then every catalogue figure by its name (results/catalogue.py), empty where the case has none,
+#: and what the peak behind fraction_of_peak was (render/peak_marks.py: "" where nothing marks it).
+CSV_COLUMNS += (*(f.name for f in FIGURES if f.name not in CSV_COLUMNS), "peak_mark")
 
 
 def to_json(record: RunRecord) -> str:
@@ -53,6 +55,7 @@ def case_figures(record: RunRecord, case: CaseResult) -> dict[str, object]:
         # throughput_* count samples, or for a generation case decode tokens (over the batch).
         "throughput_unit": case.rate_unit(),
         **{name: value for name, value in catalogue_figures(case).items() if name != "peak_memory_bytes"},
+        "peak_mark": mark_words(case.flops),
     }
 
 
@@ -106,6 +109,11 @@ def to_markdown(record: RunRecord) -> str:
             case.workload, case.mode, case.device, case.batch_size, case.precision, status,
             _num(case.throughput(), ",.1f"), _num(figures["median_step_s"], ".4g"),  # type: ignore[arg-type]
             f"{rel * 100:.1f}%" if isinstance(rel, float) else "n/a", epoch_text)) + " |")
+    flops = peak_rows(record.cases)
+    if flops:  # the run table's --wide cell, and what the peak behind each % peak was
+        lines += ["", "## FLOP/s against the measured peak", "", "| " + " | ".join(PEAK_COLUMNS) + " |",
+                  "|---|---|---|---|---:|---:|---|"]
+        lines += ["| " + " | ".join(_md(cell) for cell in row) + " |" for row in flops]
     return "\n".join(lines) + "\n"
 
 

@@ -21,6 +21,7 @@ from accelbench.reference.published import FEATURE_FINDINGS, PUBLISHED_LABEL, RA
 from accelbench.render import figures, html_sections
 from accelbench.render.compare_table import comparison_layout
 from accelbench.render.format import rate_label
+from accelbench.render.peak_marks import PEAK_COLUMNS, peak_rows
 from accelbench.results import Parity, ProbeCell
 from accelbench.store.history import TimelinePoint
 
@@ -107,6 +108,17 @@ def _diagnosis_section(runs: Sequence[LabelledRun]) -> list[Markup]:
                           "idle between many short kernels; compute-/memory-bound = near the measured "
                           "FLOP/s or bandwidth ceiling; input-bound = waiting for data; kernel-bound = "
                           "busy but below both ceilings")]
+
+
+def _peak_section(runs: Sequence[LabelledRun]) -> list[Markup]:
+    rows = [(run.label, *row) for run in runs for row in peak_rows(run.record.cases)]
+    if not rows:
+        return []
+    return [table(("run", *PEAK_COLUMNS), rows,
+                  caption="Achieved FLOP/s and its share of the measured matrix-product peak of the "
+                          "case's precision; the peak's mark says when that peak was capped (a "
+                          "slowdown held the clock while it was timed), busy (measured beside other "
+                          "work) or re-checked on a busy machine")]
 
 
 def _memory_section(runs: Sequence[LabelledRun]) -> list[Markup]:
@@ -315,6 +327,9 @@ def render_report(runs: Sequence[LabelledRun], comparisons: Sequence[WorkloadCom
     held = _sustained_section(runs)
     if held:
         sections += [el("h2", "Before the steady state, and over minutes"), *held]
+    peaks = _peak_section(runs)
+    if peaks:
+        sections += [el("h2", "FLOP/s against the measured peak"), *peaks]
     memory = _memory_section(runs)
     if memory:
         sections += [el("h2", "Peak memory and where it comes from"), *memory]

@@ -12,7 +12,8 @@ Each record (the table's tuple fields; maps are string to string, as the table's
     metric        name (the catalogue's figure name), benchmark_values [the figure],
                   target_value (a published reference's figure for the same work where there is
                   one, else 0: the table's Float32 has no null), extra_info: unit, statistic,
-                  label, how it was measured, and the target's source
+                  label, how it was measured, and the target's source; on fraction_of_peak,
+                  peak_mark where the peak was capped, busy or re-checked on a busy machine
     runners       [{name (the device kind), type (its model), cpu_info, cpu_count, mem_info,
                   avail_mem_in_gb, gpu_info, gpu_count, gpu_mem_info, avail_gpu_mem_in_gb,
                   extra_info}]
@@ -31,6 +32,7 @@ from typing import Any
 
 from accelbench import __version__
 from accelbench.compare.peers import published_peers
+from accelbench.render.peak_marks import mark_words
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.catalogue import BY_NAME, headline
 from accelbench.results.key import KEY_FIELDS, comparability_key
@@ -122,10 +124,12 @@ def case_records(record: RunRecord, case: CaseResult) -> list[dict[str, Any]]:
         if figure is None or not isinstance(value, int | float) or isinstance(value, bool):
             continue
         target, source = _target(case, name)
+        # a share of a capped, busy or busily re-checked peak says so (render/peak_marks.py)
+        mark = mark_words(case.flops) if name == "fraction_of_peak" else ""
         records.append({**common, "metric": {
             "name": name, "benchmark_values": [float(value)], "target_value": target,
             "extra_info": _strings({"unit": figure.unit, "statistic": figure.statistic, "label": figure.label,
-                                    "method": figure.method, "target_source": source})}})
+                                    "method": figure.method, "target_source": source, "peak_mark": mark})}})
     return records
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from accelbench.compare import MachineRow, Pair, Verdict, WorkloadComparison
 from accelbench.compare.decode_diagnosis import DecodeDiagnosis
 from accelbench.parity.shown import verdict_of
+from accelbench.render.peak_marks import mark_words
 from accelbench.results import CaseResult, RunRecord, rate_unit
 from accelbench.results.catalogue import case_figures, case_headline, key_headline
 from accelbench.results.key import KEY_FIELDS, comparability_key, config_label
@@ -38,7 +39,8 @@ def case_view(case: CaseResult | None) -> dict[str, Any] | None:
             "key": dict(zip(KEY_FIELDS, comparability_key(case), strict=True)),
             "rate": case.throughput(), "rate_ci": case.throughput_ci(),
             "rate_name": case_headline(case).name, "rate_unit": case.rate_unit(),
-            "figures": case_figures(case), "decode": _decode(DecodeDiagnosis.of_case(case))}
+            "figures": case_figures(case), "peak_mark": mark_words(case.flops) or None,
+            "decode": _decode(DecodeDiagnosis.of_case(case))}
 
 
 def _decode(diagnosis: DecodeDiagnosis | None) -> dict[str, Any] | None:
@@ -47,7 +49,7 @@ def _decode(diagnosis: DecodeDiagnosis | None) -> dict[str, Any] | None:
 
 
 #: What a case's view adds to the case as stored.
-_ADDED = ("config", "key", "rate", "rate_ci", "rate_name", "rate_unit", "figures", "decode")
+_ADDED = ("config", "key", "rate", "rate_ci", "rate_name", "rate_unit", "figures", "peak_mark", "decode")
 
 
 def record_view(record: RunRecord) -> dict[str, Any]:

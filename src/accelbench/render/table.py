@@ -27,6 +27,7 @@ from accelbench.measure.trackers.memory import format_bytes
 from accelbench.render.diagnosis import busy_share, diagnose
 from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_interval, format_rate, format_seconds
+from accelbench.render.peak_marks import flops_text
 from accelbench.render.steady import break_even_cell, first_use_cell, sustained_note
 from accelbench.results import INPUT_BOUND_FRACTION, CaseResult, Energy, RunRecord
 from accelbench.results.key import config_label as key_config_label
@@ -120,20 +121,6 @@ def busy_line(record: RunRecord) -> str:
 def spread_cell(case: CaseResult) -> str:
     summary = case.summary()
     return f"{summary.rel_iqr * 100:.1f}%" if summary else "n/a"
-
-
-def flops_text(case: CaseResult) -> str:
-    if case.flops is None or case.flops.achieved_flops is None:
-        return "n/a"
-    text = format_rate(case.flops.achieved_flops / 1e9)
-    # a share of a power-capped peak, or of one measured beside other work, says so (issue 34)
-    marks = [word for flag, word in ((case.flops.peak_limited_by, "capped"),
-                                     (case.flops.peak_busy, "busy")) if flag]
-    of_peak = f" of a {' and '.join(marks)} peak" if marks else ""
-    shares = [f"{share * 100:.0f}%{word}" for share, word in (
-        (case.flops.fraction_of_peak, of_peak), (case.flops.fraction_of_sustained_peak, " sust."))
-        if share is not None]
-    return f"{text} ({', '.join(shares)})" if shares else text
 
 
 #: Where a peak-memory figure comes from, in one word (the result keeps the full words):

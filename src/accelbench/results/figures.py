@@ -100,6 +100,9 @@ class Flops(Record):
     peak_clock_mhz: float | None = None
     peak_burst_flops: float | None = None
     peak_busy: str = ""
+    #: A good peak's: why its latest re-check ran on a busy machine ("" when it did not, and in
+    #: results written before it was recorded). render/peak_marks.py words all four marks.
+    peak_recheck_busy: str = ""
     fraction_of_peak: float | None = None
     #: The sustained matrix-product peak ``roofline --sustained`` held (None: not measured), and
     #: the achieved FLOP/s as a share of it; ``fraction_of_peak`` stays against the burst peak.

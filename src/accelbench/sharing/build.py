@@ -124,9 +124,14 @@ def _figures(case: CaseResult) -> dict[str, Any]:
 def _limits(case: CaseResult) -> dict[str, Any]:
     """The measured ceilings the figures were held against (readers flag a figure above them)."""
     generation = case.generation or {}
+    flops = case.flops
     limits = {"bandwidth_bytes_per_s": generation.get("bandwidth_reference_bytes_per_s"),
               "last_level_cache_bytes": generation.get("last_level_cache_bytes"),
-              "peak_flops": case.flops.peak_flops if case.flops else None}
+              "peak_flops": flops.peak_flops if flops else None,
+              # what that peak was (issue 34): what held its clock, why it was busy or re-checked busy
+              "peak_limited_by": (", ".join(flops.peak_limited_by) or None) if flops else None,
+              "peak_busy": (flops.peak_busy or None) if flops else None,
+              "peak_recheck_busy": (flops.peak_recheck_busy or None) if flops else None}
     return {name: _scalar(value) for name, value in limits.items() if value is not None}
 
 

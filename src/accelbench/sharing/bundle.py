@@ -22,7 +22,10 @@ a dataset without a header to keep in step. Its sections (version 2)::
     key          every field of the comparability key (results/key.py KEY_FIELDS, derived)
     device       kind, model, count, memory_bytes, and compute_capability / driver where known
     limits       the device's measured ceilings the figures are held against, where the case had
-                 them: bandwidth_bytes_per_s (roofline), last_level_cache_bytes, peak_flops
+                 them: bandwidth_bytes_per_s (roofline), last_level_cache_bytes, peak_flops and,
+                 where that peak was marked, peak_limited_by (what held its clock: capped),
+                 peak_busy (why it was measured beside other work), peak_recheck_busy (why its
+                 latest re-check was)
     host         os, os_release, cpu, cores, memory_bytes, python
     software     torch, cuda, hip, cudnn, blas
     settings     backend_flags (TF32, cudnn.benchmark ...), threads, loader_workers, power (each

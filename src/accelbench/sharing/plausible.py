@@ -11,6 +11,7 @@ carries none, the device's published peak:
   last-level cache (``measure/generation/decode_bytes.judge_bandwidth``, the one judgement of that rule);
 * achieved FLOP/s more than 10% above the measured peak (the peak is itself a measurement), or,
   without one, above the device's datasheet peak for the case's precision (``devices/datasheets.py``);
+  a peak measured beside other work (``peak_busy``) reads low and is no ceiling: the datasheet's;
 * achieved FLOP/s above the physical ceiling of its device class (``CLASS_CEILINGS``: no table
   of devices needed; a CPU's is per core, times the cores the line names), whatever it carries;
 * a training or evaluation line whose rate contradicts its own step times: the catalogue defines
@@ -130,7 +131,7 @@ def _flops(line: dict[str, Any], limits: dict[str, Any], figures: dict[str, Any]
         kind = str((line.get("device") or {}).get("kind", ""))
         return (f"achieved FLOP/s {achieved:.3g} above the physical ceiling of any {kind or 'such'} device "
                 f"({ceiling:.3g}{' for its cores' if kind == 'cpu' else ''})")
-    peak = _real(limits.get("peak_flops"))
+    peak = None if limits.get("peak_busy") else _real(limits.get("peak_flops"))
     if peak and peak > 0:
         if achieved > peak * FLOPS_TOLERANCE:
             return f"{achieved / peak:.0%} of the device's measured peak FLOP/s"

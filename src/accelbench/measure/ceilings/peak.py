@@ -34,7 +34,10 @@ ceiling honest:
   quiet, or clearly less busy than it was (``LESS_BUSY``), and at most once a minute while it
   stays as busy; the best reading is kept, and a quiet one clears the mark.
   So a run started seconds after a busy one does not inherit its figure, as it did for the
-  minute the re-check waited. A refresh never replaces a good figure with a busy one.
+  minute the re-check waited. A refresh never replaces a good figure with a busy one. A good
+  figure whose latest re-check ran on a busy machine stands, marked ``re-checked`` (the reason
+  in ``recheck_busy``) until a check reads the machine quiet: on the CPU after other work, at
+  once when a short probe finds it quiet.
 
 * **A capped figure says so.** The device's clock and clock-event reasons are sampled while the
   windows run (``peak_clocks.py``); a slowdown reason (a power cap) is stored with the figure
@@ -187,13 +190,16 @@ class PeakFigure:
     burst_flops: float | None = None
     #: Why it was measured on a busy machine ("" when not): a figure still to be re-measured.
     busy: str = ""
+    #: A good figure's: why its latest re-check ran on a busy machine ("" when it did not).
+    recheck_busy: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"peak_flops": self.flops, "peak_settings": self.settings,
                 "peak_measured_at": self.measured_at, "peak_matrix_side": self.matrix_side,
                 "peak_products_per_sync": self.products_per_sync,
                 "peak_limited_by": list(self.limited_by), "peak_clock_mhz": self.clock_mhz,
-                "peak_burst_flops": self.burst_flops, "peak_busy": self.busy}
+                "peak_burst_flops": self.burst_flops, "peak_busy": self.busy,
+                "peak_recheck_busy": self.recheck_busy}
 
     def method(self) -> dict[str, Any]:
         """How it was measured, as the roofline stores it per matmul figure."""
@@ -230,7 +236,8 @@ def _figure(key: str, settings: str, entry: dict[str, Any]) -> PeakFigure:
                       tuple(str(word) for word in entry.get("limited_by") or ()),
                       float(clock) if isinstance(clock, int | float) else None,
                       float(burst) if isinstance(burst, int | float) else None,
-                      str(entry.get("busy") or ""))
+                      str(entry.get("busy") or ""),
+                      "" if entry.get("busy") else str(entry.get("last_busy") or ""))
 
 
 def cached_figure(device: Device, precision: Precision | torch.dtype | str) -> PeakFigure | None:
@@ -265,7 +272,8 @@ def peak_figure(device: Device, precision: Precision | torch.dtype | str = torch
             remeasure = not _checked_within(cached, now, timedelta(seconds=RECHECK_AFTER_S)) \
                 or _quieter_now(device, cached)
             return _measure(device, precision, side) if remeasure else _figure(key, settings, cached)
-        if not recheck or _checked_within(cached, now, timedelta(seconds=RECHECK_AFTER_S)):
+        checked = _checked_within(cached, now, timedelta(seconds=RECHECK_AFTER_S))
+        if not recheck or (checked and not _quiet_after_busy_check(device, cached)):
             return _figure(key, settings, cached)
         return _recheck(device, precision, cached)
     return _measure(device, precision, side, replace=refresh)
@@ -284,6 +292,20 @@ def _quieter_now(device: Device, cached: dict[str, Any]) -> bool:
         return True
     then = Conditions.from_dict(cached.get("conditions"))
     return not now.busy() or then is None or now.load_share() < then.load_share() - LESS_BUSY
+
+
+def _quiet_after_busy_check(device: Device, cached: dict[str, Any]) -> bool:
+    """Whether a good CPU peak whose latest check ran beside other work is checked again now: a
+    short probe finds the machine quiet (the check then clears its mark). A check that read far
+    low on a quiet machine, and an accelerator's (a probe of the CPUs says nothing of it), wait
+    RECHECK_AFTER_S: a probe would find nothing new."""
+    then = Conditions.from_dict(cached.get("last_conditions"))
+    if not cached.get("last_busy") or not device.is_cpu or then is None or not then.busy():
+        return False
+    try:
+        return not contention.now().busy()
+    except Exception:  # a machine that does not say: the minute's re-check will come
+        return False
 
 
 def timed_matmul(device: Device, precision: Precision | torch.dtype | str, side: int | None = None,

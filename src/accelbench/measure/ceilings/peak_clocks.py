@@ -48,14 +48,20 @@ class PeakClocks:
         return {"limited_by": list(self.limited_by), "clock_mhz": self.clock_mhz, "clocks_na": self.na}
 
 
+def cap_words(limited_by: Any, clock_mhz: Any) -> str:
+    """What held a figure's clock back, and the clock then: "software power cap at 1,410 MHz";
+    "" for a figure nothing held back. Every surface that says a peak is capped words it here."""
+    words = ", ".join(str(word) for word in limited_by or ())
+    if not words:
+        return ""
+    return words + (f" at {clock_mhz:,.0f} MHz" if isinstance(clock_mhz, int | float) else "")
+
+
 def capped_text(how: dict[str, Any]) -> str:
     """A stored figure's clocks (``PeakClocks.to_dict()`` keys) in words: "capped: software power
     cap at 1,410 MHz" for a capped figure, "" for one that is not."""
-    words = ", ".join(str(word) for word in how.get("limited_by") or ())
-    if not words:
-        return ""
-    clock = how.get("clock_mhz")
-    return f"capped: {words}" + (f" at {clock:,.0f} MHz" if isinstance(clock, int | float) else "")
+    words = cap_words(how.get("limited_by"), how.get("clock_mhz"))
+    return f"capped: {words}" if words else ""
 
 
 class ClockWatch:
