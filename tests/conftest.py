@@ -192,3 +192,15 @@ def tiny_hf_llama(tmp_path: Path) -> str:
                              num_attention_heads=2, num_key_value_heads=1, vocab_size=64,
                              max_position_embeddings=32).save_pretrained(folder)
     return f"hf:{folder}"
+
+
+def rendered_text(renderable: object, width: int = 400) -> str:
+    """What rich prints for ``renderable`` at ``width`` columns, as plain text (wide enough by
+    default that no cell wraps: the tests look for whole values)."""
+    import io
+
+    from rich.console import Console
+
+    console = Console(record=True, width=width, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()

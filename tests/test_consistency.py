@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
-from rich.console import Console
+from conftest import rendered_text
 
 from accelbench.compare import LabelledRun, compare_runs
 from accelbench.engine.repeat import merge_repeats
@@ -98,10 +98,7 @@ def runs() -> tuple[RunRecord, RunRecord]:
     return _record("run-a", 1), _record("run-b", 2)
 
 
-def _text(renderable: object) -> str:
-    console = Console(record=True, width=400, file=io.StringIO())
-    console.print(renderable)
-    return console.export_text()
+_text = rendered_text
 
 
 def test_the_kinds_are_all_there(runs: tuple[RunRecord, RunRecord]) -> None:

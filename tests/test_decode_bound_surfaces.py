@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import html
-import io
 import json
 import os
 import subprocess
@@ -23,7 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from rich.console import Console
+from conftest import rendered_text
 
 from accelbench.compare import NOT_COMPARABLE, LabelledRun, compare_runs
 from accelbench.compare.decode_diagnosis import BANDWIDTH, OVERHEAD, REFERENCE_INT8, DecodeDiagnosis
@@ -64,10 +63,7 @@ def _from_host(cpu: str, run_id: str) -> RunRecord:
     return record
 
 
-def _text(renderable: object) -> str:
-    console = Console(record=True, width=400, file=io.StringIO())
-    console.print(renderable)
-    return console.export_text()
+_text = rendered_text
 
 
 @pytest.fixture(scope="module")

@@ -9,13 +9,12 @@ showed the median would fail. Each protocol times the way its peer observes a to
 
 from __future__ import annotations
 
-import io
 import json
 import sqlite3
 from pathlib import Path
 
 import pytest
-from rich.console import Console
+from conftest import rendered_text
 
 from accelbench.compare import LabelledRun, compare_runs
 from accelbench.measure.generation.generation_clocks import STREAMED
@@ -82,10 +81,7 @@ def runs() -> tuple[RunRecord, RunRecord]:
     return _record("run-a", 1), _record("run-b", 2)
 
 
-def _text(renderable: object) -> str:
-    console = Console(record=True, width=400, file=io.StringIO())
-    console.print(renderable)
-    return console.export_text()
+_text = rendered_text
 
 
 def test_each_protocol_case_s_rate_is_its_peer_s_figure(runs: tuple[RunRecord, RunRecord]) -> None:
