@@ -329,3 +329,33 @@ def test_each_cases_peak_memory_carries_its_source_tag() -> None:
     assert "|cpu|" in cpu and "|900.0 MiB RSS|RSS|process peak RSS|" in cpu
     assert "|cuda:0|" in cuda and "|3.0 GiB allocator|allocator|CUDA caching allocator peak" in cuda
     assert "|mps:0|" in mps and "|≥ 1.0 GiB sampled|sampled|MPS live tensors sampled" in mps
+
+
+def test_bars_are_named_by_what_differs_between_them() -> None:
+    """Issue 36: every generation bar read "<run id> cpu b1", so int8 could not be told from int4
+    nor one MLPerf Client category from another."""
+    from dataclasses import replace
+
+    from test_one_figure import _generation_case
+
+    plain = _generation_case()
+    quantized = [replace(plain, precision=precision) for precision in ("int8-wo", "int4-wo")]
+    runs = [LabelledRun("q", record("q", quantized))]
+    (bars,) = figures.throughput_panels(runs).values()
+    assert [name for name, _, _ in bars] == ["int8-wo", "int4-wo"]
+
+    def category(test: str, prompt: int, new: int):
+        generation = {**plain.generation, "protocol": {"name": "mlperf-client", "test": test,
+                                                        "figure": "category"}}
+        return replace(plain, protocol="mlperf-client", prompt_len=prompt, new_tokens=new,
+                       generation=generation)
+
+    run = LabelledRun("m", record("m", []))
+    names = figures.bar_names([(run, category("content generation", 128, 256)),
+                               (run, category("code analysis", 2048, 128))])
+    assert names == ["mlperf-client content generation prompt 128 +256",
+                     "mlperf-client code analysis prompt 2048 +128"]
+    compiled = replace(plain, compile_backend="inductor")
+    assert figures.bar_names([(run, plain), (run, compiled)]) == ["eager", "compile:inductor"]
+    # Nothing differs: the run and the device still name the bar.
+    assert figures.bar_names([(run, plain)]) == ["m cpu"]

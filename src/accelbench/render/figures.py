@@ -16,7 +16,7 @@ from matplotlib.ticker import FuncFormatter
 
 from accelbench.compare import LabelledRun, WorkloadComparison
 from accelbench.reference.published import EpochReference
-from accelbench.results import rate_unit
+from accelbench.results import CaseResult, rate_unit
 from accelbench.results.sustained import SustainedRecord
 from accelbench.store.history import TimelinePoint, parse_time
 
@@ -41,18 +41,56 @@ def _png(fig: Figure) -> bytes:
 Bar = tuple[str, float, tuple[float, float] | None]
 
 
+def _protocol_test(case: CaseResult) -> str:
+    """A --protocol case's protocol and test ("mlperf-client creative writing", "llama-bench pp512")."""
+    section = (case.generation or {}).get("protocol")
+    test = section.get("test") if isinstance(section, dict) else None
+    return f"{case.protocol} {test}" if test and test != case.protocol else case.protocol
+
+
+def _compile_words(case: CaseResult) -> str:
+    """The compile back end and, where the execution recipe recorded it, its mode."""
+    execution = (case.generation or {}).get("execution")
+    recorded = execution.get("compile") if isinstance(execution, dict) else None
+    if recorded:
+        return f"compile {recorded}"
+    return f"compile:{case.compile_backend}" if case.compile_backend else "eager"
+
+
+def _label_parts(run: LabelledRun, case: CaseResult) -> list[str]:
+    """Every part a bar's name may need, in the order they are shown."""
+    lengths = f"prompt {case.prompt_len} +{case.new_tokens}" if case.new_tokens else ""
+    return [run.label, case.device, f"b{case.batch_size}", case.precision, _compile_words(case),
+            _protocol_test(case), lengths, "streamed" if case.streamed else ""]
+
+
+def bar_names(items: Sequence[tuple[LabelledRun, CaseResult]]) -> list[str]:
+    """Each bar named by what differs between the bars of one panel (run, device, batch,
+    precision, compile mode, protocol and its test or category, prompt and new-token lengths):
+    int8 is told from int4 and one MLPerf category from another. A part every bar shares is left
+    out, except the run and device, said where nothing else tells the bars apart."""
+    parts = [_label_parts(run, case) for run, case in items]
+    differ = [index for index in range(len(parts[0]) if parts else 0)
+              if len({row[index] for row in parts}) > 1]
+    shown = differ or [0, 1]
+    return [" ".join(row[index] for index in shown if row[index]) for row in parts]
+
+
 def throughput_panels(runs: Sequence[LabelledRun]) -> dict[str, list[Bar]]:
     """Bars (label, rate, 95% CI) grouped per workload and mode: one panel each, because one axis
     across MNIST (thousands/s) and the VAE (tens of thousands/s) would hide the smaller. The
-    panel's title names its rate's unit (samples/s, or a generation's decode tokens/s)."""
-    panels: dict[str, list[Bar]] = {}
+    panel's title names its rate's unit (samples/s, or a generation's decode tokens/s); its bars
+    are named by what differs between them (``bar_names``)."""
+    found: dict[str, list[tuple[LabelledRun, CaseResult, float]]] = {}
     for run in runs:
         for case in run.record.cases:
             rate = case.throughput() if case.ok else None
             if rate:
-                panels.setdefault(f"{case.workload} {case.mode} ({rate_unit(case.mode)})", []).append(
-                    (f"{run.label} {case.device} b{case.batch_size}", rate, case.throughput_ci()))
-    return panels
+                found.setdefault(f"{case.workload} {case.mode} ({rate_unit(case.mode)})", []).append(
+                    (run, case, rate))
+    return {title: [(name, rate, case.throughput_ci()) for name, (_, case, rate)
+                    in zip(bar_names([(run, case) for run, case, _ in bars]), bars, strict=True)]
+            for title, bars in found.items()}
 
 
 def _tick(value: float, _position: int) -> str:
@@ -126,12 +164,10 @@ def _reference_speedup(ref: EpochReference) -> float | None:
 
 def step_time_figure(runs: Sequence[LabelledRun], workload: str, mode: str) -> bytes | None:
     """Box plot of the raw per-step samples of each run/device, so the spread is visible."""
-    series: list[tuple[str, list[float]]] = []
-    for run in runs:
-        for case in run.record.cases:
-            if case.workload == workload and case.mode == mode and case.ok and case.step_times:
-                series.append((f"{run.label} {case.device} (batch {case.batch_size})",
-                               [t * 1e3 for t in case.step_times]))
+    drawn = [(run, case) for run in runs for case in run.record.cases
+             if case.workload == workload and case.mode == mode and case.ok and case.step_times]
+    series = [(name, [t * 1e3 for t in case.step_times])
+              for name, (_, case) in zip(bar_names(drawn), drawn, strict=True)]
     if not series:
         return None
     fig = Figure(figsize=(9, 0.5 * len(series) + 1.4))

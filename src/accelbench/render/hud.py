@@ -10,9 +10,10 @@ Each record (the table's tuple fields; maps are string to string, as the table's
     model         name (the workload), type, backend (the compile back end, or eager),
                   origins ["accelbench"], extra_info
     metric        name (the catalogue's figure name), benchmark_values [the figure],
-                  target_value (a published reference's figure for the same work where there is
-                  one, else 0: the table's Float32 has no null), extra_info: unit, statistic,
-                  label, how it was measured, and the target's source; on fraction_of_peak,
+                  target_value (a published reference's figure for the same work; the key is
+                  left out where there is none, as vLLM's uploads leave it out, never a 0 that
+                  reads as a target of zero), extra_info: unit, statistic, label, how it was
+                  measured, and the target's source; on fraction_of_peak,
                   peak_mark where the peak was capped, busy or re-checked on a busy machine
     runners       [{name (the device kind), type (its model), cpu_info, cpu_count, mem_info,
                   avail_mem_in_gb, gpu_info, gpu_count, gpu_mem_info, avail_gpu_mem_in_gb,
@@ -88,15 +89,16 @@ def _dependencies(record: RunRecord, line: dict[str, Any]) -> dict[str, Any]:
                            "extra_info": {"exported_by": __version__}}}
 
 
-def _target(case: CaseResult, name: str) -> tuple[float, str]:
-    """A published figure for the same work (the headline rate only), and its source."""
+def _target(case: CaseResult, name: str) -> tuple[float | None, str]:
+    """A published figure for the same work (the headline rate only), and its source; None and
+    "" where there is none."""
     if name != headline(case.mode).name:
-        return 0.0, ""
+        return None, ""
     key = comparability_key(case)
     same = [p for p in published_peers(case.workload, case.mode, case.dataset_size or 0) if p.key == key
             and p.device_kind == case.device.split(":", 1)[0]]
     if not same:
-        return 0.0, ""
+        return None, ""
     best = max(same, key=lambda p: p.throughput)
     return best.throughput, f"{best.device_model}: {best.published}"
 
@@ -126,10 +128,13 @@ def case_records(record: RunRecord, case: CaseResult) -> list[dict[str, Any]]:
         target, source = _target(case, name)
         # a share of a capped, busy or busily re-checked peak says so (render/peak_marks.py)
         mark = mark_words(case.flops) if name == "fraction_of_peak" else ""
-        records.append({**common, "metric": {
-            "name": name, "benchmark_values": [float(value)], "target_value": target,
-            "extra_info": _strings({"unit": figure.unit, "statistic": figure.statistic, "label": figure.label,
-                                    "method": figure.method, "target_source": source, "peak_mark": mark})}})
+        metric: dict[str, Any] = {"name": name, "benchmark_values": [float(value)]}
+        if target is not None:
+            metric["target_value"] = target
+        metric["extra_info"] = _strings({"unit": figure.unit, "statistic": figure.statistic,
+                                         "label": figure.label, "method": figure.method,
+                                         "target_source": source, "peak_mark": mark})
+        records.append({**common, "metric": metric})
     return records
 
 
