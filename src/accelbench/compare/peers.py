@@ -113,8 +113,9 @@ def device_class(kind: str) -> str:
 
 @dataclass(frozen=True)
 class ModelGroup:
-    """The peers of one device model for one key: median, band and best are over machines (each
-    machine's median result)."""
+    """The peers of one device model for one key: median and band are over machines (each
+    machine's median result); best is the fastest single result, a figure a run produced (a
+    machine's median of two results is not one)."""
 
     device_model: str
     count: int
@@ -208,7 +209,7 @@ def _group(peers: Sequence[PeerResult]) -> ModelGroup:
         spellings[peer.device_model] += peer.results
     published = "; ".join(dict.fromkeys(p.published for p in peers if p.published))
     return ModelGroup(spelling(spellings), sum(p.results for p in peers), len(values), median,
-                      low, high, max(values), published)
+                      low, high, max(p.throughput for p in peers), published)
 
 
 def spelling(counts: Counter[str]) -> str:

@@ -28,6 +28,7 @@ from accelbench.reference.published import PUBLISHED_LABEL
 from accelbench.render.format import format_rate
 from accelbench.render.html import Markup, el
 from accelbench.results.catalogue import key_headline
+from accelbench.results.first_use import plural
 from accelbench.results.key import KEY_FIELDS, config_label
 
 STYLE = """
@@ -51,13 +52,19 @@ def slug(text: str) -> str:
     return f"{readable}-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:8]}"
 
 
-def _page(title: str, *body: Any) -> str:
+def _page(title: str, *body: Any, index: bool = False) -> str:
+    """A page of the site; every page but the index itself links back to it."""
     head = el("head", el("meta", charset="utf-8"),
               el("meta", http_equiv="Content-Security-Policy", content=CSP),
               el("meta", name="viewport", content="width=device-width, initial-scale=1"),
               el("title", title), el("style", Markup(STYLE)))
-    nav = el("nav", el("a", "all results", href="index.html"))
+    nav = None if index else el("nav", el("a", "all results", href="index.html"))
     return "<!doctype html>\n" + el("html", head, el("body", nav, el("h1", title), *body), lang="en") + "\n"
+
+
+def counted(count: int, noun: str) -> str:
+    """"1 machine", "2,000 machines"."""
+    return f"{count:,} {plural(noun, count)}"
 
 
 def _key(key: KeyTuple) -> dict[str, Any]:
@@ -92,7 +99,7 @@ def _group_row(group: ModelGroup, link: bool = True, source: bool = True, decode
         name = el("a", group.device_model, href=_device_file(group.device_model))
     if group.published:
         name = el("span", f"{group.device_model} (published)")
-    count = str(group.count) if group.published else f"{group.count} ({group.machines} machines)"
+    count = str(group.count) if group.published else f"{group.count} ({counted(group.machines, 'machine')})"
     return el("tr", el("td", name), _number(count), _number(format_rate(group.median)),
               _number(f"{format_rate(group.low)}–{format_rate(group.high)}"),
               _number(format_rate(group.best)), *_decode_cells(group, decode),
@@ -163,6 +170,7 @@ def render_site(peers: Iterable[PeerResult] | Collection, generated_at: str = ""
         benches.setdefault(_bench_name(key), []).append(key)
     pages: dict[str, str] = {}
     index_rows = []
+    tops = _chart_tops(benches.values(), measured)
     for name, keys in sorted(benches.items()):
         sections = []
         for key in keys:
@@ -175,7 +183,7 @@ def render_site(peers: Iterable[PeerResult] | Collection, generated_at: str = ""
         models = {model_key(g.device_model) for key in keys for g in measured[key].measured}
         index_rows.append(el("tr", el("td", el("a", name[0], href=_bench_file(name))), el("td", name[1]),
                              el("td", name[2]), _number(str(len(keys))), _number(str(len(models))),
-                             _number(str(results)), *_index_figures(name, keys, measured)))
+                             _number(str(results)), *_index_figures(name, keys, measured, tops)))
     for model, (spelling, counts) in collection.settings.items():
         pages[_device_file(spelling)] = _device_page(spelling, model_groups(collection, model), counts)
     flagged = collection.apart
@@ -185,39 +193,60 @@ def render_site(peers: Iterable[PeerResult] | Collection, generated_at: str = ""
     fields = ", ".join(name.replace("_", " ") for name in KEY_FIELDS)
     pages["index.html"] = _page(
         "accelbench results",
-        el("p", f"{collection.results:,} shared results from {collection.machines:,} machines and "
-                f"{len(collection.settings):,} device models; "
+        el("p", f"{counted(collection.results, 'shared result')} from "
+                f"{counted(collection.machines, 'machine')} and "
+                f"{counted(len(collection.settings), 'device model')}; "
                 f"generated {generated_at}. Figures are each work's headline rate: samples per second at "
                 "the median step time, a generation case's decode tokens per second over the batch, or "
                 "a --protocol case's rate as its peer publishes it (llama-bench's pp or tg, gpt-fast's "
                 "tokens/s, MLPerf Client's 2nd+ token rate). "
-                "Medians, bands and bests are over machines (each machine's median result). A result is "
+                "Medians and bands are over machines (each machine's median result); a best is the "
+                "fastest single result. A result is "
                 f"compared only with results of the same work (the same {fields}), and an overhead-bound "
                 "decode (host launches) only with results driven by the same host CPU model. "
                 f"{INDEX_NOTE}"
                 + (f" {flagged:,} result(s) flagged invalid (implausible on their own machine, or "
                    "quarantined: far above their device model, or in conflict) are left out."
                    if flagged else ""), class_="note"),
-        index, _published_note())
+        index, _published_note(), index=True)
     return pages
 
 
 INDEX_HEADERS = ("workload", "mode", "precision", "configurations", "device models", "results",
                  "configuration shown", "best", "median", "device models' medians")
 INDEX_NOTE = ("Each row's figures are of its configuration with the most results (named): best is "
-              "the fastest machine's result, median the fastest device model's median over its "
-              "machines, and the chart each device model's median, fastest first (a bar's title "
-              "names it).")
+              "the fastest single result (a figure one run produced) and its device model, median "
+              "the fastest device model's median over its machines, and the chart each device "
+              "model's median, fastest first (a bar's title names it); bars of one unit share one "
+              "scale across the page, so a bar's length is its figure against the fastest median "
+              "of that unit.")
 #: Bars in an index row's chart; the bench page lists every device model.
 CHART_BARS = 6
 
 
+def _shown_key(keys: Sequence[KeyTuple], measured: dict[KeyTuple, KeySummary]) -> KeyTuple:
+    """The configuration an index row shows: the one with the most results."""
+    return max(keys, key=lambda k: sum(g.count for g in measured[k].measured))
+
+
+def _chart_tops(benches: Iterable[Sequence[KeyTuple]],
+                measured: dict[KeyTuple, KeySummary]) -> dict[str, float]:
+    """The fastest median of each unit among the configurations the index shows: the scale of
+    every bar of that unit, so that a lone device model's bar is not drawn full width."""
+    tops: dict[str, float] = {}
+    for keys in benches:
+        key = _shown_key(keys, measured)
+        for group in measured[key].measured:
+            tops[_unit(key)] = max(tops.get(_unit(key), 0.0), group.median)
+    return tops
+
+
 def _index_figures(name: tuple[str, str, str], keys: Sequence[KeyTuple],
-                   measured: dict[KeyTuple, KeySummary]) -> list[Markup]:
+                   measured: dict[KeyTuple, KeySummary], tops: dict[str, float]) -> list[Markup]:
     """The index cells of one workload, mode and precision: the configuration with the most
-    results, its best and median figures (with their unit), and a small chart of its device
-    models' medians."""
-    key = max(keys, key=lambda k: sum(g.count for g in measured[k].measured))
+    results, its best and median figures (with their unit and device model), and a small chart
+    of its device models' medians on its unit's scale (``tops``)."""
+    key = _shown_key(keys, measured)
     groups = sorted(measured[key].measured, key=lambda g: -g.median)
     if not groups:
         return [el("td", ""), el("td", ""), el("td", ""), el("td", "")]
@@ -226,23 +255,23 @@ def _index_figures(name: tuple[str, str, str], keys: Sequence[KeyTuple],
     return [el("td", _heading(key, keys)),
             _number(f"{format_rate(best.best)} {unit} ({best.device_model})"),
             _number(f"{format_rate(groups[0].median)} {unit} ({groups[0].device_model})"),
-            el("td", _chart(groups[:CHART_BARS], unit))]
+            el("td", _chart(groups[:CHART_BARS], unit, tops.get(unit) or groups[0].median))]
 
 
-def _chart(groups: Sequence[ModelGroup], unit: str) -> Markup:
+def _chart(groups: Sequence[ModelGroup], unit: str, top: float) -> Markup:
     """Inline SVG bars (the page's policy loads nothing, and SVG in the page is no load): one
-    per device model, its length its median against the fastest's."""
-    top = max(g.median for g in groups) or 1.0
+    per device model, its length its median against ``top`` (the fastest median of the unit)."""
     width, bar, gap = 120, 8, 2
     bars = [el("rect", el("title", f"{g.device_model}: median {format_rate(g.median)} {unit} over "
-                                   f"{g.machines} machine(s)"),
+                                   f"{counted(g.machines, 'machine')}"),
                x="0", y=str(i * (bar + gap)), height=str(bar),
-               width=f"{max(g.median / top * width, 1.0):.1f}", fill="#4a78b5")
+               width=f"{max(g.median / (top or 1.0) * width, 1.0):.1f}", fill="#4a78b5")
             for i, g in enumerate(groups)]
     height = len(groups) * (bar + gap) - gap
     label = "; ".join(f"{g.device_model} {format_rate(g.median)}" for g in groups)
     return el("svg", *bars, xmlns="http://www.w3.org/2000/svg", width=str(width), height=str(height),
-              viewBox=f"0 0 {width} {height}", role="img", aria_label=f"medians ({unit}): {label}")
+              viewBox=f"0 0 {width} {height}", role="img",
+              aria_label=f"medians ({unit}; full width {format_rate(top)}): {label}")
 
 
 def _device_page(model: str, work: Sequence[tuple[KeyTuple, ModelGroup]],
@@ -256,7 +285,7 @@ def _device_page(model: str, work: Sequence[tuple[KeyTuple, ModelGroup]],
         name = _bench_name(key)
         rows.append(el("tr", el("td", el("a", " · ".join(name), href=_bench_file(name))),
                        el("td", _heading(key, [k for k in keys if _bench_name(k) == name])),
-                       _number(f"{group.count} ({group.machines} machines)"),
+                       _number(f"{group.count} ({counted(group.machines, 'machine')})"),
                        _number(format_rate(group.median)),
                        _number(f"{format_rate(group.low)}–{format_rate(group.high)}"),
                        _number(format_rate(group.best)), *_decode_cells(group, decode), el("td", _unit(key))))

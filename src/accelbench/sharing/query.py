@@ -172,8 +172,8 @@ def _model_groups(connection: Any, rel: str, keyed: bool = True,
                   by: str = "model_key") -> list[tuple[Any, ...]]:
     """Per key (where ``keyed``: ``rel`` holds several) and device model (``by``: the model_key, and
     the columns after it): the spelling, results, machines, median, 10th and 90th percentile and
-    best over the machines' medians (``compare/peers._group`` in SQL). Leaves the machines' medians
-    in the temporary table ``machines`` (one pass over the rows)."""
+    over the machines' medians, and the best single result (``compare/peers._group`` in SQL). Leaves
+    the machines' medians in the temporary table ``machines`` (one pass over the rows)."""
     keys = key_columns() + ", " if keyed else ""
     connection.execute(f"CREATE OR REPLACE TEMP TABLE machines AS {_machines(rel, by, keyed)}")
     spellings = (f"SELECT {keys}{by}, first(device_model ORDER BY n DESC, device_model) AS spelling "
@@ -182,18 +182,19 @@ def _model_groups(connection: Any, rel: str, keyed: bool = True,
     return connection.execute(
         f"SELECT {keys}{by}, s.spelling, g.* EXCLUDE ({keys}{by}) FROM ("
         f"  SELECT {keys}{by}, sum(n) AS n, count(*) AS machines, quantile_cont(rate, 0.5) AS median, "
-        "   quantile_cont(rate, 0.1) AS low, quantile_cont(rate, 0.9) AS high, max(rate) AS best "
+        "   quantile_cont(rate, 0.1) AS low, quantile_cont(rate, 0.9) AS high, max(top) AS best "
         f"  FROM machines GROUP BY {keys}{by}) g "
         f"JOIN ({spellings}) s USING ({keys}{by})").fetchall()
 
 
 def _machines(rel: str, by: str, keyed: bool = True) -> str:
-    """One row per machine (its median rate and result count) within each group of the key and
-    ``by``; rows kept apart take no part. Shards never hold a blank machine id (``hub compact``
+    """One row per machine (its median rate, fastest result and result count) within each group of
+    the key and ``by``; rows kept apart take no part. Shards never hold a blank machine id (``hub compact``
     names a result without one by its hash, a machine of its own)."""
     keys = key_columns() + ", " if keyed else ""
     dates = ", min(NULLIF(date, '')) AS first_date, max(NULLIF(date, '')) AS last_date" if keyed else ""
-    return (f"SELECT {keys}{by}, machine_id, median(rate) AS rate, count(*) AS n{dates} "
+    return (f"SELECT {keys}{by}, machine_id, median(rate) AS rate, max(rate) AS top, "
+            f"count(*) AS n{dates} "
             f"FROM {rel} WHERE implausible = '' AND outlier = '' GROUP BY {keys}{by}, machine_id")
 
 
