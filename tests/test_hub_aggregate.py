@@ -83,6 +83,11 @@ def test_compare_against_a_table_judges_offline(tmp_path: Path, inline_cli, spee
     shown = inline_cli("compare", str(tmp_path / "mine.json"), "--against", str(tmp_path / "bands.json"))
     assert shown.returncode == 0, shown.stderr
     assert "all cpu devices (aggregate)" in shown.stdout and "aggregate table(s), offline" in shown.stdout
+    # Issue 36: the band's count includes this machine where it shared; the footnotes say so
+    # rather than that its own results are never its peers.
+    assert "this one too where it did" in placement.note
+    words = " ".join(shown.stdout.split())
+    assert "this one too where it did" in words and "an aggregate band's counts excepted" in words
 
 
 def test_a_newer_or_foreign_table_is_one_line(tmp_path: Path, inline_cli) -> None:

@@ -109,7 +109,8 @@ def place_in_band(mine: PeerResult, band: Band) -> Placement:
                        band.at(HIGH_PERCENTILE), band.at(99), band.published, band.recipe, band.decode)
     note = (f"an aggregate band over every {band.device_class} device model: {band.machines:,} machine(s), "
             f"{band.results:,} result(s), {band.first_date or '?'} to {band.last_date or '?'}; its best "
-            "is the 99th percentile")
+            "is the 99th percentile; it counts every machine that shared this work, this one too where "
+            "it did (a table holds no machine ids to leave it out)")
     if band.decode:
         note += f"; its results: {band.decode}"
     if band.published:

@@ -44,7 +44,8 @@ RULE = (f"verdict: among results of the same work on the same device model; norm
         f"peers' {LOW_PERCENTILE}th-{HIGH_PERCENTILE}th percentile; below/above its peers otherwise, "
         f"with the recorded settings in which yours differs from most of theirs as likely reasons; "
         f"fewer than {MIN_PEERS} machines: too few to judge. Peers are machines: each machine's median "
-        f"result is one value, and this machine's own shared results are not its peers. Where either "
+        f"result is one value, and this machine's own shared results are not its peers (an aggregate "
+        f"band's counts excepted: see its note). Where either "
         f"decode is overhead-bound (host launches), only lines driven by the same host CPU model are "
         f"compared. Figures: each title's rate (samples/s at the median step; decode tokens/s over the "
         f"batch for generation)")
