@@ -232,3 +232,29 @@ def test_a_differing_cudnn_benchmark_is_compared_and_shown(capsys, tmp_path: Pat
     out = capsys.readouterr().out
     assert "settings against A differ: threads 8 vs 4; cudnn.benchmark on vs off" in out
     assert "not comparable" not in out
+
+
+def test_the_rate_column_shows_what_the_ratio_is_computed_from(capsys, monkeypatch) -> None:
+    """Issue 36: a projected epoch (mean step) beside a ratio of median rates read as a
+    contradiction; each row now shows the rate its ratio is of, named by kind of work, and a
+    generation row its tokens/s, never "no epoch size" under an epoch column."""
+    monkeypatch.setenv("COLUMNS", "400")
+    slow_tail = [0.1] * 20 + [3.0] * 3  # a few very slow steps move the mean, not the median
+    with HistoryDB() as db:
+        db.add_record(record("ratea1", [case(workload="vae", median=0.1)]))
+        db.add_record(record("rateb1", [case(workload="vae", step_times=slow_tail)]))
+        db.add_record(record("gena1", [case(workload="gpt2", mode="generate", dataset_size=0,
+                                            generation={"decode_tokens_per_s_total": 24.0})]))
+    assert main(["compare", "ratea1", "rateb1", "gena1"]) == 0
+    out = capsys.readouterr().out
+    a, b = (db_case.throughput() for db_case in (case(workload="vae", median=0.1),
+                                                   case(workload="vae", step_times=slow_tail)))
+    header = next(line for line in out.splitlines() if "samples/s" in line)
+    assert "CPU epoch" in header  # the epoch stays, as published, beside the rate
+    row_b = next(line for line in out.splitlines() if "rateb1" in line)
+    assert f"{a:,.0f}" in out and f"{b:,.0f}" in row_b and f"{b / a:.2f}x" in row_b
+    assert "proj." in row_b
+    generation = next(line for line in out.splitlines() if "gena1" in line)
+    assert generation.split()[-1] == "24" and "decode tokens/s" in out
+    assert "no epoch size" not in out
+    assert "each device's rate" in " ".join(out.split())

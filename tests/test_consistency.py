@@ -21,7 +21,7 @@ from accelbench.compare import LabelledRun, compare_runs
 from accelbench.engine.repeat import merge_repeats
 from accelbench.measure.generation.rounds import GenerationFigures, GenerationRound
 from accelbench.measure.loop.sustained import SustainedSeries
-from accelbench.render.compare_table import comparison_renderable, epoch_cell
+from accelbench.render.compare_table import comparison_renderable, epoch_cell, rate_cell
 from accelbench.render.export import to_csv, to_markdown
 from accelbench.render.format import format_rate, format_seconds
 from accelbench.render.generation_table import generation_table
@@ -137,8 +137,10 @@ def test_every_surface_shows_each_case_s_rate(runs: tuple[RunRecord, RunRecord],
         # the tables and the views that print the figure
         for surface, text in (("run tables", table), ("notebook", notebook)):
             assert shown in text, f"{surface} lacks {case.workload} {case.mode}'s {shown}"
-        # the report's machine tables show what compare's do: the epoch, or the rate without one
-        assert epoch_cell(case) in report and epoch_cell(case) in compared
+        # the report's machine tables show what compare's do: the rate (the ratios' figure), and
+        # the epoch where the case has one
+        for cell in (rate_cell(case, unit=False), epoch_cell(case)):
+            assert cell in report and cell in compared
         # the history
         points = [p for p in timelines[case.workload, case.mode] if p.throughput == pytest.approx(rate)]
         assert points, f"history has no point at {rate}"

@@ -20,7 +20,7 @@ from accelbench.compare import LabelledRun, compare_runs
 from accelbench.measure.generation.generation_clocks import STREAMED
 from accelbench.measure.generation.protocols import protocol_figures
 from accelbench.measure.generation.rounds import GenerationFigures, GenerationRound
-from accelbench.render.compare_table import comparison_renderable, epoch_cell
+from accelbench.render.compare_table import comparison_renderable, rate_cell
 from accelbench.render.format import format_rate, format_seconds
 from accelbench.render.generation_table import generation_notes, generation_table
 from accelbench.render.history_table import timeline_table
@@ -140,7 +140,7 @@ def test_every_surface_reads_the_protocol_figure(runs: tuple[RunRecord, RunRecor
         assert point["throughput"] == pytest.approx(rate) and point["rate_unit"] == figure.label
         assert shown in history
         # compare: the row's cell and its --json view
-        assert epoch_cell(case).startswith(shown) and epoch_cell(case) in compared
+        assert rate_cell(case).startswith(shown) and rate_cell(case) in compared
         assert any(v["rate"] == pytest.approx(rate) and v["rate_name"] == figure.name for v in judged)
         # share: every line carries the figure (a pp line too), and a reader takes it as the rate
         assert lines[index]["figures"][figure.name] == pytest.approx(rate, rel=1e-5)

@@ -1,9 +1,13 @@
 """Comparison tables: one compact table per workload and mode, shared by the terminal and the report.
 
 Each run gets a letter (A, B, ...). A row is one run's machine row in the published style (CPU
-epoch time, accelerator, its epoch time, speedup), and its "vs" cell holds, for each device kind
-in the row, the verdict against the earliest earlier run that did the same work: a short word and
-the throughput ratio ("0.89x can't tell¹"). What a verdict rests on (processes, the reason it
+rate and epoch time, accelerator, its rate and epoch time, speedup), and its "vs" cell holds, for
+each device kind in the row, the verdict against the earliest earlier run that did the same work:
+a short word and the ratio of the rate columns ("0.89x can't tell¹"). The rate is the case's
+headline figure (results/catalogue.headline: samples/s, a generation case's decode tokens/s, a
+--protocol case's peer's rate), the one every ratio and speedup is computed from, named in the
+header (or in each cell where a table's rows count different things); the epoch (train and eval
+only) is shown beside it, as published, and never compared. What a verdict rests on (processes, the reason it
 cannot be called, why two cases are not comparable, a power-state difference) is a footnote, each
 text once for the whole comparison, and the rule itself is said once at the end. Empty columns
 (the accelerator columns of a CPU-only comparison) are left out. Cells are plain text; the
@@ -37,19 +41,21 @@ from accelbench.render.words import shorten
 from accelbench.results import CaseResult
 from accelbench.results.key import config_label
 
-COLUMNS = ("", "run", "machine", "memory", "config", "CPU epoch", "accelerator", "accel. epoch",
-           "speedup", "vs")
-RIGHT = ("memory", "CPU epoch", "accel. epoch", "speedup")
+COLUMNS = ("", "run", "machine", "memory", "config", "CPU rate", "CPU epoch", "accelerator",
+           "accel. rate", "accel. epoch", "speedup", "vs")
+RIGHT = ("memory", "CPU rate", "CPU epoch", "accel. rate", "accel. epoch", "speedup")
 #: How verdicts are reached: said once per comparison (terminal and HTML).
 RULE_CAPTION = ("faster/slower only when the 95% interval of the throughput ratio across worker "
                 "processes (--repeat) excludes 1 and the ratio is beyond the +-5% noise band; "
                 "same within noise when the interval lies inside it; can't tell otherwise "
                 "(fewer than 4 processes a side are never called)")
-EPOCH_NOTE = "epoch: meas. = whole epochs ran; proj. = dataset size / batch x mean step time"
-VS_NOTE = ("vs: each device's throughput over the same work's in the earlier run of that letter "
-           "(0.89x = 11% fewer samples/s), [95% interval]")
+EPOCH_NOTE = ("epoch: meas. = whole epochs ran; proj. = dataset size / batch x mean step time (shown "
+              "as published, not compared: the ratios are the rate's)")
+VS_NOTE = ("vs: each device's rate (the rate column: median samples/s, or a generation case's "
+           "tokens/s as named) over the same work's in the earlier run of that letter "
+           "(0.89x = 11% fewer), [95% interval]")
 NOISY_NOTE = "noisy: a side's step times spread by more than 10% of their median (IQR)"
-SPEEDUP_NOTE = "speedup: the accelerator's throughput over the same run's CPU; ? = can't tell yet"
+SPEEDUP_NOTE = "speedup: the accelerator's rate over the same run's CPU's; ? = can't tell yet"
 _SHORT = {FASTER: "faster", SLOWER: "slower", SAME: "same", CANT_TELL: "can't tell",
           NOT_COMPARABLE: "not comparable", NOT_RUN: "did not run"}
 
@@ -86,21 +92,35 @@ def _decode_mark(case: CaseResult, notes: Footnotes | None) -> str:
                                                        f"{case.precision}: {words}") if notes else "")
 
 
-def epoch_cell(case: CaseResult | None, notes: Footnotes | None = None) -> str:
-    """Epoch time, measured or projected, or the status of a case that did not finish; a generation
-    case's rate with its decode bound (and, given ``notes``, its execution in a footnote)."""
+def rate_cell(case: CaseResult | None, notes: Footnotes | None = None, unit: bool = True) -> str:
+    """The figure a row's ratios are computed from: the case's headline rate ("1,610 samples/s",
+    "2,789 decode tokens/s"; without ``unit`` where the header names it), a generation case's with
+    its decode bound (and, given ``notes``, its execution in a footnote); the status of a case
+    that did not finish."""
     if case is None:
         return ""
     if not case.ok:
         first = shorten(case.error, 60)
         return f"{case.status}: {first}" if first else case.status
-    epoch = case.epoch_time()
-    if epoch:
-        return f"{format_seconds(epoch[0])} {epoch[3][:4]}."
     rate = case.throughput()
-    if rate and case.mode == "generate":  # no epoch: its rate as its table shows it, in its unit
-        return f"{format_rate(rate)} {case.rate_unit()}{_decode_mark(case, notes)}"
-    return f"{rate:,.0f}/s (no epoch size)" if rate else "n/a"
+    if not rate:
+        return "n/a"
+    text = f"{format_rate(rate)} {case.rate_unit()}" if unit else format_rate(rate)
+    return text + (_decode_mark(case, notes) if case.mode == "generate" else "")
+
+
+def epoch_cell(case: CaseResult | None) -> str:
+    """Epoch time, measured or projected ("41.6 ms proj."); "" where the case has none (a
+    generation case, a workload without a dataset size, a case that did not finish)."""
+    epoch = case.epoch_time() if case is not None and case.ok else None
+    return f"{format_seconds(epoch[0])} {epoch[3][:4]}." if epoch else ""
+
+
+def rate_header(group: WorkloadComparison) -> str:
+    """The rate columns' unit where every case of the table counts the same thing ("samples/s"),
+    else "" (each cell then names its own: a --protocol table's pp and tg rows)."""
+    units = {case.rate_unit() for row in group.rows for case in (row.cpu, row.accel) if case is not None}
+    return units.pop() if len(units) == 1 else ""
 
 
 def speedup_cell(row: MachineRow) -> str:
@@ -171,10 +191,11 @@ def machine_cells(row: MachineRow, group: WorkloadComparison, letters: dict[str,
     if accel is not None:
         accel_name = f"{accel.device} ({accel.device_name})" if accel.device_name else accel.device
     either = row.cpu or accel
+    unit = not rate_header(group)
     return [letters.get(row.run.label, ""), row.run.label, row.run.machine,
             format_bytes(row.run.memory_bytes) if row.run.memory_bytes else "",
-            config_label(either) if either else "", epoch_cell(row.cpu, notes), accel_name,
-            epoch_cell(accel, notes),
+            config_label(either) if either else "", rate_cell(row.cpu, notes, unit),
+            epoch_cell(row.cpu), accel_name, rate_cell(accel, notes, unit), epoch_cell(accel),
             speedup_cell(row), vs_cell(row, group, letters, notes)]
 
 
@@ -191,8 +212,8 @@ def reference_cells(ref: EpochReference) -> list[str]:
         speedup = ref.cpu_epoch_s / ref.accel_epoch_s
     derived = " (derived)" if ref.derived else ""
     return ["", "published", ref.machine, f"{ref.memory_gb:g} GB" if ref.memory_gb else "",
-            f"batch {ref.batch_size}", published_time(ref.cpu_epoch_s), ref.accelerator or "",
-            published_time(ref.accel_epoch_s) + (derived if ref.accel_epoch_s else ""),
+            f"batch {ref.batch_size}", "", published_time(ref.cpu_epoch_s), ref.accelerator or "",
+            "", published_time(ref.accel_epoch_s) + (derived if ref.accel_epoch_s else ""),
             f"{speedup:.2f}x" if speedup else "", ""]
 
 
@@ -232,7 +253,11 @@ def comparison_layout(comparisons: list[WorkloadComparison]) -> Layout:
                 caveats.setdefault(f"{ref.machine}: {ref.caveats}", None)
         keep = non_empty_columns(COLUMNS, rows)
         labels = list(dict.fromkeys(r.run.label for r in group.rows))
-        columns = [f"vs {letters[labels[0]]}" if name == "vs" and len(labels) == 2 else name
+        unit = rate_header(group)
+        # The rate columns named by what they count, the unit under the device ("CPU" over
+        # "samples/s": a narrow column the verdicts beside it need the width of).
+        columns = [f"vs {letters[labels[0]]}" if name == "vs" and len(labels) == 2
+                   else name.replace(" rate", f"\n{unit}") if name.endswith(" rate") and unit else name
                    for name in COLUMNS]
         tables.append(PlainTable(f"{group.workload} · {group.mode}", [columns[i] for i in keep],
                                  [[row[i] for i in keep] for row in rows], published))
@@ -261,8 +286,9 @@ def comparison_renderable(comparisons: list[WorkloadComparison]) -> Group:
     layout = comparison_layout(comparisons)
     parts: list[FittedTable | Text] = []
     for table in layout.tables:
+        right = [name for name in table.columns if name in RIGHT or name.startswith(("CPU\n", "accel.\n"))]
         parts += [FittedTable(table.title, table.columns, table.rows,
-                              ["dim italic" if published else "" for published in table.published], RIGHT,
+                              ["dim italic" if published else "" for published in table.published], right,
                               stack=("", "run")),
                   Text("")]
     parts += [Prose(line, "dim") for line in layout.notes]
@@ -274,7 +300,8 @@ def reference_renderable() -> Group:
     source is cited once, under the tables, and marked where it is used."""
     sources = Footnotes()
     epoch_rows = [[ref.workload, ref.mode, ref.machine, f"{ref.memory_gb:g} GB" if ref.memory_gb else "n/a",
-                   *reference_cells(ref)[5:9], sources.add(ref.source.citation), ref.caveats]
+                   *(reference_cells(ref)[i] for i in (6, 7, 9, 10)), sources.add(ref.source.citation),
+                   ref.caveats]
                   for ref in EPOCH_REFERENCES]
     epoch = FittedTable(f"Epoch times ({PUBLISHED_LABEL})", ("workload", "mode", "machine", "memory",
                         "CPU time", "accelerator", "accelerator time", "speedup", "source", "caveats"),
