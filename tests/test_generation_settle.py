@@ -243,3 +243,9 @@ def test_a_busy_machine_is_said_once(tmp_path: Path, capsys: pytest.CaptureFixtu
     _show(busy, tmp_path / "saved.json", None, wide=False, against=[])
     printed = capsys.readouterr().out
     assert "Generation" in printed and printed.count("machine busy (load 1.9 per CPU)") == 1
+    # --json carries the same words (and null on a quiet machine).
+    _show(busy, tmp_path / "saved.json", None, wide=False, against=[], as_json=True)
+    assert json.loads(capsys.readouterr().out)["busy"] == busy_line(busy)
+    quiet = _case([0.001] * 5, environment={"power": {"load_per_cpu": {"value": 0.2}}})
+    _show(quiet, tmp_path / "saved.json", None, wide=False, against=[], as_json=True)
+    assert json.loads(capsys.readouterr().out)["busy"] is None

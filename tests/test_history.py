@@ -163,6 +163,38 @@ def test_timeline_series_follow_the_comparability_key(db: HistoryDB, capsys) -> 
     assert any("fp32" in line and " 2 " in line for line in lines)
 
 
+def test_changes_between_noisy_figures_are_called_noisy(db: HistoryDB) -> None:
+    """history's "16.6 -> 1,445 +8589.7%": a change to or from a figure that is noise (a busy
+    machine, a noisy spread, an interval wider than the figure) reads "noisy", not a percent."""
+    from conftest import rendered_text
+
+    from accelbench.render.history_table import timeline_table
+
+    def stored(run_id: str, when: str, median: float, steps: list[float] | None = None,
+               load: float | None = None) -> None:
+        made = record(run_id, [case(median=median, **({"step_times": steps} if steps else {}))],
+                      created_at=f"2025-0{when}-01T00:00:00+00:00")
+        if load is not None:
+            made.environment["power"] = {"load_per_cpu": {"value": load}}
+        db.add_record(made)
+
+    def change() -> str:
+        text = rendered_text(timeline_table("mnist", "train", db.timeline("mnist", "train")), 120)
+        row = next(line for line in text.splitlines() if "box" in line)
+        return row.split()[-2]
+
+    stored("quiet1", "1", 0.1, load=0.1)
+    stored("quiet2", "2", 0.08, load=0.1)
+    assert change() == "+25.0%" and not any(p.noisy for p in db.timeline("mnist", "train"))
+    stored("busy", "3", 0.1, load=1.9)  # began on a busy machine
+    assert change() == "noisy"
+    assert [p.noisy for p in db.timeline("mnist", "train")] == [False, False, True]
+    stored("quiet3", "4", 0.08)
+    assert change() == "+25.0%"  # the first and latest figures are both measurements again
+    stored("spread", "5", 0.1, steps=[0.001, 0.5, 0.002, 0.4, 0.003, 0.3, 0.1])  # interval > figure
+    assert change() == "noisy" and db.timeline("mnist", "train")[-1].noisy
+
+
 def test_newer_database_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "new.sqlite"
     HistoryDB(path).close()

@@ -120,6 +120,18 @@ def gpu_power_limits() -> Fact:
 BUSY_LOAD = 0.5
 
 
+def busy_load(environment: Any) -> float | None:
+    """The 1-minute load per CPU a run's environment recorded when it began (its power facts),
+    where it was at least BUSY_LOAD: the machine was busy and the run's figures are not reliable;
+    None where it was quieter or nothing was recorded."""
+    power = environment.get("power") if isinstance(environment, dict) else None
+    fact = power.get("load_per_cpu") if isinstance(power, dict) else None
+    load = fact.get("value") if isinstance(fact, dict) else None
+    if not isinstance(load, int | float) or isinstance(load, bool) or load < BUSY_LOAD:
+        return None
+    return float(load)
+
+
 def load_per_cpu() -> Fact:
     """The 1-minute load average per logical CPU when the run started: other work on the machine
     moves results as much as the power state does (a load change between two runs once turned a

@@ -7,6 +7,7 @@ from typing import Any
 
 from accelbench.results import CaseResult, rate_unit
 from accelbench.results.catalogue import max_of
+from accelbench.results.stats import wider_than_figure
 
 
 def rate_label(cases: Iterable[CaseResult]) -> str:
@@ -43,14 +44,18 @@ def format_tail(generation: Mapping[str, Any], name: str) -> str:
     return f"{stated}: {text}" if stated else text
 
 
+def format_range(interval: tuple[float, float] | None) -> str:
+    """A figure's 95% interval as its two ends ("4.2–19,300"); "n/a" where there is none."""
+    return f"{format_rate(interval[0])}–{format_rate(interval[1])}" if interval else "n/a"
+
+
 def format_interval(value: float, low: float, high: float) -> str:
     """A figure's 95% interval beside it: "±2.1%" (the wider side: the interval is asymmetric),
     or where the interval is wider than the figure itself, "noise: 4.2–19,300": a ±% above 100%
     reads as a figure with error bars, and such a figure is noise, not a measurement."""
-    half = max(value - low, high - value) / value
-    if half > 1:
-        return f"noise: {format_rate(low)}–{format_rate(high)}"
-    return f"±{half * 100:.1f}%"
+    if wider_than_figure(value, low, high):
+        return f"noise: {format_range((low, high))}"
+    return f"±{max(value - low, high - value) / value * 100:.1f}%"
 
 
 def format_rate(value: float | None) -> str:

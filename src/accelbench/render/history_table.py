@@ -44,6 +44,15 @@ def _unit(mode: str, config_key: str) -> str:
     return figure.label + (" (all sequences)" if figure.name == "decode_tokens_per_s_total" else "")
 
 
+def _change(first: Any, last: Any) -> str:
+    """The latest rate against the first in percent; "noisy" where either figure is noise
+    (store/history.noisy_figure: a busy machine, a noisy spread, an interval wider than it):
+    a percent between such figures measures the machine's other work, not a change."""
+    if first.noisy or last.noisy:
+        return "noisy"
+    return f"{(last.throughput / first.throughput - 1) * 100:+.1f}%"
+
+
 TIMELINE_COLUMNS = ("machine", "device", "config", "runs", "first", "latest", "change", "trend")
 
 
@@ -57,9 +66,10 @@ def timeline_table(workload: str, mode: str, points: list[Any]) -> FittedTable:
     units: dict[str, None] = {}  # each series' unit once, in order (a dict keeps the order)
     for (machine, device, key), mine in series.items():
         units.setdefault(_unit(mode, key), None)
-        rates = [p.throughput for p in mine if p.throughput and p.status == "ok"]
+        timed = [p for p in mine if p.throughput and p.status == "ok"]
+        rates = [p.throughput for p in timed]
         first, last = (rates[0], rates[-1]) if rates else (None, None)
-        change = f"{(last / first - 1) * 100:+.1f}%" if first and last and len(rates) > 1 else ""
+        change = _change(timed[0], timed[-1]) if len(timed) > 1 else ""
         rows.append([machine, device, mine[0].config or f"batch {mine[0].batch_size}",
                      str(len(mine)), format_rate(first), format_rate(last), change,
                      sparkline(rates)])

@@ -14,6 +14,7 @@ from accelbench.compare import MachineRow, Pair, Verdict, WorkloadComparison
 from accelbench.compare.decode_diagnosis import DecodeDiagnosis
 from accelbench.parity.shown import verdict_of
 from accelbench.render.peak_marks import mark_words
+from accelbench.render.table import busy_line
 from accelbench.results import CaseResult, RunRecord, rate_unit
 from accelbench.results.catalogue import case_figures, case_headline, key_headline
 from accelbench.results.key import KEY_FIELDS, comparability_key, config_label
@@ -54,13 +55,16 @@ _ADDED = ("config", "key", "rate", "rate_ci", "rate_name", "rate_unit", "figures
 
 def record_view(record: RunRecord) -> dict[str, Any]:
     """A record as stored, each case with what ``case_view`` adds (its configuration words,
-    comparability key, headline rate and catalogue figures) and a check case with its verdict."""
+    comparability key, headline rate and catalogue figures) and a check case with its verdict;
+    ``busy``: the run table's "machine busy" footer where the run began under load."""
     data = record.to_dict()
     for stored, case in zip(data["cases"], record.cases, strict=True):
         view = case_view(case) or {}
         stored.update({name: view[name] for name in _ADDED})
         if record.kind == "check":
             stored["verdict"] = verdict_of(case)
+    # The run table's footer, in the same words: a run begun on a busy machine (None otherwise).
+    data["busy"] = busy_line(record) or None
     overall = mlperf_client_overall(record.cases)
     if overall:  # figures across cases (catalogue ACROSS_CASES), as the lines under the table
         data["protocol_overall"] = [group.to_dict() for group in overall]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from accelbench.render.fit import FittedTable
-from accelbench.render.format import format_rate, format_seconds, with_rate_label
+from accelbench.render.format import format_range, format_rate, format_seconds, with_rate_label
 from accelbench.render.table import memory_cell
 from accelbench.render.words import shorten
 from accelbench.results import RunRecord
@@ -38,9 +38,9 @@ def sweep_rows(record: RunRecord, error_width: int = 80) -> list[list[str]]:
             if not case.ok:
                 rows.append([*head, case.status.upper(), "", "", "", "", shorten(case.error, error_width)])
                 continue
-            summary, ci = case.summary(), case.throughput_ci()
+            summary = case.summary()
             rows.append([*head, format_rate(case.throughput()),
-                         f"{format_rate(ci[0])}–{format_rate(ci[1])}" if ci else "n/a",
+                         format_range(case.throughput_ci()),
                          format_seconds(summary.median if summary else None),
                          f"{summary.rel_iqr:.1%}" if summary else "n/a",
                          memory_cell(case),

@@ -22,11 +22,11 @@ from rich.markup import escape
 from rich.text import Text
 
 from accelbench.compare import SAME, speedup_vs_cpu
-from accelbench.devices.power import BUSY_LOAD
+from accelbench.devices.power import busy_load
 from accelbench.measure.trackers.memory import format_bytes
 from accelbench.render.diagnosis import busy_share, diagnose
 from accelbench.render.fit import FittedTable
-from accelbench.render.format import format_interval, format_rate, format_seconds
+from accelbench.render.format import format_interval, format_range, format_rate, format_seconds
 from accelbench.render.peak_marks import flops_text
 from accelbench.render.steady import break_even_cell, first_use_cell, sustained_note
 from accelbench.results import INPUT_BOUND_FRACTION, CaseResult, Energy, RunRecord
@@ -65,8 +65,7 @@ def rate_cell(case: CaseResult) -> str:
 
 
 def ci_cell(case: CaseResult) -> str:
-    ci = case.throughput_ci()
-    return f"{format_rate(ci[0])}–{format_rate(ci[1])}" if ci else "n/a"
+    return format_range(case.throughput_ci())
 
 
 def epoch_cell(case: CaseResult) -> str:
@@ -111,11 +110,8 @@ def noisy(case: CaseResult) -> bool:
 def busy_line(record: RunRecord) -> str:
     """"machine busy (load 1.9 per CPU): figures not reliable" where the run began on a machine
     whose 1-minute load per CPU (the environment's power facts) was at least BUSY_LOAD; else ""."""
-    fact = ((record.environment or {}).get("power") or {}).get("load_per_cpu")
-    load = fact.get("value") if isinstance(fact, dict) else None
-    if not isinstance(load, int | float) or isinstance(load, bool) or load < BUSY_LOAD:
-        return ""
-    return f"machine busy (load {load:g} per CPU): figures not reliable"
+    load = busy_load(record.environment)
+    return f"machine busy (load {load:g} per CPU): figures not reliable" if load is not None else ""
 
 
 def spread_cell(case: CaseResult) -> str:

@@ -81,6 +81,12 @@ def t_interval(values: Sequence[float], minus: Sequence[float] | None = None,
     return centre, centre - half, centre + half
 
 
+def wider_than_figure(value: float, low: float, high: float) -> bool:
+    """Whether a figure's interval reaches further from it than the figure itself (a side wider
+    than 100% of it): such a figure is noise, not a measurement, and is said so, never as ±%."""
+    return max(value - low, high - value) > value
+
+
 def mean_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
     _, low, high = t_interval(samples, confidence=confidence)
     return low, high
