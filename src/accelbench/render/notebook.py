@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from accelbench.measure.trackers.memory import format_bytes
-from accelbench.render.format import format_rate, format_seconds, with_rate_label
+from accelbench.render.format import format_range, format_rate, format_seconds, with_rate_label
 from accelbench.render.html import el, table
 from accelbench.render.table import config_label
 from accelbench.results import RunRecord
@@ -16,12 +16,11 @@ def record_html(record: RunRecord) -> str:
     rows = []
     for case in record.cases:
         summary = case.summary()
-        ci = case.throughput_ci()
         rows.append((
             case.workload, case.mode, case.device, config_label(case), str(case.batch_size),
             case.status if case.ok else f"{case.status}: {case.error.splitlines()[0] if case.error else ''}",
             format_rate(case.throughput()),
-            f"{format_rate(ci[0])}–{format_rate(ci[1])}" if ci else "n/a",
+            format_range(case.throughput_ci()),
             format_seconds(summary.median if summary else None),
             f"{summary.rel_iqr:.1%}" if summary else "n/a",
             format_bytes(case.peak_memory_bytes) if case.peak_memory_bytes else "n/a",

@@ -27,10 +27,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from accelbench.devices.power import busy_load
 from accelbench.errors import UsageError
 from accelbench.files import data_home
 from accelbench.results import SCHEMA_VERSION, RunRecord
 from accelbench.results.key import config_label
+from accelbench.results.stats import wider_than_figure
 from accelbench.store.history_layout import (
     _MIGRATIONS,
     DB_VERSION,
@@ -74,6 +76,9 @@ class TimelinePoint:
     #: The comparability key (results/key.py) as stored: points with different keys are different
     #: series, never one line.
     config_key: str = ""
+    #: The figure is noise, not a measurement (``noisy_figure``): a change to or from it is no
+    #: change anyone measured.
+    noisy: bool = False
 
     @property
     def config(self) -> str:
@@ -303,7 +308,7 @@ class HistoryDB:
         """Throughput of one workload and mode over time, one point per timed case, oldest first
         (parity checks and probes are left out: their cases are not timings)."""
         sql = ("SELECT r.created_at, c.throughput, r.run_id, r.hostname, c.device, c.batch_size, c.status, "
-               "c.config_key "
+               "c.config_key, c.case_json, r.environment_json "
                "FROM cases c JOIN runs r ON r.run_id = c.run_id "
                "WHERE r.kind = 'run' AND c.workload = ? AND c.mode = ?")
         params: list[Any] = [workload, mode]
@@ -315,9 +320,25 @@ class HistoryDB:
             params.append(f"%{machine.lower()}%")
         with self._guard("read"):
             rows = self._conn.execute(sql, params).fetchall()
-        points = [TimelinePoint(*row) for row in rows]
+        points = [TimelinePoint(*row[:-2], noisy=noisy_figure(json.loads(row[-2]), json.loads(row[-1])))
+                  for row in rows]
         points.sort(key=lambda p: (_sort_time(p.created_at), p.run_id))
         return points
+
+
+def noisy_figure(case: dict[str, Any], environment: Any) -> bool:
+    """Whether a stored case's rate is noise rather than a measurement: its run began on a busy
+    machine (devices/power.busy_load), its samples spread past the noisy mark (the run table's
+    "noisy"), or its 95% interval is wider than the figure (shown as a range, never as ±%)."""
+    if busy_load(environment) is not None:
+        return True
+    derived = case.get("derived") or {}
+    generation = case.get("generation") or {}
+    if generation.get("noisy") or (derived.get("stats") or {}).get("noisy"):
+        return True
+    rate, interval = derived.get("throughput_samples_per_s"), derived.get("throughput_ci")
+    return (isinstance(rate, int | float) and rate > 0 and isinstance(interval, list)
+            and len(interval) == 2 and wider_than_figure(rate, *interval))
 
 
 def record_hostname(record: RunRecord) -> str:
