@@ -5,9 +5,11 @@ A spec names the work (the subcommand's own function, ``module:function``), and 
 options, the case (a real :class:`~accelbench.engine.case.Case`; its device travels by name and is
 found again in the worker), the work's own settings dataclass (check's reference and steps,
 probe's device and features), the files a worker loads before anything else (a ``bench()``
-model's pickle file), and, under torchrun, how a rank joins its world (:class:`RankPlan`). Every
-part's dict form is derived from its dataclass fields (``accelbench.codec``), so a field added to
-any of them reaches the worker without anyone listing it.
+model's pickle file), and, under torchrun, how a rank joins its world (:class:`RankPlan`). The
+whole spec goes through the one codec (``accelbench.codec``, strict: a key that is no field is an
+error naming its path), derived from the dataclass fields, so a field added to any part reaches the
+worker without anyone listing it; the case's device (by name) and the settings (with their class)
+say how they travel in their fields' ``codec``.
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from accelbench.codec import Codec, encode
-from accelbench.codec import from_dict as decode_dataclass
+from accelbench.codec import Codec, FieldCodec, decode, encode
 from accelbench.engine.case import Case
 from accelbench.options import RunOptions
 
@@ -60,15 +62,16 @@ def _settings_class(name: str) -> type:
     return kind
 
 
-def case_to_dict(case: Case) -> dict[str, Any]:
-    """The case's fields, its device by name (a device is found again, never pickled)."""
-    return {spec.name: getattr(case, spec.name).name if spec.name == "device"
-            else encode(getattr(case, spec.name)) for spec in dataclasses.fields(case)}
+def _encode_settings(settings: Any) -> dict[str, Any]:
+    return {"type": _dotted(type(settings)), "fields": encode(settings)}
 
 
-def case_from_dict(data: dict[str, Any], devices: DeviceSet) -> Case:
-    fields = dict(data)
-    return Case(device=devices.select(fields.pop("device"))[0], **fields)
+def _decode_settings(data: Any, context: Mapping[str, Any]) -> Any:
+    return decode(_settings_class(data["type"]), data["fields"])
+
+
+#: A work's settings travel with their class, so the worker gets the dataclass back.
+SETTINGS_WITH_TYPE = FieldCodec(_encode_settings, _decode_settings)
 
 
 @dataclass(frozen=True)
@@ -80,7 +83,7 @@ class CaseSpec:
     options: RunOptions | None = None
     case: Case | None = None
     #: The work's own settings: an instance of a dataclass of its module.
-    settings: Any = None
+    settings: Any = field(default=None, metadata={"codec": SETTINGS_WITH_TYPE})
     #: Files the worker loads before the case (a ``bench()`` model's pickle file: the model
     #: rides in the spec, not beside it).
     model_files: tuple[str, ...] = ()
@@ -105,34 +108,14 @@ class CaseSpec:
         return self.settings
 
     def to_json(self) -> str:
-        settings = None if self.settings is None else {
-            "type": _dotted(type(self.settings)), "fields": encode(self.settings)}
-        return json.dumps({
-            "work": self.work,
-            "options": self.options.to_dict() if self.options is not None else None,
-            "case": case_to_dict(self.case) if self.case is not None else None,
-            "settings": settings, "model_files": list(self.model_files),
-            "rank": self.rank.to_dict() if self.rank is not None else None})
+        return json.dumps(encode(self))
 
     @classmethod
     def from_json(cls, text: str, devices: DeviceSet | None = None) -> CaseSpec:
         """The spec ``to_json`` wrote; its case's device is found in ``devices`` (by default the
         devices this process sees)."""
-        data = json.loads(text)
-        options, case, settings, rank = (data.get(key) for key in ("options", "case", "settings",
-                                                                    "rank"))
-        if case is not None and devices is None:
-            from accelbench.devices import DeviceSet
-
-            devices = DeviceSet.current()
-        return cls(
-            data["work"],
-            RunOptions.from_dict(options) if options is not None else None,
-            case_from_dict(case, devices) if case is not None and devices is not None else None,
-            decode_dataclass(_settings_class(settings["type"]), settings["fields"])
-            if settings is not None else None,
-            tuple(data.get("model_files") or ()),
-            RankPlan.from_dict(rank) if rank is not None else None)
+        spec: CaseSpec = decode(cls, json.loads(text), context={"devices": devices})
+        return spec
 
 
 def model_files_for(workload: str) -> tuple[str, ...]:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from accelbench.errors import UsageError
 from accelbench.measure.loop.median_ci import relative_median_ci_half_width
 from accelbench.measure.loop.timing import Timing
 from accelbench.measure.trackers.profile_figures import Profile
+from accelbench.results.case_key import CaseKey
 from accelbench.results.figures import Energy, Flops, Parity, ProcessRun, ScaleFigures, Sensors
 from accelbench.results.first_use import FirstUse
 from accelbench.results.probe import DeviceProbe
@@ -49,39 +50,30 @@ class _SampleCache:
         return self.values[name]  # type: ignore[no-any-return]
 
 
-@dataclass
-class _CaseHead:
-    """The fields a result file lists before the timing: what ran, and how it ended."""
+#: The order in which a result file lists the case's head (the key's fields among the rest, as
+#: files have always had them); the other fields follow in their declared order.
+_FILE_ORDER = ("workload", "mode", "device", "batch_size", "workload_version", "device_name",
+               "precision", "compile_backend", "channels_last", "data", "size", "status", "error",
+               "threads", "stop_rule", "dataset_size", "steps_per_epoch", "prompt_len", "new_tokens",
+               "tokens_per_sample", "streamed", "protocol")
 
-    workload: str
-    mode: str
+
+@dataclass
+class _CaseHead(CaseKey):
+    """The fields a result file lists before the timing: what ran (the key's fields, from
+    ``CaseKey``, and the device), and how it ended."""
+
     device: str
-    batch_size: int
-    workload_version: int = 1
     device_name: str = ""
-    precision: str = "fp32"
-    compile_backend: str = ""
-    channels_last: bool = False
-    data: str = "synthetic"
-    size: str = "published"
     status: str = "ok"
     error: str = ""
     threads: int = 0
     stop_rule: str = ""
     dataset_size: int = 0
     steps_per_epoch: int = 0
-    #: Generation cases (mode "generate"): prompt and new tokens per sequence; 0 otherwise.
-    prompt_len: int = 0
-    new_tokens: int = 0
     #: Decoders' training and eval: tokens in one sample (its sequence), so tokens/s = samples/s
     #: x this; None where a sample is not tokens.
     tokens_per_sample: int | None = None
-    #: Generation with --stream: each token read to the host as it was made, so its timing is a
-    #: streaming loop's, not the device's cadence: other work (a field of the comparability key).
-    streamed: bool = False
-    #: Generation cases run under --protocol (llama-bench, gpt-fast, mlperf-client): shaped,
-    #: repeated and reported as that peer defines them; "" otherwise (a key field).
-    protocol: str = ""
 
 
 def rate_unit(mode: str) -> str:
@@ -95,6 +87,10 @@ def rate_unit(mode: str) -> str:
 @dataclass
 class CaseResult(Timing, _CaseHead):
     """One workload x device x mode x precision, with raw samples, typed figures and derived ones."""
+
+    JSON_ORDER: ClassVar[tuple[str, ...]] = _FILE_ORDER
+    #: Written for readers, recomputed on load: not a field, and not an unknown key.
+    JSON_EXTRA: ClassVar[tuple[str, ...]] = ("derived",)
 
     peak_memory_bytes: int | None = None
     memory_source: str = ""
