@@ -72,3 +72,36 @@ def test_compare_on_a_bundle_suggests_against(inline_cli, tmp_path: Path) -> Non
     mine = tmp_path / "mine.json"
     mine.write_text(json.dumps(record("mine0001", [case()]).to_dict()))
     assert_one_line_error(inline_cli("compare", str(mine), str(folder)), f"--against {folder}")
+
+
+# Issue 36: every name a user types gets a "did you mean", one line, exit 2, in a real process.
+MISTYPED = [
+    (["rnu"], "invalid choice: 'rnu' (did you mean 'run'?)", "see 'accelbench --help'"),
+    (["hub", "compat", "x", "-o", "y"], "invalid choice: 'compat' (did you mean 'compact'?)",
+     "see 'accelbench hub --help'"),
+    (["run", "nanogpt-char", "--mode", "generate", "--protocol", "llama"],
+     "--protocol 'llama' is unknown (did you mean 'llama-bench'?)"),
+    (["run", "mnist", "--mode", "generat"], "--mode 'generat' is not allowed (did you mean 'generate'?)"),
+    (["check", "mnist", "--mode", "generat"], "invalid choice: 'generat' (did you mean 'generate'?)"),
+    (["export", "abc", "--format", "md"], "invalid choice: 'md' (did you mean 'markdown'?)"),
+    (["run", "mnist", "--isolation", "proces"], "--isolation 'proces' is unknown (did you mean "
+     "'process'?)"),
+    (["export", "abc", "--format", "zzz"], "(choose from 'json', 'csv', 'markdown', 'hud')"),
+]
+
+
+def test_mistyped_commands_verbs_protocols_modes_and_formats_are_suggested(cli) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(4) as pool:
+        done = list(pool.map(lambda case: cli(*case[0]), MISTYPED))
+    for (_, *needles), result in zip(MISTYPED, done, strict=True):
+        assert_one_line_error(result, *needles)
+
+
+def test_a_prompt_that_does_not_fit_names_the_workload_once(inline_cli) -> None:
+    """No stutter: the message once read "do not fit 'nanogpt-char''s context"."""
+    result = inline_cli("run", "nanogpt-char", "--size", "tiny", "--mode", "generate",
+                        "--prompt-len", "40")
+    assert_one_line_error(result, "do not fit the 32-token context of 'nanogpt-char'")
+    assert "''" not in result.stderr

@@ -89,6 +89,39 @@ def test_push_without_a_terminal_or_yes_is_refused(tmp_path: Path, cli) -> None:
     assert_one_line_error(bad, "hf://datasets/ORG/NAME")
 
 
+def test_declining_at_the_prompt_sends_nothing_and_is_not_an_error(tmp_path: Path,
+                                                                    accelbench_home: Path) -> None:
+    """Issue 36: answering "n" to "Send N result(s) ...? [y/N]" is the user's choice, not a
+    failure: "nothing sent", exit 0 (it was 1), nothing in the hub. A real process on a
+    pseudo-terminal, as the prompt needs one."""
+    import os
+    import sys
+
+    runs = _runs(tmp_path, 1)
+    hub = tmp_path / "hub"
+    master, slave = os.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "accelbench", "share", *runs, "--push", str(hub)],
+                               stdin=slave, stdout=slave, stderr=slave, close_fds=True,
+                               env={**os.environ, "ACCELBENCH_HOME": str(accelbench_home),
+                                    "COLUMNS": "100"})
+    os.close(slave)
+    shown = b""
+    while b"[y/N]" not in shown:
+        chunk = os.read(master, 65536)
+        assert chunk, shown
+        shown += chunk
+    os.write(master, b"n\n")
+    try:
+        while chunk := os.read(master, 65536):
+            shown += chunk
+    except OSError:  # the process has exited
+        pass
+    os.close(master)
+    assert process.wait(timeout=60) == 0, shown
+    assert b"nothing sent" in shown and b"Traceback" not in shown
+    assert not hub.exists() or not any(path.is_file() for path in hub.rglob("*"))
+
+
 # --- a stand-in for the Hub's commit API -----------------------------------------------------------
 class _Hub:
     """What the stand-in received; only ``acme/results`` exists."""

@@ -205,10 +205,10 @@ def test_the_default_lengths_fit_every_context(context: int) -> None:
 
 
 def test_lengths_that_cannot_fit_name_the_values_and_the_context() -> None:
-    with pytest.raises(UsageError, match="do not fit 'm''s context of 1 tokens"):
+    with pytest.raises(UsageError, match="do not fit the 1-token context of 'm'"):
         RunOptions().generation_lengths("m", 1)
     with pytest.raises(UsageError, match="--prompt-len 40 and 16 new tokens \\(the default\\) do "
-                       "not fit 'm''s context of 32 tokens; allowed: .* at most 32"):
+                       "not fit the 32-token context of 'm'; allowed: .* at most 32"):
         RunOptions(prompt_lens=(40,)).generation_lengths("m", 32)
 
 

@@ -239,7 +239,7 @@ def test_a_batch_sweep_of_generation_counts_tokens_not_samples(cli, tmp_path: Pa
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--prompt-len", "4,30"], "do not fit 'nanogpt-char''s context of 32"),
+    (["--prompt-len", "4,30"], "do not fit the 32-token context of 'nanogpt-char'"),
     (["--prompt-len", "4,8", "--batch-size", "1,2"], "one axis at a time"),
     (["--prompt-len", "4,8", "--batch-size", "1,2"], "with a --prompt-len list"),
     (["--prompt-len", "0,8"], "--prompt-len: 0 is out of range"),

@@ -13,6 +13,8 @@ from accelbench.errors import UsageError, did_you_mean
 
 #: What ``--debug`` does unless a command says more (its module's ``DEBUG_HELP``).
 DEBUG_HELP = "show tracebacks instead of one line"
+#: What people type for a choice that is spelled otherwise (too short for a close match).
+CHOICE_ALIASES: dict[str, tuple[str, ...]] = {"md": ("markdown",)}
 
 
 class FittingHelpFormatter(argparse.HelpFormatter):
@@ -32,9 +34,17 @@ class FittingHelpFormatter(argparse.HelpFormatter):
         return "\n".join(indent + line for line in lines)
 
 
+class ExamplesHelpFormatter(FittingHelpFormatter):
+    """The fitting help with the description and epilog kept as written: a command's examples,
+    one per line (each already within 80 columns)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "".join(indent + line for line in text.splitlines(keepends=True))
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (no usage dump) naming the help of the command it
-    is about, with "did you mean" for a mistyped flag, and exit code 2."""
+    is about, with "did you mean" for a mistyped flag, subcommand or choice, and exit code 2."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", FittingHelpFormatter)
@@ -43,6 +53,15 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"accelbench: error: {message} (see '{self.prog} --help')\n")
         raise SystemExit(2)
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        # A mistyped subcommand or choice ("rnu", "hub compat", "--format md") gets a "did you
+        # mean" rather than the whole list; the list stays where nothing is close.
+        if action.choices is None or value in action.choices:
+            return
+        hint = did_you_mean(str(value), map(str, action.choices), CHOICE_ALIASES)
+        listed = hint or f" (choose from {', '.join(map(repr, action.choices))})"
+        raise argparse.ArgumentError(action, f"invalid choice: {value!r}{listed}")
 
     def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
         # argparse reports unknown flags from the top parser ("see 'accelbench --help'"): here
@@ -156,6 +175,12 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", type=Path, metavar="FILE.json",
                         help="also write the results JSON here")
     add_quiet_argument(parser, "no progress lines")
+
+
+def add_db_option(parser: argparse.ArgumentParser) -> None:
+    """``--db PATH``, shared by every command that reads or writes the history."""
+    parser.add_argument("--db", type=Path, default=None, metavar="PATH",
+                        help="history database (default: history.sqlite in the accelbench data folder)")
 
 
 def add_json_argument(parser: argparse.ArgumentParser,

@@ -18,7 +18,9 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser("export", help="write a stored run as JSON, CSV, Markdown or the PyTorch "
                                    "HUD benchmark format (--format hud: one record per metric)")
     parser.add_argument("run_id", metavar="RUN_ID", help="a run id or a unique prefix of one")
-    parser.add_argument("--format", choices=FORMATS, default="json")
+    parser.add_argument("--format", choices=FORMATS, default="json",
+                        help="json: the stored record (default); csv or markdown: one row per "
+                        "case; hud: the PyTorch HUD benchmark format, one record per metric")
     parser.add_argument("--output", "-o", type=Path, help="write here instead of standard output")
     add_quiet_argument(parser, "no line saying where the file went")
     add_db_option(parser)

@@ -7,18 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from accelbench.cli.common import add_json_argument, add_quiet_argument
+from accelbench.cli.common import add_db_option, add_json_argument, add_quiet_argument
 from accelbench.cli.console import make_console
 from accelbench.errors import UsageError
 from accelbench.render.history_table import runs_table, timeline_table
 from accelbench.render.json_views import history_json
 from accelbench.store.history import HistoryDB, default_db_path, parse_time
-
-
-def add_db_option(parser: argparse.ArgumentParser) -> None:
-    """``--db PATH``, shared by every command that reads or writes the history."""
-    parser.add_argument("--db", type=Path, default=None, metavar="PATH",
-                        help="history database (default: history.sqlite in the accelbench data folder)")
 
 
 def open_db(path: Path | None, create: bool = False) -> HistoryDB:

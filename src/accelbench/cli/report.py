@@ -5,17 +5,16 @@ from __future__ import annotations
 import argparse
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from accelbench.cli.common import add_quiet_argument, positive_int, say
-from accelbench.cli.compare import load_runs
-from accelbench.cli.history import add_db_option
-from accelbench.compare import compare_runs
+from accelbench.cli.common import add_db_option, add_quiet_argument, positive_int, say
 from accelbench.errors import UsageError
-from accelbench.files import write_atomic
-from accelbench.render.html import render_report
-from accelbench.store.history import HistoryDB, TimelinePoint, default_db_path
-from accelbench.store.jsonfile import check_writable
+
+if TYPE_CHECKING:
+    from accelbench.store.history import TimelinePoint
+
+# Its --help imports no matplotlib, results or store (tests/test_cli_imports.py): they are imported
+# once the report is drawn.
 
 DEFAULT_LAST = 5
 
@@ -30,13 +29,16 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--last", type=positive_int, default=DEFAULT_LAST,
                         help="without RUNS: how many recent runs to include")
     parser.add_argument("--reference", action="store_true", help="add the published results")
-    parser.add_argument("--title", default="accelbench report")
+    parser.add_argument("--title", default="accelbench report",
+                        help="the report's heading and page title (default: accelbench report)")
     add_quiet_argument(parser, "no line saying where the report went")
     add_db_option(parser)
     parser.set_defaults(execute=execute)
 
 
 def _timelines(db_path: Path, keys: list[tuple[str, str]]) -> dict[tuple[str, str], list[TimelinePoint]]:
+    from accelbench.store.history import HistoryDB
+
     if not db_path.exists():
         return {}
     with HistoryDB(db_path, create=False) as db:
@@ -44,6 +46,13 @@ def _timelines(db_path: Path, keys: list[tuple[str, str]]) -> dict[tuple[str, st
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:
+    from accelbench.cli.compare import load_runs
+    from accelbench.compare import compare_runs
+    from accelbench.files import write_atomic
+    from accelbench.render.html import render_report
+    from accelbench.store.history import HistoryDB, default_db_path
+    from accelbench.store.jsonfile import check_writable
+
     check_writable(args.output)
     db_path = args.db or default_db_path()
     specs = list(args.runs)

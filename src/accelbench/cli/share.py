@@ -152,8 +152,8 @@ def _push(target: str, text: str, machine: str, *, dry_run: bool, yes: bool) -> 
         sys.stdout.write(f"Send {sub.lines} result(s) to {target}? [y/N] ")
         sys.stdout.flush()
         answer = sys.stdin.readline().strip().casefold()
-        if answer not in ("y", "yes"):
+        if answer not in ("y", "yes"):  # a choice, not a failure
             sys.stderr.write("nothing sent\n")
-            return 1
+            return 0
     sys.stderr.write(push(target, sub) + "\n")
     return 0

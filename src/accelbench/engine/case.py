@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import traceback
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from typing import Any
 
 import torch
 
 from accelbench import __version__
+from accelbench.codec import FieldCodec
 from accelbench.devices import Device, DeviceSet
 from accelbench.devices.environment import collect_environment
 from accelbench.errors import UsageError
@@ -22,6 +24,7 @@ from accelbench.measure.loop.step_loop import NonFiniteError
 from accelbench.measure.loop.stop import StopRule
 from accelbench.options import RunOptions
 from accelbench.results import CaseResult, RunRecord
+from accelbench.results.case_key import CaseKey, key_values
 from accelbench.workloads.base import Workload, generates
 from accelbench.workloads.catalogue import get_workload_class
 from accelbench.workloads.presets import GENERATE
@@ -29,18 +32,22 @@ from accelbench.workloads.protocols import protocol
 from accelbench.workloads.suites import suite_batch_size, suite_modes
 
 
-@dataclass(frozen=True)
-class Case:
-    workload: str
-    mode: str
-    device: Device
-    batch_size: int
-    precision: str = "fp32"
-    compile_backend: str = ""
-    channels_last: bool = False
-    #: Generation cases: prompt tokens and new tokens per sequence (0 for train and eval).
-    prompt_len: int = 0
-    new_tokens: int = 0
+def _device_named(name: Any, context: Mapping[str, Any]) -> Device:
+    devices: DeviceSet | None = context.get("devices")
+    return (devices or DeviceSet.current()).select(name)[0]
+
+
+#: A case's device travels by name (in a worker's spec) and is found again, never pickled.
+DEVICE_BY_NAME = FieldCodec(lambda device: device.name, _device_named)
+
+
+@dataclass(unsafe_hash=True)
+class Case(CaseKey):
+    """One case to run: its key (``CaseKey``: workload, mode, batch, precision, compile, layout,
+    data, size, generation lengths ...) and the device it runs on. Made by :func:`plan`, whose
+    :func:`keyed` fills the key fields the options decide; its result copies every key field."""
+
+    device: Device = field(kw_only=True, metadata={"codec": DEVICE_BY_NAME})
 
     @property
     def label(self) -> str:
@@ -72,7 +79,9 @@ def plan(options: RunOptions, devices: DeviceSet) -> list[Case]:
             batch = options.batch_size or suite_batch_size(options.suite, name, mode,
                                                            workload.batch_size(mode))
             cases.extend(
-                Case(name, mode, device, batch, precision, backend, options.channels_last)
+                keyed(Case(workload=name, mode=mode, device=device, batch_size=batch,
+                           precision=precision, compile_backend=backend,
+                           channels_last=options.channels_last), options)
                 for precision in options.precisions
                 for backend in options.compile_backends
                 for device in chosen
@@ -89,8 +98,10 @@ def _generation_cases(options: RunOptions, name: str, workload: Workload, decode
             raise UsageError(f"--mode generate needs a decoder (a workload with prefill and "
                              f"decode_step); {name!r} is not one")
         return []
-    return [Case(name, GENERATE, device, options.batch_size or 1, precision, backend,
-                 options.channels_last, prompt, new)
+    return [keyed(Case(workload=name, mode=GENERATE, device=device, batch_size=options.batch_size or 1,
+                       precision=precision, compile_backend=backend,
+                       channels_last=options.channels_last, prompt_len=prompt, new_tokens=new),
+                  options)
             for prompt, new in options.generation_lengths(name, workload.context_length())
             for precision in options.precisions
             for backend in options.compile_backends
@@ -111,16 +122,20 @@ def status_of(error: BaseException) -> str:
     return "failed"
 
 
+def keyed(case: Case, options: RunOptions) -> Case:
+    """``case`` with the key fields the options decide: the workload's version, the data and the
+    size, and for a generation case whether it streams and under which --protocol."""
+    generation = bool(case.new_tokens)
+    return replace(case, workload_version=get_workload_class(case.workload).version,
+                   data=options.data, size=options.size, streamed=generation and options.stream,
+                   protocol=options.protocol if generation else "")
+
+
 def skeleton_result(case: Case, options: RunOptions) -> CaseResult:
-    """A result that names the case and its settings, before anything is measured."""
-    workload_cls = get_workload_class(case.workload)
+    """A result that names the case (every key field, as :func:`keyed` settles them for
+    ``options``) and its settings, before anything is measured."""
     return CaseResult(
-        workload=case.workload, workload_version=workload_cls.version, mode=case.mode,
-        device=case.device.name, batch_size=case.batch_size, precision=case.precision,
-        compile_backend=case.compile_backend, channels_last=case.channels_last,
-        prompt_len=case.prompt_len, new_tokens=case.new_tokens,
-        streamed=bool(case.new_tokens) and options.stream, data=options.data, size=options.size,
-        protocol=options.protocol if case.new_tokens else "",
+        **key_values(keyed(case, options)), device=case.device.name,
         stop_rule=generation_rounds(options)[2] if case.new_tokens else options.stop.describe(),
         threads=torch.get_num_threads(), memory_source=case.device.memory_source,
     )

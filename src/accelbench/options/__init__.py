@@ -10,7 +10,7 @@ from pathlib import Path
 from accelbench.bounds import MOST_SECONDS, check_number
 from accelbench.codec import Codec
 from accelbench.devices.precisions import precision_spec
-from accelbench.errors import UsageError
+from accelbench.errors import UsageError, did_you_mean
 from accelbench.measure.loop.stop import StopRule
 from accelbench.workloads.presets import DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_LEN, RUN_MODES, SIZES
 from accelbench.workloads.protocols import fitted_tests, protocol
@@ -20,6 +20,8 @@ DEFAULT_WARMUP_STEPS = 3
 #: resident on the device (pure compute, as timm and TorchBench measure), or a real data set.
 DATA_MODES = ("synthetic", "synthetic-device", "real")
 ISOLATIONS = ("process", "none")
+#: ``run`` and ``check`` also run each case as a world of --nproc ranks under torchrun.
+RUN_ISOLATIONS = (*ISOLATIONS, "torchrun")
 DEFAULT_CASE_TIMEOUT_S = 1800.0
 #: ``--repeat`` with no number: enough processes a side for a 10% difference to be called on a
 #: noisy shared machine. Chosen from benchmarks/verdicts.py on the 2-vCPU development VM
@@ -27,6 +29,11 @@ DEFAULT_CASE_TIMEOUT_S = 1800.0
 #: 83-99% of 8-vs-8 and 95-100% of 10-vs-10, with identical configurations called different in
 #: 0.4-5.1% at 10 a side.
 DEFAULT_REPEATS = 10
+#: ``--size tiny`` shows that each case works, not how fast it is: when no stop rule is given, a
+#: budget of this many seconds (still at least MIN_SAMPLES samples) that ends as soon as the
+#: median's 95% CI is within +-TINY_TARGET_CI_PCT (from MIN_ADAPTIVE_SAMPLES samples on).
+TINY_TIME_BUDGET_S = 0.5
+TINY_TARGET_CI_PCT = 5.0
 
 
 def _check_flag(flag: str, value: object) -> None:
@@ -36,7 +43,8 @@ def _check_flag(flag: str, value: object) -> None:
 
 def _check_choice(flag: str, value: object, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
-        raise UsageError(f"{flag} {value!r} is unknown; allowed: {', '.join(allowed)}")
+        raise UsageError(f"{flag} {value!r} is unknown{did_you_mean(str(value), allowed)}; allowed: "
+                         f"{', '.join(allowed)}")
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,9 @@ class RunOptions(Codec):
     #: process, each begun as in a fresh one and marked warm (engine/launchers/warm.py). The
     #: default at --size tiny where --isolation is not given (options/values.py).
     warm_worker: bool = False
+    #: With isolation "torchrun": the ranks (processes on this node) each case runs as. The
+    #: record says it in each case's ``scale`` section, so the options leave it out.
+    nproc: int = field(default=1, metadata={"stored": False})
     #: Seconds a case may take (set-up, warm-up and measurement) before it is stopped.
     case_timeout: float = DEFAULT_CASE_TIMEOUT_S
     auto_batch: bool = False
@@ -99,7 +110,8 @@ class RunOptions(Codec):
     def __post_init__(self) -> None:
         bad = [m for m in self.modes if m not in RUN_MODES]
         if bad or not self.modes:
-            raise UsageError(f"--mode {','.join(self.modes)!r} is not allowed; allowed: train, "
+            hint = did_you_mean(bad[0], RUN_MODES) if bad else ""
+            raise UsageError(f"--mode {','.join(self.modes)!r} is not allowed{hint}; allowed: train, "
                              "eval, generate, or a comma list of them")
         for flag, lengths in (("--prompt-len", self.prompt_lens), ("--new-tokens", self.new_tokens)):
             for value in lengths:
@@ -130,7 +142,11 @@ class RunOptions(Codec):
         _check_generation_only(self)
         if not self.precisions or not self.compile_backends:
             raise UsageError("--precision and --compile need at least one value")
-        _check_choice("--isolation", self.isolation, ISOLATIONS)
+        _check_choice("--isolation", self.isolation, RUN_ISOLATIONS)
+        check_number("--nproc", self.nproc, whole=True, zero_ok=False)
+        if self.nproc > 1 and self.isolation != "torchrun":
+            raise UsageError(f"--nproc {self.nproc} runs each case as {self.nproc} ranks under "
+                             "torchrun: it needs --isolation torchrun")
         _check_choice("--size", self.size, SIZES)
         if self.repeat > 1 and self.isolation != "process":
             raise UsageError("--repeat N needs --isolation process: each repeat is a fresh worker process")
@@ -174,7 +190,7 @@ class RunOptions(Codec):
                          else f"a prompt of {prompt} tokens (the default)")
                 given += (f" and --new-tokens {new}" if self.new_tokens
                           else f" and {new} new tokens (the default)")
-                raise UsageError(f"{given} do not fit {workload!r}'s context of {context} tokens; "
+                raise UsageError(f"{given} do not fit the {context}-token context of {workload!r}; "
                                  f"allowed: prompt and new tokens each at least 1, together at "
                                  f"most {context}")
         return pairs

@@ -5,7 +5,8 @@ run's CPU, one point of a history timeline against the next) only when every fie
 equal apart from the device. The run table's "vs CPU" cell, ``compare``'s machine rows and pairs,
 ``history`` timelines and the HTML report all ask this module, so they cannot disagree.
 
-The key is read from a CaseResult or from a stored case dict (the history fills its columns from
+The key's fields are declared once, as ``CaseKey`` (results/case_key.py). The key is read from
+a case (a planned Case or a CaseResult) or from a stored case dict (the history fills its columns from
 old rows' JSON with the same function). A field a result does not carry takes its default, so a
 result written before the field existed is keyed as what it measured.
 
@@ -20,22 +21,18 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from accelbench.results.records import CaseResult
+from accelbench.results.case_key import CaseKey, key_defaults, omitted_at_default
 
-#: Field -> value a result without the field measured. ``data`` holds both the data kind and
-#: where the batches live ("synthetic": host batches copied each step, "synthetic-device":
-#: resident on the device, "real"), so it keys the data mode too.
-KEY_DEFAULTS: dict[str, Any] = {
-    "workload": "", "workload_version": 1, "mode": "", "batch_size": 0, "precision": "fp32",
-    "compile_backend": "", "channels_last": False, "data": "synthetic", "size": "published",
-    "prompt_len": 0, "new_tokens": 0, "streamed": False, "protocol": "",
-}
+#: Field -> value a result without the field measured, in the key's order: ``fields(CaseKey)``
+#: (results/case_key.py, where the fields are declared once and described).
+KEY_DEFAULTS: dict[str, Any] = key_defaults()
 #: Key fields added later: left out of the stored key string at their default, so that a run
 #: stored before they existed keeps its key (the history matches runs on it).
-_OMITTED_AT_DEFAULT = ("prompt_len", "new_tokens", "streamed", "protocol")
+_OMITTED_AT_DEFAULT = omitted_at_default()
 KEY_FIELDS = tuple(KEY_DEFAULTS)
 
-CaseLike = CaseResult | Mapping[str, Any]
+#: A case (a Case or a CaseResult, both CaseKeys) or a stored case dict.
+CaseLike = CaseKey | Mapping[str, Any]
 
 
 def _value(case: CaseLike, name: str) -> Any:

@@ -54,8 +54,8 @@ class ScaleWork(CaseWork[int]):
         self.options, self.run_options, self.device, self.backend = (options, run_options, device,
                                                                      backend)
         workload = get_workload_class(options.workload)(run_options.size)
-        self.case = Case(options.workload, "train", device,
-                         run_options.batch_size or workload.batch_size("train"))
+        self.case = Case(workload=options.workload, mode="train", device=device,
+                         batch_size=run_options.batch_size or workload.batch_size("train"))
         self.samples_per_epoch = workload.samples_per_epoch("train")
         self.unavailable = workload.unavailable_reason()
 

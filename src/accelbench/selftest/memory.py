@@ -45,7 +45,7 @@ def check_peak_memory(device: Device, size: str = "published") -> CheckResult:
     options = RunOptions(workloads=(WORKLOAD,), device=device.name, size=size,
                          stop=StopRule("steps", 3), warmup_steps=1, batch_size=BATCH,
                          isolation="none")
-    result = run_case(Case(WORKLOAD, "train", device, BATCH), options)
+    result = run_case(Case(workload=WORKLOAD, mode="train", device=device, batch_size=BATCH), options)
     name = f"a training case's peak memory >= parameters + gradients + optimiser state ({WORKLOAD})"
     if not result.ok:
         return CheckResult(GROUP, name, device.name, verdict(False),

@@ -38,7 +38,9 @@ from accelbench.store.history_layout import (
     DB_VERSION,
     _insert_probes,
     _json,
-    _key_columns,
+    add_key_columns,
+    key_row,
+    missing_key_columns,
 )
 
 HISTORY_FILE = "history.sqlite"
@@ -176,6 +178,10 @@ class HistoryDB:
                 conn.execute("DELETE FROM schema_version")
                 conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version + 1,))
             version += 1
+        missing = missing_key_columns(self._conn)
+        if missing:
+            with self._transaction() as conn:
+                add_key_columns(conn, missing)
 
     def close(self) -> None:
         self._conn.close()
@@ -204,16 +210,14 @@ class HistoryDB:
                  _json(record.environment), _json(record.options)))
             for position, case in enumerate(record.cases):
                 summary = case.summary()
-                conn.execute(
-                    "INSERT INTO cases (run_id, position, workload, workload_version, mode, device, "
-                    "device_name, precision, batch_size, data, status, error, throughput, "
-                    "median_step_s, case_json, size, compile_backend, channels_last, config_key) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (record.run_id, position, case.workload, case.workload_version, case.mode,
-                     case.device, case.device_name, case.precision, case.batch_size, case.data,
-                     case.status, case.error, case.throughput(),
-                     summary.median if summary else None, _json(case.to_dict()), case.size,
-                     *_key_columns(case)))
+                # The key's columns (one per key field, and config_key) follow the key's fields.
+                row = {"run_id": record.run_id, "position": position, "device": case.device,
+                       "device_name": case.device_name, "status": case.status, "error": case.error,
+                       "throughput": case.throughput(),
+                       "median_step_s": summary.median if summary else None,
+                       "case_json": _json(case.to_dict()), **key_row(case)}
+                conn.execute(f"INSERT INTO cases ({', '.join(map(_quoted, row))}) "
+                             f"VALUES ({', '.join('?' * len(row))})", tuple(row.values()))
             _insert_probes(conn, record.run_id, [probe.to_dict() for probe in record.probes])
         return record.run_id
 
@@ -339,6 +343,10 @@ def noisy_figure(case: dict[str, Any], environment: Any) -> bool:
     rate, interval = derived.get("throughput_samples_per_s"), derived.get("throughput_ci")
     return (isinstance(rate, int | float) and rate > 0 and isinstance(interval, list)
             and len(interval) == 2 and wider_than_figure(rate, *interval))
+
+
+def _quoted(name: str) -> str:
+    return f'"{name}"'
 
 
 def record_hostname(record: RunRecord) -> str:

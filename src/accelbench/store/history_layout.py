@@ -2,7 +2,9 @@
 
 ``_MIGRATIONS[v]`` turns a version-v database into version v+1 inside the caller's transaction
 (see HistoryDB._check_and_migrate). A released migration is never edited: a database written by any
-older accelbench must reach today's layout through the same steps.
+older accelbench must reach today's layout through the same steps. The key's columns are the
+exception: one per field of the comparability key (``fields(CaseKey)``, results/case_key.py), added
+by :func:`add_key_columns` whenever the key has a field the table lacks, after the numbered steps.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from accelbench.results import CaseResult
-from accelbench.results.key import KEY_FIELDS, comparability_key, key_json
+from accelbench.results.key import KEY_DEFAULTS, KEY_FIELDS, comparability_key, key_json
 from accelbench.results.schema import upgrade
 from accelbench.store.jsonfile import clean_for_json
 
@@ -158,6 +160,41 @@ _MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     0: _migrate_0_to_1, 1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4,
     4: _migrate_4_to_5, 5: _migrate_5_to_6}
 DB_VERSION = len(_MIGRATIONS)
+
+
+# --- the key's columns (derived, not numbered) -------------------------------------------------------
+#: A key field's column type, from its default's type (results/case_key.py).
+_SQL_TYPES = {bool: "INTEGER", int: "INTEGER", str: "TEXT"}
+
+
+def key_row(case: Any) -> dict[str, Any]:
+    """The key's columns of a CaseResult or stored case dict: every key field by its name, and
+    ``config_key`` (the key as one string, what timelines match on)."""
+    return {**dict(zip(KEY_FIELDS, comparability_key(case), strict=True)), "config_key": key_json(case)}
+
+
+def missing_key_columns(conn: sqlite3.Connection) -> list[str]:
+    """The key fields the cases table has no column for (fields added to the key since)."""
+    present = {row[1] for row in conn.execute("PRAGMA table_info(cases)")}
+    return [name for name in KEY_FIELDS if name not in present]
+
+
+def add_key_columns(conn: sqlite3.Connection, names: list[str]) -> None:
+    """A column for each key field of ``names``, filled from every row's stored JSON with the key
+    function the comparisons use (a row from before the field holds its default). Not a numbered
+    migration: the key columns follow ``fields(CaseKey)``, so a field added to the key is a column
+    the next time a database is opened, with no step to write."""
+    for name in names:
+        default = KEY_DEFAULTS[name]
+        literal = f"'{default}'" if isinstance(default, str) else str(int(default))
+        conn.execute(f'ALTER TABLE cases ADD COLUMN "{name}" {_SQL_TYPES[type(default)]} '
+                     f"NOT NULL DEFAULT {literal}")
+    assign = ", ".join(f'"{name}" = ?' for name in names)
+    rows = conn.execute("SELECT run_id, position, case_json FROM cases").fetchall()
+    for run_id, position, case_json in rows:
+        row = key_row(json.loads(case_json))
+        conn.execute(f"UPDATE cases SET {assign} WHERE run_id = ? AND position = ?",
+                     (*(row[name] for name in names), run_id, position))
 
 
 def _json(value: Any) -> str:

@@ -20,14 +20,15 @@ from accelbench.engine.runner import run_plan
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
 from accelbench.results import CaseResult, RunRecord
+from accelbench.results.case_key import key_values
 from accelbench.sweeps.analysis import SATURATION_FRACTION
 
 
-def _key(case: Case | CaseResult) -> tuple[object, ...]:
-    """A planned case and its result share this key (a result names its device by string)."""
+def _key(case: Case | CaseResult, axis: str) -> tuple[object, ...]:
+    """A planned case and its result share this key: the device (a result names it by string)
+    and every field of the comparability key but the swept one."""
     device = case.device if isinstance(case.device, str) else case.device.name
-    return (case.workload, case.mode, device, case.precision, case.compile_backend,
-            case.channels_last)
+    return (device, *(value for name, value in key_values(case).items() if name != axis))
 
 
 #: The axes a sweep runs along: a Case field, and how its value is named in words.
@@ -51,8 +52,8 @@ def run_sweep(options: RunOptions, devices: DeviceSet, batch_sizes: Sequence[int
     ran_out: dict[tuple[object, ...], int] = {}
     for batch in sorted(batch_sizes):
         cases = [replace(case, **{axis: batch}) for case in base_cases]
-        skipped = [case for case in cases if _key(case) in ran_out]
-        runnable = [case for case in cases if _key(case) not in ran_out]
+        skipped = [case for case in cases if _key(case, axis) in ran_out]
+        runnable = [case for case in cases if _key(case, axis) not in ran_out]
 
         def keep(part: RunRecord, done: RunRecord | None = record) -> None:
             # The whole sweep so far, saved after every case, not only after every batch size.
@@ -65,10 +66,10 @@ def run_sweep(options: RunOptions, devices: DeviceSet, batch_sizes: Sequence[int
         except Interrupted as stop:
             raise Interrupted(_merge(record, stop.record), stop.signal_name, stop.exit_code) from None
         record = _merge(record, part)
-        record.cases.extend(_not_run(case, options, ran_out[_key(case)], axis) for case in skipped)
+        record.cases.extend(_not_run(case, options, ran_out[_key(case, axis)], axis) for case in skipped)
         for result in part.cases:
             if result.status == "oom":
-                ran_out.setdefault(_key(result), getattr(result, axis))
+                ran_out.setdefault(_key(result, axis), getattr(result, axis))
         if on_case is not None and skipped:
             on_case(record)
     assert record is not None

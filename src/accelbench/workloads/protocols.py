@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from accelbench.errors import UsageError
+from accelbench.errors import UsageError, did_you_mean
 
 #: The two ways a protocol's peer observes its tokens (ProtocolTest.clock; the result's protocol
 #: section records which, and the figure catalogue says it for each protocol figure).
@@ -123,8 +123,8 @@ def protocol(name: str) -> Protocol:
     try:
         return PROTOCOLS[name]
     except KeyError:
-        raise UsageError(f"--protocol {name!r} is unknown; allowed: {', '.join(PROTOCOL_NAMES)}") \
-            from None
+        raise UsageError(f"--protocol {name!r} is unknown{did_you_mean(name, PROTOCOL_NAMES)}; "
+                         f"allowed: {', '.join(PROTOCOL_NAMES)}") from None
 
 
 def _scaled_name(test: ProtocolTest, prompt: int, new: int) -> str:

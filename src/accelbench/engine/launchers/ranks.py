@@ -29,9 +29,8 @@ import statistics
 from copy import deepcopy
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from accelbench.codec import Codec
+from accelbench.codec import Codec, FieldCodec
 from accelbench.engine.supervise import ChildOutcome, signal_name
 from accelbench.results import CaseResult, ScaleFigures, ScaleRank
 
@@ -47,6 +46,10 @@ LARGEST = ("measured_time_s", "input_wait_s", "warmup_time_s", "time_to_first_st
 
 def rank_file(rank: int) -> str:
     return f"rank-{rank}.json"
+
+
+#: A rank's result travels as a result file's case does.
+CASE_RESULT = FieldCodec(lambda result: result.to_dict(), lambda data, _: CaseResult.from_dict(data))
 
 
 @dataclass
@@ -66,23 +69,12 @@ class RankReport(Codec):
     #: The training steps timed again with gradient synchronisation off (see the module docstring).
     nosync_step_times: list[float] = field(default_factory=list)
     #: The work's result in this rank; None where the rank left none (killed, crashed early).
-    result: CaseResult | None = field(default=None, metadata={"stored": False})
+    #: Written and read as a result file's case (its own checks, its derived block).
+    result: CaseResult | None = field(default=None, metadata={"codec": CASE_RESULT})
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(),
-                "result": self.result.to_dict() if self.result is not None else None}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RankReport:
-        head = {key: value for key, value in data.items() if key != "result"}
-        report: RankReport = super().from_dict(head)
-        if data.get("result") is not None:
-            report.result = CaseResult.from_dict(data["result"])
-        return report
 
     def scale_rank(self) -> ScaleRank:
         """What the case's record keeps of this rank (its traceback stays in its file)."""
