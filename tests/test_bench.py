@@ -59,7 +59,7 @@ def test_the_bench_model_rides_in_the_spec_not_the_environment() -> None:
 
     spec = objects.BenchSpec(_model(), _batch(), None, objects.optimizer_factory(None), 40)
     name = accelbench.register(objects.object_class("rides", spec)).name
-    case = Case(name, "train", DeviceSet.current().select("cpu")[0], 4)
+    case = Case(workload=name, mode="train", device=DeviceSet.current().select("cpu")[0], batch_size=4)
     work = RunWork(RunOptions(workloads=(name,), size="tiny"))
     before = dict(os.environ)
     with objects.shared_with_workers("rides", spec) as path:

@@ -26,7 +26,8 @@ def test_case_spec_round_trips_through_json() -> None:
     devices = DeviceSet.current()
     cpu = devices.select("cpu")[0]
     options = build_run_options("mnist", "cpu", "train", size="tiny", steps=3, precision="bf16")
-    case = Case("mnist", "train", cpu, 8, "bf16", "", True)
+    case = Case(workload="mnist", mode="train", device=cpu, batch_size=8, precision="bf16",
+                channels_last=True)
     spec = CaseSpec(CheckWork.worker, options, case, CheckSettings("fp64", 4), ("/tmp/m.pickle",),
                     RankPlan("gloo", "fsdp", 90.0, "/tmp/ranks"))
     back = CaseSpec.from_json(spec.to_json(), devices)

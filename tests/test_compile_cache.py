@@ -81,10 +81,11 @@ def test_the_break_even_takes_the_uncompiled_warm_ups_own_excess_off() -> None:
     figure = break_even(5.0, _steps(0.010, 300, 1), _steps(0.015, 300, 2), uncompiled_warmup_s=1.0)
     assert figure.compile_s == 5.0 and figure.charged_s == 4.0 and figure.pays_off
     assert figure.steps == pytest.approx(800, rel=0.05)
-    compiled = CaseResult("m", "train", "cpu", 8, compile_backend="inductor",
+    compiled = CaseResult(workload="m", mode="train", device="cpu", batch_size=8, compile_backend="inductor",
                           step_times=_steps(0.010, 300, 1), warmup_steps=2,
                           warmup_time_s=5.0 + 2 * 0.010, time_to_first_step_s=4.9)
-    uncompiled = CaseResult("m", "train", "cpu", 8, step_times=_steps(0.015, 300, 2),
+    uncompiled = CaseResult(workload="m", mode="train", device="cpu", batch_size=8,
+                            step_times=_steps(0.015, 300, 2),
                             warmup_steps=2, warmup_time_s=1.0 + 2 * 0.015, time_to_first_step_s=1.0)
     paired = compile_break_even(compiled, [compiled, uncompiled])
     assert paired is not None and paired.charged_s == pytest.approx(4.0, abs=0.01)
@@ -94,10 +95,11 @@ def test_the_break_even_takes_the_uncompiled_warm_ups_own_excess_off() -> None:
 
 def test_a_warm_side_is_named_in_the_break_even_and_the_first_use() -> None:
     warm = Start(cases_before=1).to_dict()
-    compiled = CaseResult("m", "train", "cpu", 8, compile_backend="eager",
+    compiled = CaseResult(workload="m", mode="train", device="cpu", batch_size=8, compile_backend="eager",
                           step_times=_steps(0.010, 100, 3), warmup_steps=1, warmup_time_s=2.0,
                           time_to_first_step_s=2.0, start=Start(0, FRESH_CACHE).to_dict())
-    uncompiled = CaseResult("m", "train", "cpu", 8, step_times=_steps(0.015, 100, 4),
+    uncompiled = CaseResult(workload="m", mode="train", device="cpu", batch_size=8,
+                            step_times=_steps(0.015, 100, 4),
                             warmup_steps=1, warmup_time_s=0.05, time_to_first_step_s=0.05,
                             start=warm)
     assert compiled.first_use().cold_compile is True and compiled.first_use().caveat == ""
@@ -115,7 +117,8 @@ def test_results_written_before_load_unchanged() -> None:
     old_figure = {"pays_off": True, "steps": 1000.0, "low": 900.0, "high": 1100.0, "compile_s": 5.0,
                   "saving_s": 0.005, "saving_low": 0.004, "saving_high": 0.006, "speedup": 1.5,
                   "confidence": 0.95, "reason": ""}
-    case = CaseResult("m", "train", "cpu", 8, compile_backend="inductor", step_times=[0.01] * 5,
+    case = CaseResult(workload="m", mode="train", device="cpu", batch_size=8, compile_backend="inductor",
+                      step_times=[0.01] * 5,
                       warmup_steps=1, warmup_time_s=5.01, time_to_first_step_s=5.01,
                       break_even=old_figure).to_dict()
     del case["start"]

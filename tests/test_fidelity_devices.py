@@ -347,7 +347,7 @@ def test_a_case_makes_its_device_current_before_anything_touches_it(monkeypatch)
     monkeypatch.setattr(accelbench.engine.measure_case, "_measure", fake_measure)
     monkeypatch.setattr(accelbench.engine.measure_case, "unsupported_reason", lambda device, precision: None)
     device = Device(adapter, "fake", 1)
-    run_case(Case("mnist", "train", device, 4), _tiny(device="fake:1"))
+    run_case(Case(workload="mnist", mode="train", device=device, batch_size=4), _tiny(device="fake:1"))
     assert seen == [[1]]
     assert adapter.made_current == [1, -1]  # and the previous device current again after it
 
@@ -555,7 +555,7 @@ def test_a_device_that_cannot_be_made_current_is_the_cases_status(monkeypatch) -
         raise RuntimeError("CUDA error: invalid device ordinal")
 
     fake.accelerator.device_index = broken
-    case = Case("mnist", "train", gpu1, 4)
+    case = Case(workload="mnist", mode="train", device=gpu1, batch_size=4)
     result = run_case(case, _tiny(device="cuda:1"))
     assert (result.status, result.error) == ("failed", "RuntimeError: CUDA error: invalid device ordinal")
     checked = check_case(case, CheckOptions(run=_tiny(device="cuda:1"), steps=2), devices)

@@ -35,7 +35,8 @@ def _figures(warmup: list[tuple[float, float]], rounds: list[tuple[float, float]
 def _case(generation: dict[str, Any], compile_backend: str = "") -> CaseResult:
     """A generation case as the engine records it (measure_case._measure_generation)."""
     figures = GenerationFigures.from_dict(generation)
-    case = CaseResult("nanogpt-char", "generate", "cpu", 1, compile_backend=compile_backend,
+    case = CaseResult(workload="nanogpt-char", mode="generate", device="cpu", batch_size=1,
+                      compile_backend=compile_backend,
                       prompt_len=8, new_tokens=5, generation=generation)
     case.step_times = figures.token_times_s
     case.warmup_steps = figures.warmup_rounds

@@ -79,7 +79,7 @@ def test_real_data_case_runs_over_the_files(tmp_path: Path) -> None:
     write_tiny_mnist(tmp_path)
     cpu = DeviceSet.current().select("cpu")[0]
     options = RunOptions(data="real", data_dir=tmp_path, stop=StopRule("epochs", 1), warmup_steps=1)
-    result = run_case(Case("mnist", "train", cpu, 16), options)
+    result = run_case(Case(workload="mnist", mode="train", device=cpu, batch_size=16), options)
     assert result.status == "ok", result.error
     assert result.dataset_size == 40 and result.steps_per_epoch == 3
     assert result.measured_steps == 3 and len(result.epoch_times) == 1

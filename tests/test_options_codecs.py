@@ -112,7 +112,8 @@ def test_run_options_keep_the_generation_lengths() -> None:
     assert (data["prompt_lens"], data["new_tokens"]) == ([8, 16], [4, 2])
     cpu = DeviceSet.current().select("cpu")[0]
     spec = CaseSpec("accelbench.engine.runner:run_from_spec", RUN,
-                    Case("nanogpt-char", "generate", cpu, 1, prompt_len=8, new_tokens=4))
+                    Case(workload="nanogpt-char", mode="generate", device=cpu, batch_size=1, prompt_len=8,
+                         new_tokens=4))
     back = CaseSpec.from_json(spec.to_json()).run_options()
     assert (back.prompt_lens, back.new_tokens, back.stream) == ((8, 16), (4, 2), True)
 

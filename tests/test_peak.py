@@ -112,7 +112,8 @@ def test_the_amp_peak_times_pure_half_precision_products(cpu, own_cache, monkeyp
 def _case_figures(device: Device, precision: str, step_s: float = 0.01) -> dict:
     """What the runner stores in a finished case's ``flops`` (mnist, batch 8: 72 MFLOP a
     sample, 5.7e10 FLOP/s at 10 ms a step)."""
-    result = skeleton_result(Case("mnist", "train", device, 8, precision), RunOptions(size="tiny"))
+    result = skeleton_result(Case(workload="mnist", mode="train", device=device, batch_size=8,
+                                  precision=precision), RunOptions(size="tiny"))
     result.step_times = [step_s] * 5
     return achieved_flops(result, device, get_precision(precision))
 

@@ -44,7 +44,8 @@ def capped() -> tuple[Device, peak.MatmulTiming]:
 
 def _case(device: Device, precision: str = "fp32") -> CaseResult:
     """An mnist training case on ``device`` with its FLOP/s figures, as the engine stores them."""
-    result = skeleton_result(Case("mnist", "train", device, 8, precision), RunOptions(size="tiny"))
+    result = skeleton_result(Case(workload="mnist", mode="train", device=device, batch_size=8,
+                                  precision=precision), RunOptions(size="tiny"))
     result.step_times = [0.01] * 5
     result.flops = Flops.from_dict(achieved_flops(result, device, get_precision(precision)), "flops")
     return result

@@ -179,7 +179,8 @@ def test_a_peak_nothing_marks_shows_no_mark(own_cache: Path, inline_cli, tmp_pat
 
 def _case(device: Device) -> CaseResult:
     """An mnist training case with its FLOP/s figures, as the engine stores them."""
-    result = skeleton_result(Case("mnist", "train", device, 8, "fp32"), RunOptions(size="tiny"))
+    result = skeleton_result(Case(workload="mnist", mode="train", device=device, batch_size=8,
+                                  precision="fp32"), RunOptions(size="tiny"))
     result.step_times = [0.01] * 5
     result.flops = Flops.from_dict(achieved_flops(result, device, get_precision("fp32")), "flops")
     return result

@@ -105,7 +105,7 @@ def test_a_workload_with_only_the_older_size_attributes_still_runs(
     options = RunOptions(workloads=("older-contract",), size="tiny", stop=StopRule("steps", 2),
                          warmup_steps=0, device="cpu", isolation="none")
     monkeypatch.setitem(registry._CLASSES, "older-contract", OlderContract)  # registered for this test
-    result = run_case(Case("older-contract", "train", cpu, 4), options)
+    result = run_case(Case(workload="older-contract", mode="train", device=cpu, batch_size=4), options)
     assert result.ok and result.dataset_size == 16 and result.steps_per_epoch == 4
 
 

@@ -80,7 +80,8 @@ def _case_figures(device: Device, precision: str) -> dict:
     """What the runner stores in a finished case's ``flops`` (mnist, batch 8, 10,000 s steps:
     5.7e4 FLOP/s, far below any peak, so it never has the peak measured again; at 10 s steps it
     beat a 64² bf16 peak that a busy machine read at 3.3e7 and had it measured again)."""
-    result = skeleton_result(Case("mnist", "train", device, 8, precision), RunOptions(size="tiny"))
+    result = skeleton_result(Case(workload="mnist", mode="train", device=device, batch_size=8,
+                                  precision=precision), RunOptions(size="tiny"))
     result.step_times = [1e4] * 5
     return achieved_flops(result, device, get_precision(precision))
 

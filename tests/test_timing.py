@@ -42,7 +42,7 @@ def _measured() -> Timing:
 
 def test_a_case_result_is_the_loops_timing_and_keeps_the_file_order() -> None:
     assert issubclass(CaseResult, Timing)
-    case = CaseResult("w", "train", "cpu", 4)
+    case = CaseResult(workload="w", mode="train", device="cpu", batch_size=4)
     assert list(case.to_dict()) == FILE_KEYS
     timing = [spec.name for spec in dataclasses.fields(Timing)]
     assert FILE_KEYS[FILE_KEYS.index("step_times"):][:len(timing)] == timing
@@ -50,7 +50,8 @@ def test_a_case_result_is_the_loops_timing_and_keeps_the_file_order() -> None:
 
 def test_the_loops_figures_reach_the_result_file_and_nothing_else_is_touched() -> None:
     measured = _measured()
-    case = CaseResult("w", "train", "cpu", 4, status="ok", dataset_size=10, steps_per_epoch=3)
+    case = CaseResult(workload="w", mode="train", device="cpu", batch_size=4, status="ok", dataset_size=10,
+                      steps_per_epoch=3)
     measured.copy_into(case)
     data = json.loads(json.dumps(RunRecord.from_dict(RunRecord(
         run_id="r", created_at="2024-01-01T00:00:00+0000", accelbench_version="0", kind="run",

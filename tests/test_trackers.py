@@ -191,7 +191,7 @@ def test_the_runner_measures_through_the_trackers_and_resets_memory_at_the_start
         return 777 if adapter.resets else original(index)
 
     adapter.peak_memory_bytes = peak_memory_bytes  # type: ignore[method-assign]
-    case = Case("mnist", "train", device, 8)
+    case = Case(workload="mnist", mode="train", device=device, batch_size=8)
     result = skeleton_result(case, options)
     _measure(case, get_workload_class("mnist")("tiny"), options, result, None)
     assert adapter.resets[0] == 0  # before any work (no synchronisation yet)
@@ -282,7 +282,7 @@ def test_the_runner_sets_the_device_resident_pool_aside_and_labels_it() -> None:
         device = Device(adapter, "fake", 0)
         options = RunOptions(workloads=("mnist",), device="fake:0", modes=("train",), size="tiny",
                              stop=StopRule("steps", 2), warmup_steps=1, isolation="none", data=mode)
-        case = Case("mnist", "train", device, 8)
+        case = Case(workload="mnist", mode="train", device=device, batch_size=8)
         result = skeleton_result(case, options)
         _measure(case, get_workload_class("mnist")("tiny"), options, result, None)
         results[mode] = result
@@ -364,7 +364,7 @@ def test_the_table_shows_the_steady_peak_with_the_set_ups_beside_it_where_higher
     from accelbench.results import CaseResult, RunRecord
 
     gib = 2**30
-    case = CaseResult("resnet50", "train", "cuda:0", 128, status="ok",
+    case = CaseResult(workload="resnet50", mode="train", device="cuda:0", batch_size=128, status="ok",
                       peak_memory_bytes=int(11.1 * gib), setup_peak_memory_bytes=int(15.8 * gib),
                       memory_source="CUDA caching allocator peak (torch.cuda.max_memory_allocated)")
     assert memory_cell(case) == "11.1 GiB allocator (set-up 15.8 GiB)"

@@ -48,7 +48,7 @@ def test_every_workload_runs_tiny_on_cpu(name: str, mode: str, cpu) -> None:
     if workload.unavailable_reason():
         pytest.skip(workload.unavailable_reason())
     batch = workload.batch_size(mode)
-    result = run_case(Case(name, mode, cpu, batch), tiny_options(name, mode))
+    result = run_case(Case(workload=name, mode=mode, device=cpu, batch_size=batch), tiny_options(name, mode))
     assert result.status == "ok", result.error + result.traceback
     assert len(result.step_times) == 2
     assert all(math.isfinite(t) and t > 0 for t in result.step_times)
@@ -231,7 +231,8 @@ def test_bert_base_is_registered_but_unavailable_without_transformers(monkeypatc
             reason = get_workload_class("bert-base")().unavailable_reason()
             assert reason is not None and INSTALL_HINT in reason
             assert INSTALL_HINT == "pip install 'accelbench[transformers]'"
-            result = run_case(Case("bert-base", "eval", cpu, 4), tiny_options("bert-base", "eval"))
+            result = run_case(Case(workload="bert-base", mode="eval", device=cpu, batch_size=4),
+                                   tiny_options("bert-base", "eval"))
             assert result.status == "unavailable" and INSTALL_HINT in result.error
             assert transformers_missing() is not None
     finally:
