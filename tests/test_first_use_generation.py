@@ -16,7 +16,7 @@ from accelbench.measure.generation import rounds as gen
 from accelbench.measure.generation.rounds import GenerationFigures, GenerationRound
 from accelbench.render.steady import break_even_cell, break_even_lines, first_use_cell, steady_rows
 from accelbench.results import CaseResult, RunRecord
-from accelbench.results.first_use import GENERATION, BreakEven
+from accelbench.results.first_use import GENERATION
 from accelbench.results.pairs import attach_break_evens
 from accelbench.workloads import get_workload_class
 
@@ -79,7 +79,7 @@ def test_a_compiled_generation_gets_its_compile_time_and_break_even_in_generatio
     assert compiled.first_use().compile.seconds == pytest.approx(1.98, abs=1e-3)
     attach_break_evens([compiled, uncompiled])
     assert uncompiled.break_even is None and compiled.break_even is not None
-    figure = BreakEven.from_dict(compiled.break_even)
+    figure = compiled.break_even
     assert figure.unit == GENERATION and figure.pays_off
     assert figure.compile_s == pytest.approx(1.98, abs=1e-3)
     assert figure.uncompiled_warmup_s == pytest.approx(0.02, abs=1e-3)
@@ -123,3 +123,24 @@ def test_run_generate_compiled_beside_uncompiled_reports_compile_and_break_even(
     assert "generation" in done.stdout and "compile time" in done.stdout
     # Run inline after the compiled case, the uncompiled one did not start cold, and says so.
     assert uncompiled["start"]["warm"] and "warm" in figure["caveat"]
+
+
+def test_a_negative_first_use_reads_approximately_zero_with_why_everywhere(tmp_path: Path) -> None:
+    """Issue 36: a first step 31.6 ms quicker than the steady median printed "0 µs" in the run
+    table's first-use cell and "0 µs (≈0)" in compare's; one wording now, with why."""
+    from accelbench.store.jsonfile import load_record, save_record
+
+    train = CaseResult(workload="vae", mode="train", device="cpu", batch_size=8,
+                       step_times=[0.1, 0.1, 0.1], warmup_steps=1, warmup_time_s=0.0684,
+                       time_to_first_step_s=0.0684)
+    generation = _case(_figures([(0.001, 0.01)], [(0.010, 0.020)] * 3))  # first generation quicker
+    record = RunRecord(run_id="neg", created_at="2026-01-01T00:00:00+00:00", accelbench_version="0",
+                       command=[], options={}, environment={}, cases=[train, generation])
+    loaded = load_record(save_record(record, tmp_path / "neg.json"))
+    for case, unit in zip(loaded.cases, ("step", "generation"), strict=True):
+        cost = case.first_use().first_use
+        assert cost is not None and cost.seconds < 0
+        said = f"≈0 (the first {unit} no slower than the rest)"
+        cells = [first_use_cell(case), *steady_rows([("A", case)])[0]]
+        assert any(said in cell for cell in cells), cells
+        assert not any("0 µs" in cell for cell in cells), cells

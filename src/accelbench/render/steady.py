@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from accelbench.render.format import format_rate, format_seconds
 from accelbench.results import CaseResult, RunRecord
-from accelbench.results.first_use import GENERATION, BreakEven, Cost, FirstUse, plural
+from accelbench.results.first_use import GENERATION, STEP, BreakEven, Cost, FirstUse, plural
 from accelbench.results.key import config_label
 from accelbench.results.sustained import THROTTLES, SustainedRecord
 
@@ -27,10 +27,17 @@ STEADY_NOTE = ("first step: the first step's time, set-up excluded (a generation
                "over the first fifth's")
 
 
-def _cost(cost: Cost | None) -> str:
+def cost_words(cost: Cost | None, unit: str = STEP) -> str:
+    """A first-use or compile cost as every surface says it: its seconds, or where the first
+    step (the warm-up's steps; generations for a generation case) took no longer than as many
+    steady ones, "≈0" with why: a negative difference is the steady steps' noise, not a saving."""
     if cost is None:
         return "n/a"
-    return f"{format_seconds(max(cost.seconds, 0.0))}" + (" (≈0)" if cost.high <= 0 else "")
+    if cost.seconds <= 0:
+        first = (f"the first {unit}" if cost.steps == 1
+                 else f"the warm-up's {cost.steps} {plural(unit, cost.steps)}")
+        return f"≈0 ({first} no slower than the rest)"
+    return format_seconds(cost.seconds)
 
 
 def _started(costs: FirstUse) -> str:
@@ -46,9 +53,9 @@ def first_use_cell(case: CaseResult) -> str:
     parts = [f"1st{unit} {format_seconds(costs.time_to_first_step_s)}",
              f"warm-up {format_seconds(costs.warmup_s)}/{costs.warmup_steps}{unit}"]
     if costs.compile is not None:
-        parts.append(f"compile {_cost(costs.compile)}")
+        parts.append(f"compile {cost_words(costs.compile, costs.unit)}")
     elif costs.first_use is not None:
-        parts.append(f"first use {_cost(costs.first_use)}")
+        parts.append(f"first use {cost_words(costs.first_use, costs.unit)}")
     return " · ".join(parts) + _started(costs)
 
 
@@ -150,7 +157,7 @@ def steady_rows(cases: Sequence[tuple[str, CaseResult]]) -> list[list[str]]:
         rows.append([label, case.workload, case.mode, case.device, config_label(case),
                      format_seconds(costs.time_to_first_step_s),
                      f"{format_seconds(costs.warmup_s)} ({costs.warmup_steps} {count})",
-                     f"{kind} {_cost(cost)}{_started(costs)}" if cost is not None else "n/a",
+                     f"{kind} {cost_words(cost, costs.unit)}{_started(costs)}" if cost is not None else "n/a",
                      figure.describe().removeprefix("compile ") if figure is not None else "",
                      sustained_cell(case)])
     return rows
