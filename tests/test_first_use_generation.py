@@ -4,6 +4,8 @@ gets its compile time and a break-even (in generations) against the same work un
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -123,6 +125,26 @@ def test_run_generate_compiled_beside_uncompiled_reports_compile_and_break_even(
     assert "generation" in done.stdout and "compile time" in done.stdout
     # Run inline after the compiled case, the uncompiled one did not start cold, and says so.
     assert uncompiled["start"]["warm"] and "warm" in figure["caveat"]
+    # Issue 36: a generation case's first step is one figure, its first whole generation (not
+    # its TTFT), in the result, its figures, the CSV, the HUD export and compare's table.
+    from accelbench.render.export import to_csv
+    from accelbench.render.format import format_seconds
+    from accelbench.render.hud import to_hud
+    from accelbench.store.jsonfile import load_record
+
+    record = load_record(out)
+    rows = list(csv.DictReader(io.StringIO(to_csv(record))))
+    hud = [r for r in json.loads(to_hud(record)) if r["metric"]["name"] == "time_to_first_step_s"]
+    for stored, case, row in zip(json.loads(out.read_text())["cases"], record.cases, rows, strict=True):
+        first = stored["generation"]["warmup"][0]
+        whole = first["ttft_s"] + first["decode_s"]
+        assert stored["time_to_first_step_s"] == pytest.approx(whole) != stored["generation"]["ttft_s"]
+        assert stored["derived"]["first_use"]["time_to_first_step_s"] == pytest.approx(whole)
+        assert stored["derived"]["figures"]["time_to_first_step_s"] == pytest.approx(whole)
+        assert float(row["time_to_first_step_s"]) == pytest.approx(whole)
+        assert format_seconds(whole) in steady_rows([("A", case)])[0]
+    wholes = sorted(c["time_to_first_step_s"] for c in json.loads(out.read_text())["cases"])
+    assert sorted(r["metric"]["benchmark_values"][0] for r in hud) == pytest.approx(wholes, rel=1e-5)
 
 
 def test_a_negative_first_use_reads_approximately_zero_with_why_everywhere(tmp_path: Path) -> None:

@@ -275,8 +275,10 @@ FIGURES: tuple[Figure, ...] = (
     Figure("sustained_ratio", "sustained / burst", "fraction", "ratio of the two geometric means",
            "with Welch's t interval on the logarithms", TRAIN_EVAL, _sustained("ratio", False)),
     Figure("time_to_first_step_s", "1st step", "s", "one measurement",
-           "from the model on the device to the first step's end", ALL_MODES,
-           lambda c: c.time_to_first_step_s if c.step_times else None),
+           "train, eval: from the model on the device to the first step's end; a generation case: "
+           "its first whole generation (the first warm-up round: prefill and every decode step, "
+           "torch.compile and first use included; none without a warm-up round), not its TTFT",
+           ALL_MODES, lambda c: c.first_use().time_to_first_step_s if c.step_times else None),
     Figure("first_use_s", "first use", "s", "first step (or round) - median steady one",
            "what the first use of the device costs (uncompiled cases)", ALL_MODES,
            _first_use("first_use")),
