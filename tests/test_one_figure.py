@@ -63,9 +63,9 @@ def test_history_export_and_compare_read_the_stored_generation_rate(tmp_path: Pa
     assert point.throughput == pytest.approx(stored)
     assert again.cases[0].throughput() == pytest.approx(stored)
     row = next(csv.DictReader(io.StringIO(to_csv(record))))
-    assert float(row["throughput_samples_per_s"]) == pytest.approx(stored)
+    assert float(row["rate"]) == pytest.approx(stored)
     assert float(row["decode_tokens_per_s_total"]) == pytest.approx(stored)
-    assert row["throughput_unit"] == "decode tokens/s"
+    assert (row["rate_unit"], row["rate_name"]) == ("decode tokens/s", "decode_tokens_per_s_total")
 
 
 def test_an_old_history_generation_row_is_migrated_to_the_table_figure(tmp_path: Path) -> None:

@@ -1,5 +1,10 @@
 """A stored run as JSON (re-loadable by ``load_record``), CSV (one row per case), Markdown, or the
-PyTorch HUD benchmark format (one record per metric, ``hud.py``)."""
+PyTorch HUD benchmark format (one record per metric, ``hud.py``).
+
+CSV and Markdown name every figure by the figure catalogue (results/catalogue.py): the CSV has one
+header for every kind of work (what ran, the headline rate with its catalogue name, a training or
+evaluation case's step statistics, then every catalogue figure by name, empty where the case's
+kind of work has none); Markdown has a table per kind of work."""
 
 from __future__ import annotations
 
@@ -7,23 +12,32 @@ import csv
 import io
 import json
 
-from accelbench.render.format import rate_label
+from accelbench.render.generation_execution import execution_words
 from accelbench.render.peak_marks import PEAK_COLUMNS, mark_words, peak_rows
 from accelbench.results import CaseResult, RunRecord
-from accelbench.results.catalogue import FIGURES
+from accelbench.results.catalogue import BY_NAME, FIGURES, case_headline
 from accelbench.results.catalogue import case_figures as catalogue_figures
 from accelbench.store.jsonfile import clean_for_json
 
 FORMATS = ("json", "csv", "markdown", "hud")
 
-CSV_COLUMNS = (
+#: What ran: the comparability key's fields (results/key.py) and the case's execution.
+KEY_COLUMNS = (
     "run_id", "created_at", "machine", "workload", "workload_version", "mode", "device", "device_name",
-    "precision", "batch_size", "data", "size", "status", "error", "samples", "median_step_s",
-    "iqr_step_s", "rel_iqr", "noisy", "throughput_samples_per_s", "throughput_ci_low",
-    "throughput_ci_high", "epoch_time_s", "epoch_time_kind", "peak_memory_bytes", "throughput_unit",
+    "precision", "compile_backend", "channels_last", "batch_size", "prompt_len", "new_tokens",
+    "streamed", "protocol", "execution", "data", "size", "status", "error",
 )
-#: Then every catalogue figure by its name (results/catalogue.py), empty where the case has none,
-#: and what the peak behind fraction_of_peak was (render/peak_marks.py: "" where nothing marks it).
+#: The case's headline rate (results/catalogue.headline), whatever it counts: its catalogue
+#: name and unit beside it, and its 95% interval.
+RATE_COLUMNS = ("rate", "rate_name", "rate_unit", "rate_ci_low", "rate_ci_high")
+#: Statistics of a training or evaluation case's timed steps; empty for a generation case (its
+#: per-token and per-round figures are the catalogue's: ttft_s, tpot_s, itl_p50_s, round_spread).
+STEP_COLUMNS = ("samples", "median_step_s", "iqr_step_s", "rel_iqr", "noisy", "epoch_time_s",
+                "epoch_time_kind")
+CSV_COLUMNS = (*KEY_COLUMNS, *RATE_COLUMNS, *STEP_COLUMNS)
+#: Then every catalogue figure by its name (results/catalogue.py), empty where the case's kind of
+#: work has none, and what the peak behind fraction_of_peak was (render/peak_marks.py: "" where
+#: nothing marks it).
 CSV_COLUMNS += (*(f.name for f in FIGURES if f.name not in CSV_COLUMNS), "peak_mark")
 
 
@@ -33,28 +47,33 @@ def to_json(record: RunRecord) -> str:
 
 
 def case_figures(record: RunRecord, case: CaseResult) -> dict[str, object]:
-    summary = case.summary()
+    steps = case.mode != "generate"
+    summary = case.summary() if steps else None
     ci = case.throughput_ci()
-    epoch = case.epoch_time()
+    epoch = case.epoch_time() if steps else None
     machine = record.environment.get("machine", {})
+    generation = case.generation if isinstance(case.generation, dict) else {}
     return {
         "run_id": record.run_id, "created_at": record.created_at,
         "machine": machine.get("hostname", "") if isinstance(machine, dict) else "",
         "workload": case.workload, "workload_version": case.workload_version, "mode": case.mode,
         "device": case.device, "device_name": case.device_name, "precision": case.precision,
-        "batch_size": case.batch_size, "data": case.data, "size": case.size, "status": case.status,
-        "error": case.error, "samples": summary.n if summary else 0,
+        "compile_backend": case.compile_backend or "none", "channels_last": case.channels_last,
+        "batch_size": case.batch_size,
+        "prompt_len": case.prompt_len if not steps else None,
+        "new_tokens": case.new_tokens if not steps else None,
+        "streamed": case.streamed if not steps else None, "protocol": case.protocol,
+        "execution": execution_words(generation.get("execution")),
+        "data": case.data, "size": case.size, "status": case.status, "error": case.error,
+        "rate": case.throughput(), "rate_name": case_headline(case).name, "rate_unit": case.rate_unit(),
+        "rate_ci_low": ci[0] if ci else None, "rate_ci_high": ci[1] if ci else None,
+        "samples": summary.n if summary else None,
         "median_step_s": summary.median if summary else None,
         "iqr_step_s": summary.iqr if summary else None,
         "rel_iqr": summary.rel_iqr if summary else None,
         "noisy": summary.noisy if summary else None,
-        "throughput_samples_per_s": case.throughput(),
-        "throughput_ci_low": ci[0] if ci else None, "throughput_ci_high": ci[1] if ci else None,
         "epoch_time_s": epoch[0] if epoch else None, "epoch_time_kind": epoch[3] if epoch else None,
-        "peak_memory_bytes": case.peak_memory_bytes,
-        # throughput_* count samples, or for a generation case decode tokens (over the batch).
-        "throughput_unit": case.rate_unit(),
-        **{name: value for name, value in catalogue_figures(case).items() if name != "peak_memory_bytes"},
+        **catalogue_figures(case),
         "peak_mark": mark_words(case.flops),
     }
 
@@ -84,31 +103,71 @@ def _md(value: object) -> str:
     return text
 
 
-def _num(value: float | None, fmt: str) -> str:
-    return "n/a" if value is None else format(value, fmt)
+def _num(value: object, fmt: str) -> str:
+    return format(value, fmt) if isinstance(value, int | float) and not isinstance(value, bool) else "n/a"
+
+
+def _status(case: CaseResult) -> str:
+    first_error = case.error.splitlines()[0] if case.error else ""
+    return case.status if case.ok else f"{case.status}: {first_error}"
+
+
+def _table(header: list[str], align: list[str], rows: list[list[object]]) -> list[str]:
+    return ["| " + " | ".join(_md(cell) for cell in header) + " |", "|" + "|".join(align) + "|",
+            *("| " + " | ".join(_md(cell) for cell in row) + " |" for row in rows)]
+
+
+#: A generation case's figures in its Markdown table, by catalogue name (labelled as the catalogue
+#: labels them, in seconds).
+GENERATION_SECONDS = ("ttft_s", "tpot_s", "itl_p50_s", "e2e_s")
+
+
+def _step_rows(record: RunRecord, cases: list[CaseResult]) -> list[str]:
+    header = ["workload", "mode", "device", "batch", "precision", "compile", "status",
+              BY_NAME["samples_per_s"].label, f"median {BY_NAME['median_step_s'].label} (s)", "IQR/median",
+              f"{BY_NAME['epoch_s'].label} (s)"]
+    rows: list[list[object]] = []
+    for case in cases:
+        figures = case_figures(record, case)
+        epoch, rel = figures["epoch_time_s"], figures["rel_iqr"]
+        rows.append([case.workload, case.mode, case.device, case.batch_size, case.precision,
+                     case.compile_backend or "none", _status(case), _num(figures["rate"], ",.1f"),
+                     _num(figures["median_step_s"], ".4g"),
+                     f"{rel * 100:.1f}%" if isinstance(rel, float) else "n/a",
+                     f"{epoch:.4g} {figures['epoch_time_kind']}" if isinstance(epoch, float) else "n/a"])
+    return _table(header, ["---"] * 3 + ["---:"] + ["---"] * 3 + ["---:"] * 4, rows)
+
+
+def _generation_rows(record: RunRecord, cases: list[CaseResult]) -> list[str]:
+    header = ["workload", "device", "batch", "prompt_len", "new_tokens", "precision", "compile",
+              "protocol", "execution", "status", "rate", "rate_name",
+              *(f"{BY_NAME[name].label} (s)" for name in GENERATION_SECONDS)]
+    rows: list[list[object]] = []
+    for case in cases:
+        figures = case_figures(record, case)
+        rows.append([case.workload, case.device, case.batch_size, case.prompt_len, case.new_tokens,
+                     case.precision, case.compile_backend or "none", case.protocol or "none",
+                     figures["execution"] or "n/a", _status(case),
+                     f"{_num(figures['rate'], ',.1f')} {case.rate_unit()}" if figures["rate"] else "n/a",
+                     figures["rate_name"], *(_num(figures[name], ".4g") for name in GENERATION_SECONDS)])
+    return _table(header, ["---"] * 2 + ["---:"] * 3 + ["---"] * 5 + ["---:", "---"] + ["---:"] * 4, rows)
 
 
 def to_markdown(record: RunRecord) -> str:
+    """One table per kind of work, its columns named by the figure catalogue: training and
+    evaluation (samples/s, the median step, the epoch); generation (the case's lengths, protocol
+    and execution, its rate with the figure it is, TTFT, TPOT, ITL p50, E2E latency)."""
     machine = record.environment.get("machine", {})
     host = machine.get("hostname", "") if isinstance(machine, dict) else ""
     lines = [f"# accelbench run {_md(record.run_id)}", "",
              f"{_md(record.created_at)} on {_md(host) or 'unknown machine'}, accelbench "
-             f"{_md(record.accelbench_version)}", "",
-             f"| workload | mode | device | batch | precision | status | {_md(rate_label(record.cases))} "
-             "| median step (s) "
-             "| IQR/median | epoch (s) |",
-             "|---|---|---|---:|---|---|---:|---:|---:|---:|"]
-    for case in record.cases:
-        figures = case_figures(record, case)
-        first_error = case.error.splitlines()[0] if case.error else ""
-        status = case.status if case.ok else f"{case.status}: {first_error}"
-        epoch = figures["epoch_time_s"]
-        epoch_text = f"{epoch:.2f} {figures['epoch_time_kind']}" if isinstance(epoch, float) else "n/a"
-        rel = figures["rel_iqr"]
-        lines.append("| " + " | ".join(_md(cell) for cell in (
-            case.workload, case.mode, case.device, case.batch_size, case.precision, status,
-            _num(case.throughput(), ",.1f"), _num(figures["median_step_s"], ".4g"),  # type: ignore[arg-type]
-            f"{rel * 100:.1f}%" if isinstance(rel, float) else "n/a", epoch_text)) + " |")
+             f"{_md(record.accelbench_version)}"]
+    steps = [case for case in record.cases if case.mode != "generate"]
+    generating = [case for case in record.cases if case.mode == "generate"]
+    if steps:
+        lines += ["", "## Training and evaluation", "", *_step_rows(record, steps)]
+    if generating:
+        lines += ["", "## Generation", "", *_generation_rows(record, generating)]
     flops = peak_rows(record.cases)
     if flops:  # the run table's --wide cell, and what the peak behind each % peak was
         lines += ["", "## FLOP/s against the measured peak", "", "| " + " | ".join(PEAK_COLUMNS) + " |",
