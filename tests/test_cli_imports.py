@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-HEAVY = ("numpy", "scipy", "torch", "matplotlib")
+#: jinja2: the report and site templates (issue 35) are loaded when a page is written.
+HEAVY = ("numpy", "scipy", "torch", "matplotlib", "jinja2")
 
 _PARSE = """
 import sys

@@ -13,7 +13,7 @@ from conftest_report import HOSTILE_ERROR, HOSTILE_MACHINE, case, cpu_and_cuda, 
 from accelbench.cli import main
 from accelbench.compare import LabelledRun, compare_runs
 from accelbench.render import figures
-from accelbench.render.html import el, render_report
+from accelbench.render.html import render_report
 from accelbench.results import Ceilings, DeviceProbe, Parity, ProbeCell, Profile, ProfileFigures
 from accelbench.store.history import HistoryDB, TimelinePoint
 from accelbench.store.jsonfile import save_record
@@ -230,8 +230,16 @@ def test_malformed_parity_data_is_a_note_not_a_crash() -> None:
     assert "parity data is malformed" in render_report(runs, compare_runs(runs))
 
 
-def test_el_escapes_text_and_attributes() -> None:
-    assert el("td", "<i>", title='"x" onclick=1') == '<td title="&quot;x&quot; onclick=1">&lt;i&gt;</td>'
+def test_the_templates_escape_text_and_attributes() -> None:
+    """Issue 35: the pages are Jinja2 templates with autoescape on: a string in an attribute
+    cannot close it, one in text cannot open a tag."""
+    hostile = '"x" onclick=1 <i>'
+    probe = record("p1", [], kind="probe")
+    probe.probes = [DeviceProbe("cpu", cells={"autocast": ProbeCell("fails", hostile)})]
+    page = render_report([LabelledRun("p1", probe)], [])
+    assert 'title="&#34;x&#34; onclick=1 &lt;i&gt;"' in page and "<i>" not in page
+    cells = [attrs for tag, attrs in _parse(page).tags if tag == "td" and attrs.get("class") == "fails"]
+    assert cells == [{"class": "fails", "title": hostile}]
 
 
 def test_report_command_from_history(capsys, tmp_path: Path) -> None:

@@ -43,13 +43,17 @@ class DecodeError(UsageError, ValueError):
     """A dict that is not the dataclass it should be: one line naming the field by its path."""
 
 
-@dataclasses.dataclass(frozen=True)
 class FieldCodec:
     """How one field's value is written and read where it is not plain data: ``decode`` gets the
-    JSON value and the ``context`` the caller passed to :func:`decode` (a worker's devices)."""
+    JSON value and the ``context`` the caller passed to :func:`decode` (a worker's devices).
+    (Plain classes here, not dataclasses: this module is imported by every options module, and
+    making a dataclass costs more than the rest of it.)"""
 
-    encode: Callable[[Any], Any]
-    decode: Callable[[Any, Mapping[str, Any]], Any]
+    __slots__ = ("decode", "encode")
+
+    def __init__(self, encode: Callable[[Any], Any],
+                 decode: Callable[[Any, Mapping[str, Any]], Any]) -> None:
+        self.encode, self.decode = encode, decode
 
 
 def _stored(spec: dataclasses.Field[Any]) -> bool:
@@ -99,13 +103,15 @@ def _ordered_fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
 
 
 # --- reading ------------------------------------------------------------------------------------
-@dataclasses.dataclass
 class _Reading:
-    strict: bool
-    #: How an error names a field: "result field 'cases[0].status'", "field 'RunOptions.seed'".
-    noun: str
-    skipped: list[str] | None
-    context: Mapping[str, Any]
+    """One reading: the switch, how an error names a field ("result field 'cases[0].status'",
+    "field 'RunOptions.seed'"), where skipped keys go, and the fields' codecs' context."""
+
+    __slots__ = ("context", "noun", "skipped", "strict")
+
+    def __init__(self, strict: bool, noun: str, skipped: list[str] | None,
+                 context: Mapping[str, Any]) -> None:
+        self.strict, self.noun, self.skipped, self.context = strict, noun, skipped, context
 
     def wrong(self, value: Any, hint: Any, where: str) -> DecodeError:
         return DecodeError(f"{self.noun} {where!r} has the wrong type: {type(value).__name__} "

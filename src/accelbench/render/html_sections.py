@@ -1,6 +1,6 @@
 """Rows for report sections drawn from run records: environments once per machine, the diagnosis
-of profiled cases, and each case's peak memory with its source. Plain strings only: ``render.html``
-turns them into escaped markup."""
+of profiled cases, and each case's peak memory with its source. Plain strings only: the report's
+template (``templates/report.html.j2``) shows them as escaped text."""
 
 from __future__ import annotations
 

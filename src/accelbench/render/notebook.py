@@ -1,10 +1,10 @@
-"""A run record as an HTML table for notebooks (``_repr_html_``), escaped like the report."""
+"""A run record as an HTML table for notebooks (``_repr_html_``): ``templates/notebook.html.j2``,
+escaped like the report."""
 
 from __future__ import annotations
 
 from accelbench.measure.trackers.memory import format_bytes
 from accelbench.render.format import format_range, format_rate, format_seconds, with_rate_label
-from accelbench.render.html import el, table
 from accelbench.render.table import config_label
 from accelbench.results import RunRecord
 
@@ -27,9 +27,12 @@ def record_html(record: RunRecord) -> str:
             case.isolation or str(record.options.get("isolation", "")),
         ))
     caption = f"accelbench {record.kind} {record.run_id} ({record.created_at})"
-    page = str(table(with_rate_label(COLUMNS, record.cases), rows, caption=caption))
+    lines: list[str] = []
     if record.kind == "sweep":
         from accelbench.render.sweep_table import summary_lines
 
-        page += str(el("ul", *(el("li", line) for line in summary_lines(record))))
-    return page
+        lines = summary_lines(record)
+    from accelbench.render.templating import render
+
+    return render("notebook.html.j2", columns=with_rate_label(COLUMNS, record.cases), rows=rows,
+                  caption=caption, lines=lines)

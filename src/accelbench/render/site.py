@@ -9,9 +9,11 @@
 A generation configuration's rows also say how they executed (compile mode, CUDA graphs) and the
 bound their decode hit; overhead-bound results are a row per host CPU model (compare/collection.py).
 
-Published references are rows of their own, marked and cited. Markup is built only with
-``render.html.el``, which escapes every string (a device model from a bundle is text, never markup);
-each page carries a Content-Security-Policy that allows no script and nothing from the network.
+Published references are rows of their own, marked and cited. This module gathers each page's
+figures as plain strings; the templates ``templates/site_*.html.j2`` lay them out
+(``render/templating.py``: Jinja2 with autoescape, so a device model from a bundle is text, never
+markup); each page carries a Content-Security-Policy that allows no script and nothing from the
+network.
 """
 
 from __future__ import annotations
@@ -26,22 +28,10 @@ from accelbench.compare.collection import Collection, KeySummary, collect, model
 from accelbench.compare.peers import ModelGroup, PeerResult, model_key
 from accelbench.reference.published import PUBLISHED_LABEL
 from accelbench.render.format import format_rate
-from accelbench.render.html import Markup, el
 from accelbench.results.catalogue import key_headline
 from accelbench.results.first_use import plural
 from accelbench.results.key import KEY_FIELDS, config_label
 
-STYLE = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;
-padding:0 1em;color:#222}
-h1{margin-bottom:.2em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:1.6em;font-size:1.15em}
-table{border-collapse:collapse;margin:.8em 0;font-size:.9em}
-th,td{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}
-caption{text-align:left;font-weight:600;padding:.3em 0}
-td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}
-tr.published td{font-style:italic;color:#666;background:#fafafa}
-.note{color:#555;font-size:.9em}nav{margin:.5em 0 1em}a{color:#0645ad}
-"""
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 KeyTuple = tuple[Any, ...]
 
@@ -50,16 +40,6 @@ def slug(text: str) -> str:
     """A file-name-safe, collision-free name: readable part plus a short hash of the whole."""
     readable = re.sub(r"[^a-z0-9]+", "-", text.casefold()).strip("-")[:40] or "x"
     return f"{readable}-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:8]}"
-
-
-def _page(title: str, *body: Any, index: bool = False) -> str:
-    """A page of the site; every page but the index itself links back to it."""
-    head = el("head", el("meta", charset="utf-8"),
-              el("meta", http_equiv="Content-Security-Policy", content=CSP),
-              el("meta", name="viewport", content="width=device-width, initial-scale=1"),
-              el("title", title), el("style", Markup(STYLE)))
-    nav = None if index else el("nav", el("a", "all results", href="index.html"))
-    return "<!doctype html>\n" + el("html", head, el("body", nav, el("h1", title), *body), lang="en") + "\n"
 
 
 def counted(count: int, noun: str) -> str:
@@ -89,41 +69,27 @@ def _device_file(model: str) -> str:
     return f"device-{slug(model_key(model))}.html"
 
 
-def _number(text: str) -> Markup:
-    return el("td", text, class_="n")
-
-
-def _group_row(group: ModelGroup, link: bool = True, source: bool = True, decode: bool = False) -> Markup:
-    name: Any = group.device_model
-    if link and not group.published:
-        name = el("a", group.device_model, href=_device_file(group.device_model))
-    if group.published:
-        name = el("span", f"{group.device_model} (published)")
-    count = str(group.count) if group.published else f"{group.count} ({counted(group.machines, 'machine')})"
-    return el("tr", el("td", name), _number(count), _number(format_rate(group.median)),
-              _number(f"{format_rate(group.low)}–{format_rate(group.high)}"),
-              _number(format_rate(group.best)), *_decode_cells(group, decode),
-              el("td", group.published) if source else None, class_="published" if group.published else None)
-
-
-def _decode_cells(group: ModelGroup, shown: bool) -> list[Markup]:
-    """A generation group's recipe (compile mode, CUDA graphs) and decode bound, as collected."""
-    return [el("td", group.recipe), el("td", group.decode)] if shown else []
-
-
 GROUP_HEADERS = ("device model", "results", "median", "p10–p90", "best")
 DECODE_HEADERS = ("execution", "decode bound")
 
 
-def _groups_table(groups: Sequence[ModelGroup], caption: str, link: bool = True) -> Markup:
+def _figures(group: ModelGroup, count: str) -> list[str]:
+    """A group's count, median, 10th-90th percentile and best, as its table shows them."""
+    return [count, format_rate(group.median), f"{format_rate(group.low)}–{format_rate(group.high)}",
+            format_rate(group.best)]
+
+
+def _groups_table(groups: Sequence[ModelGroup], caption: str) -> dict[str, Any]:
     """The source column only where a published figure is in the table; the execution and decode
     bound columns only where a generation group has them."""
     source = any(g.published for g in groups)
     decode = any(g.recipe or g.decode for g in groups)
+    rows = [{"name": g.device_model, "href": _device_file(g.device_model), "published": g.published,
+             "figures": _figures(g, str(g.count) if g.published
+                                 else f"{g.count} ({counted(g.machines, 'machine')})"),
+             "recipe": g.recipe, "decode": g.decode} for g in groups]
     headers = (*GROUP_HEADERS, *(DECODE_HEADERS if decode else ()), *(("source",) if source else ()))
-    return el("table", el("caption", caption),
-              el("thead", el("tr", *(el("th", h) for h in headers))),
-              el("tbody", *(_group_row(g, link, source, decode) for g in groups)))
+    return {"caption": caption, "source": source, "decode": decode, "rows": rows, "headers": headers}
 
 
 def _heading(key: KeyTuple, page_keys: Sequence[KeyTuple]) -> str:
@@ -137,32 +103,32 @@ def _heading(key: KeyTuple, page_keys: Sequence[KeyTuple]) -> str:
     return f"{label} ({extra})" if extra else label
 
 
-def _settings_table(counts: Counter[tuple[str, str]]) -> Markup:
-    labels = sorted({label for label, _ in counts})
+def _settings_rows(counts: Counter[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Each recorded setting with its four most common values and their counts."""
     rows = []
-    for label in labels:
+    for label in sorted({label for label, _ in counts}):
         values = Counter({value: count for (name, value), count in counts.items() if name == label})
         shown = ", ".join(f"{value} ({count})" for value, count in values.most_common(4))
         if len(values) > 4:
             shown += f", {len(values) - 4} more"
-        rows.append(el("tr", el("td", label), el("td", shown)))
-    return el("table", el("caption", "Recorded settings (value and number of results)"),
-              el("thead", el("tr", el("th", "setting"), el("th", "values"))), el("tbody", *rows))
+        rows.append((label, shown))
+    return rows
 
 
-def _apart_note(apart: Counter[str]) -> Markup | None:
+def _apart_note(apart: Counter[str]) -> str:
     if not apart:
-        return None
+        return ""
     named = sorted(apart)
     reasons = "; ".join(named[:3]) + (f"; and {len(named) - 3} more reason(s)" if len(named) > 3 else "")
-    return el("p", f"{sum(apart.values())} result(s) of this configuration flagged invalid and left out: "
-                   f"{reasons}", class_="note")
+    return f"{sum(apart.values())} result(s) of this configuration flagged invalid and left out: {reasons}"
 
 
 def render_site(peers: Iterable[PeerResult] | Collection, generated_at: str = "") -> dict[str, str]:
     """Every page of the site, by file name, from peers or from a collection's summary (what a
     large collection is read into: ``sharing/query.py``). A result flagged implausible or
     quarantined is in no table (its configuration's section counts it)."""
+    from accelbench.render.templating import render
+
     collection = peers if isinstance(peers, Collection) else collect(peers)
     measured = {key: summary for key, summary in collection.keys.items() if summary.measured}
     benches: dict[tuple[str, str, str], list[KeyTuple]] = {}
@@ -172,43 +138,38 @@ def render_site(peers: Iterable[PeerResult] | Collection, generated_at: str = ""
     index_rows = []
     tops = _chart_tops(benches.values(), measured)
     for name, keys in sorted(benches.items()):
-        sections = []
-        for key in keys:
-            sections += [el("h2", _heading(key, keys)),
-                         _groups_table(measured[key].groups, f"Device models, fastest median first "
-                                                             f"({_unit(key)})"),
-                         _apart_note(measured[key].apart)]
-        pages[_bench_file(name)] = _page(" · ".join(name), *sections, _published_note())
+        sections = [{"heading": _heading(key, keys),
+                     "table": _groups_table(measured[key].groups,
+                                            f"Device models, fastest median first ({_unit(key)})"),
+                     "apart": _apart_note(measured[key].apart)} for key in keys]
+        pages[_bench_file(name)] = render("site_bench.html.j2", title=" · ".join(name), csp=CSP,
+                                          sections=sections, published_label=PUBLISHED_LABEL) + "\n"
         results = sum(g.count for key in keys for g in measured[key].measured)
         models = {model_key(g.device_model) for key in keys for g in measured[key].measured}
-        index_rows.append(el("tr", el("td", el("a", name[0], href=_bench_file(name))), el("td", name[1]),
-                             el("td", name[2]), _number(str(len(keys))), _number(str(len(models))),
-                             _number(str(results)), *_index_figures(name, keys, measured, tops)))
+        index_rows.append({"workload": name[0], "mode": name[1], "precision": name[2],
+                           "href": _bench_file(name), "configurations": len(keys), "models": len(models),
+                           "results": results, "shown": _index_figures(keys, measured, tops)})
     for model, (spelling, counts) in collection.settings.items():
         pages[_device_file(spelling)] = _device_page(spelling, model_groups(collection, model), counts)
     flagged = collection.apart
-    index = el("table", el("caption", "Workloads, modes and precisions"),
-               el("thead", el("tr", *(el("th", h) for h in INDEX_HEADERS))),
-               el("tbody", *index_rows))
     fields = ", ".join(name.replace("_", " ") for name in KEY_FIELDS)
-    pages["index.html"] = _page(
-        "accelbench results",
-        el("p", f"{counted(collection.results, 'shared result')} from "
-                f"{counted(collection.machines, 'machine')} and "
-                f"{counted(len(collection.settings), 'device model')}; "
-                f"generated {generated_at}. Figures are each work's headline rate: samples per second at "
-                "the median step time, a generation case's decode tokens per second over the batch, or "
-                "a --protocol case's rate as its peer publishes it (llama-bench's pp or tg, gpt-fast's "
-                "tokens/s, MLPerf Client's 2nd+ token rate). "
-                "Medians and bands are over machines (each machine's median result); a best is the "
-                "fastest single result. A result is "
-                f"compared only with results of the same work (the same {fields}), and an overhead-bound "
-                "decode (host launches) only with results driven by the same host CPU model. "
-                f"{INDEX_NOTE}"
-                + (f" {flagged:,} result(s) flagged invalid (implausible on their own machine, or "
-                   "quarantined: far above their device model, or in conflict) are left out."
-                   if flagged else ""), class_="note"),
-        index, _published_note(), index=True)
+    summary = (f"{counted(collection.results, 'shared result')} from "
+               f"{counted(collection.machines, 'machine')} and "
+               f"{counted(len(collection.settings), 'device model')}; "
+               f"generated {generated_at}. Figures are each work's headline rate: samples per second at "
+               "the median step time, a generation case's decode tokens per second over the batch, or "
+               "a --protocol case's rate as its peer publishes it (llama-bench's pp or tg, gpt-fast's "
+               "tokens/s, MLPerf Client's 2nd+ token rate). "
+               "Medians and bands are over machines (each machine's median result); a best is the "
+               "fastest single result. A result is "
+               f"compared only with results of the same work (the same {fields}), and an overhead-bound "
+               "decode (host launches) only with results driven by the same host CPU model. "
+               f"{INDEX_NOTE}"
+               + (f" {flagged:,} result(s) flagged invalid (implausible on their own machine, or "
+                  "quarantined: far above their device model, or in conflict) are left out."
+                  if flagged else ""))
+    pages["index.html"] = render("site_index.html.j2", csp=CSP, summary=summary, headers=INDEX_HEADERS,
+                                 rows=index_rows, published_label=PUBLISHED_LABEL) + "\n"
     return pages
 
 
@@ -241,61 +202,52 @@ def _chart_tops(benches: Iterable[Sequence[KeyTuple]],
     return tops
 
 
-def _index_figures(name: tuple[str, str, str], keys: Sequence[KeyTuple],
-                   measured: dict[KeyTuple, KeySummary], tops: dict[str, float]) -> list[Markup]:
+def _index_figures(keys: Sequence[KeyTuple], measured: dict[KeyTuple, KeySummary],
+                   tops: dict[str, float]) -> dict[str, Any] | None:
     """The index cells of one workload, mode and precision: the configuration with the most
     results, its best and median figures (with their unit and device model), and a small chart
     of its device models' medians on its unit's scale (``tops``)."""
     key = _shown_key(keys, measured)
     groups = sorted(measured[key].measured, key=lambda g: -g.median)
     if not groups:
-        return [el("td", ""), el("td", ""), el("td", ""), el("td", "")]
+        return None
     unit = _unit(key)
     best = max(groups, key=lambda g: g.best)
-    return [el("td", _heading(key, keys)),
-            _number(f"{format_rate(best.best)} {unit} ({best.device_model})"),
-            _number(f"{format_rate(groups[0].median)} {unit} ({groups[0].device_model})"),
-            el("td", _chart(groups[:CHART_BARS], unit, tops.get(unit) or groups[0].median))]
+    return {"heading": _heading(key, keys),
+            "best": f"{format_rate(best.best)} {unit} ({best.device_model})",
+            "median": f"{format_rate(groups[0].median)} {unit} ({groups[0].device_model})",
+            "chart": _chart(groups[:CHART_BARS], unit, tops.get(unit) or groups[0].median)}
 
 
-def _chart(groups: Sequence[ModelGroup], unit: str, top: float) -> Markup:
-    """Inline SVG bars (the page's policy loads nothing, and SVG in the page is no load): one
-    per device model, its length its median against ``top`` (the fastest median of the unit)."""
+def _chart(groups: Sequence[ModelGroup], unit: str, top: float) -> dict[str, Any]:
+    """The bars of an index row (inline SVG): one per device model, its length its median
+    against ``top`` (the fastest median of the unit)."""
     width, bar, gap = 120, 8, 2
-    bars = [el("rect", el("title", f"{g.device_model}: median {format_rate(g.median)} {unit} over "
-                                   f"{counted(g.machines, 'machine')}"),
-               x="0", y=str(i * (bar + gap)), height=str(bar),
-               width=f"{max(g.median / (top or 1.0) * width, 1.0):.1f}", fill="#4a78b5")
+    bars = [{"title": f"{g.device_model}: median {format_rate(g.median)} {unit} over "
+                      f"{counted(g.machines, 'machine')}",
+             "y": i * (bar + gap), "width": f"{max(g.median / (top or 1.0) * width, 1.0):.1f}"}
             for i, g in enumerate(groups)]
-    height = len(groups) * (bar + gap) - gap
     label = "; ".join(f"{g.device_model} {format_rate(g.median)}" for g in groups)
-    return el("svg", *bars, xmlns="http://www.w3.org/2000/svg", width=str(width), height=str(height),
-              viewBox=f"0 0 {width} {height}", role="img",
-              aria_label=f"medians ({unit}; full width {format_rate(top)}): {label}")
+    return {"width": width, "height": len(groups) * (bar + gap) - gap, "bar": bar, "bars": bars,
+            "label": f"medians ({unit}; full width {format_rate(top)}): {label}"}
 
 
 def _device_page(model: str, work: Sequence[tuple[KeyTuple, ModelGroup]],
                  settings: Counter[tuple[str, str]]) -> str:
     """Every work one device model did, and the settings its results recorded."""
+    from accelbench.render.templating import render
+
     keys = sorted({key for key, _ in work}, key=lambda k: tuple(str(v) for v in k))
     rows = []
     decode = any(group.recipe or group.decode for _, group in work)
     # One row per group: a generation key may hold several (overhead-bound per host CPU model).
     for key, group in sorted(work, key=lambda item: (keys.index(item[0]), -item[1].median)):
         name = _bench_name(key)
-        rows.append(el("tr", el("td", el("a", " · ".join(name), href=_bench_file(name))),
-                       el("td", _heading(key, [k for k in keys if _bench_name(k) == name])),
-                       _number(f"{group.count} ({counted(group.machines, 'machine')})"),
-                       _number(format_rate(group.median)),
-                       _number(f"{format_rate(group.low)}–{format_rate(group.high)}"),
-                       _number(format_rate(group.best)), *_decode_cells(group, decode), el("td", _unit(key))))
+        rows.append({"name": " · ".join(name), "href": _bench_file(name),
+                     "heading": _heading(key, [k for k in keys if _bench_name(k) == name]),
+                     "figures": _figures(group, f"{group.count} ({counted(group.machines, 'machine')})"),
+                     "recipe": group.recipe, "decode": group.decode, "unit": _unit(key)})
     headers = ("workload · mode · precision", "configuration", "results", "median", "p10–p90", "best",
                *(DECODE_HEADERS if decode else ()), "rate")
-    table = el("table", el("caption", "Every work measured on this device model"),
-               el("thead", el("tr", *(el("th", h) for h in headers))), el("tbody", *rows))
-    return _page(model, table, _settings_table(settings))
-
-
-def _published_note() -> Markup:
-    return el("p", f"Rows marked (published) are {PUBLISHED_LABEL}: epoch times from their sources turned "
-              "into samples per second; an epoch as published may include evaluation.", class_="note")
+    return render("site_device.html.j2", title=model, csp=CSP, headers=headers, rows=rows, decode=decode,
+                  settings=_settings_rows(settings)) + "\n"

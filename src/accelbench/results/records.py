@@ -288,9 +288,10 @@ class CaseResult(Timing, _CaseHead):
         return data
 
     @classmethod
-    def from_dict(cls, data: Any, where: str = "") -> CaseResult:
-        """A current-schema case dict (``derived`` is recomputed, not read)."""
-        case = build(cls, data, where)
+    def from_dict(cls, data: Any, where: str = "", unknown: list[str] | None = None) -> CaseResult:
+        """A current-schema case dict (``derived`` is recomputed, not read); the paths of keys
+        that are no field go to ``unknown``."""
+        case = build(cls, data, where, unknown)
         _check_values(case, where)
         return case
 
@@ -328,6 +329,13 @@ class RunRecord:
     kind: str = "run"
     #: A probe run's findings, one entry per device; empty for every other kind.
     probes: list[DeviceProbe] = field(default_factory=list)
+    #: Read from a file: the paths of the keys no field of this accelbench holds (a newer file's,
+    #: or one written by hand), skipped; not written.
+    unknown_keys: list[str] = field(default_factory=list, compare=False, repr=False,
+                                    metadata={"stored": False})
+
+    #: Read, not a field: the format's version (the record is upgraded to this one's).
+    JSON_EXTRA: ClassVar[tuple[str, ...]] = ("schema_version",)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -352,6 +360,8 @@ class RunRecord:
         cases = data.get("cases", [])
         if not isinstance(cases, list):
             raise UsageError("result field 'cases' must be a list")
-        record = build(cls, {**data, "cases": []})
-        record.cases = [CaseResult.from_dict(case, f"cases[{i}]") for i, case in enumerate(cases)]
+        unknown: list[str] = []
+        record = build(cls, {**data, "cases": []}, skipped=unknown)
+        record.cases = [CaseResult.from_dict(case, f"cases[{i}]", unknown) for i, case in enumerate(cases)]
+        record.unknown_keys = unknown
         return record
