@@ -242,6 +242,20 @@ def test_the_templates_escape_text_and_attributes() -> None:
     assert cells == [{"class": "fails", "title": hostile}]
 
 
+def test_the_templates_ship_with_the_package_and_keep_text_spaced() -> None:
+    """Issue 35: the templates are package data (pyproject's package-data; a wheel carries them),
+    and their layout whitespace goes (between tags) without gluing words together (inside text)."""
+    import importlib.resources
+
+    from accelbench.render.templating import compact
+
+    templates = importlib.resources.files("accelbench.render") / "templates"
+    assert all((templates / name).is_file() for name in ("report.html.j2", "site_index.html.j2",
+                                                         "notebook.html.j2"))
+    assert compact("<p>\n  two\n  words</p>\n  {% if x %}\n  <b>{{ x }}</b>\n{% endif %}\n") == \
+        "<p> two words</p>{% if x %}<b>{{ x }}</b>{% endif %}"
+
+
 def test_report_command_from_history(capsys, tmp_path: Path) -> None:
     with HistoryDB() as db:
         db.add_record(cpu_and_cuda("histone", cpu=0.1, created_at="2025-01-01T00:00:00+00:00"))
