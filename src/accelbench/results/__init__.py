@@ -7,7 +7,8 @@ The shape of a record (``RunRecord.to_dict()``, schema version ``SCHEMA_VERSION`
                 cases:  [CaseResult]     every kind but probe
                 probes: [DeviceProbe]    probe runs only: device, device_name, threads,
                                          cells {feature: ProbeCell(status, detail, ratio, seconds)}
-    CaseResult  the case's identity (workload, mode, device, precision, compile, size ...),
+    CaseResult  the case's identity (its CaseKey: workload, mode, precision, compile, size ...;
+                and its device),
                 status and error, raw samples (step_times, epoch_times), timing figures, and
                 typed figures, each None where the case has none:
                   parity  Parity        check: verdict, loss curves, tolerance, first bad step

@@ -10,9 +10,10 @@ Layout (hive style, which DuckDB, pyarrow and the Hugging Face dataset viewer re
 Columns: ``shard_version``; ``hash`` (the line's content hash, recomputed when compacted),
 ``machine_id`` (``NO_MACHINE`` and the hash for a line without one), ``case_id`` (the identity two
 shares of one case have in common), ``date``,
-``accelbench_version``; every field of the comparability key by its name (``results/key.py``
-KEY_FIELDS, typed from KEY_DEFAULTS: a field added there is a column here with no edit, and an
-older shard without it reads as the default) and ``key_id`` (the key as one short column);
+``accelbench_version``; every field of the comparability key by its name (``fields(CaseKey)``,
+results/case_key.py, through ``results/key.py`` KEY_FIELDS, typed from KEY_DEFAULTS: a field added
+to the key is a column here with no edit, and an older shard without it reads as the default)
+and ``key_id`` (the key as one short column);
 ``device_kind``, ``device_class``, ``device_model``, ``model_key`` (the grouping form of the model),
 ``rate`` (the headline rate of the key's mode, ``results/catalogue.headline``), ``dataset_size``;
 ``implausible`` and ``outlier`` (why the row is kept apart, "" when it is not); ``settings`` (the
