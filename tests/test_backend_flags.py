@@ -188,8 +188,9 @@ def test_scale_no_cudnn_benchmark_reaches_the_ranks_spec(monkeypatch, tmp_path: 
     from accelbench.cli.scale import options_from_args
     from accelbench.devices import DeviceSet
     from accelbench.engine.launchers import torchrun
+    from accelbench.engine.launchers.choose import one_launcher
     from accelbench.engine.supervise import ChildOutcome
-    from accelbench.scale.work import ScaleWork
+    from accelbench.scale.work import ScaleWork, launch_plan
 
     args = build_parser(["scale"]).parse_args(["scale", "mnist", "--device", "cpu", "--size",
                                                "tiny", "--nproc", "1", "--no-cudnn-benchmark"])
@@ -203,7 +204,8 @@ def test_scale_no_cudnn_benchmark_reaches_the_ranks_spec(monkeypatch, tmp_path: 
         return ChildOutcome(1, [])
 
     monkeypatch.setattr(torchrun, "in_torchrun", launch)
-    ScaleWork(options, options.run_options(cpu), cpu, "gloo").run(1, None)
+    ScaleWork(options, options.run_options(cpu), cpu, "gloo").launch(
+        one_launcher(launch_plan(options)), 1, None)
     assert specs[0]["work"] == "accelbench.engine.runner:run_from_spec"  # a rank runs run's work
     assert specs[0]["options"]["cudnn_benchmark"] is False
 

@@ -19,7 +19,7 @@ from accelbench.devices import DeviceSet
 from accelbench.engine.case import plan
 from accelbench.engine.driver import drive
 from accelbench.engine.launchers.warm import WARM_WORKER
-from accelbench.engine.runner import RunWork
+from accelbench.engine.runner import RunWork, launch_plan
 from accelbench.engine.supervise import ServedChild
 from accelbench.measure.loop.stop import StopRule
 from accelbench.options import RunOptions
@@ -62,7 +62,7 @@ def test_the_tiny_defaults_apply_only_where_not_given(given: dict, rule: StopRul
     assert options.stop == rule
     assert options.warm_worker is warm
     assert options.isolation == given.get("isolation", "process")
-    assert RunWork(options).warm is warm
+    assert launch_plan(options).warm is warm
 
 
 def test_the_published_size_keeps_its_defaults_and_the_cli_fills_the_same() -> None:
@@ -123,7 +123,7 @@ def test_a_worker_crash_costs_one_case_and_the_next_gets_a_fresh_worker() -> Non
         size="tiny", stop=StopRule("steps", 2), warmup_steps=1, warm_worker=True,
         workload_files=(str(FAULTY), str(LEAKY))))
     record = drive(RunWork(options), plan(options, DeviceSet.current()),
-                   RunRecord("r", "2025-01-01", "0"))
+                   RunRecord("r", "2025-01-01", "0"), launch=launch_plan(options))
     first, crashed, after = (case.to_dict() for case in record.cases)
     assert (first["status"], crashed["status"], after["status"]) == ("ok", "crashed", "ok")
     assert "SIGSEGV" in crashed["error"]

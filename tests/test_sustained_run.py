@@ -82,10 +82,10 @@ def test_bad_sustained_options_are_one_line_errors(inline_cli, args: list[str], 
 
 
 def test_the_case_timeout_grows_to_cover_the_sustained_run() -> None:
-    from accelbench.engine.runner import RunWork
+    from accelbench.engine.runner import launch_plan
 
     options = RunOptions(stop=StopRule("sustained", 600.0, interval=10.0), case_timeout=100.0)
-    assert RunWork(options).timeout == pytest.approx(700.0)
+    assert launch_plan(options).timeout == pytest.approx(700.0)
     assert options.stop.describe() == "sustained 10 min in 10 s intervals"
     assert RunOptions.from_dict(options.to_dict()) == options  # a worker gets the same rule
 

@@ -1,9 +1,10 @@
 """The driver: one loop over a plan's cases for every subcommand.
 
-Each case runs through its subcommand's :class:`~accelbench.engine.work.CaseWork` and that work's
-launcher (inline, a worker process, or torchrun); the record is handed to ``on_case`` the moment a
-case ends (to be saved); SIGINT and SIGTERM stop the loop with :class:`Interrupted`, which carries
-the finished cases and the interrupted one.
+Each case runs through its subcommand's :class:`~accelbench.engine.work.CaseWork` and the one
+launcher the plan's :class:`~accelbench.engine.launchers.choose.LaunchPlan` asks for (inline, a
+worker process, a warm worker, or torchrun: chosen in ``launchers/choose.py``); the record is
+handed to ``on_case`` the moment a case ends (to be saved); SIGINT and SIGTERM stop the loop with
+:class:`Interrupted`, which carries the finished cases and the interrupted one.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from accelbench.engine.launchers.base import Progress
+from accelbench.engine.launchers.base import Launcher, Progress
+from accelbench.engine.launchers.choose import LaunchPlan, launcher_for
 from accelbench.engine.progress import ItemProgress, progress_display
 from accelbench.engine.repeat import interleaved, merge_repeats
 from accelbench.engine.work import CaseWork
@@ -25,6 +27,8 @@ from accelbench.results import CaseResult, RunRecord
 Item = TypeVar("Item")
 #: Phases the driver itself reports: a case started; a case ended (its status follows as phase).
 STARTED = "running"
+#: A plan whose cases run in this process.
+INLINE = LaunchPlan()
 
 
 class Terminated(BaseException):
@@ -70,20 +74,23 @@ def saver(output: Path | None = None) -> Callable[[RunRecord], None]:
 
 
 def drive(work: CaseWork[Item], items: Sequence[Item], record: RunRecord, *,
+          launch: LaunchPlan = INLINE,
           progress: ItemProgress | None = None,
           on_case: Callable[[RunRecord], None] | None = None,
           repeat: int = 1, cooldown: float = 0.0, live: bool = False) -> RunRecord:
-    """Run every item (``repeat`` times, in interleaved rounds) and append its result to
-    ``record``; later rounds merge their process into it (see ``accelbench.engine.repeat``).
+    """Run every item (``repeat`` times, in interleaved rounds) through the launcher ``launch``
+    asks for (inline by default) and append its result to ``record``; later rounds merge their
+    process into it (see ``accelbench.engine.repeat``).
 
     ``on_case`` gets the record after every case. SIGINT (KeyboardInterrupt) and SIGTERM
     (Terminated) raise Interrupted carrying the record, where the case that was running in
     round one is ``interrupted``. ``live`` shows the progress display (on a terminal), besides
     any ``progress`` callback.
     """
-    with work.launching(items), \
+    with launcher_for(launch, work, items) as launcher, \
             progress_display([work.label(item) for item in items], quiet=not live) as display:
-        return _drive(work, items, record, _both(progress, display), on_case, repeat, cooldown)
+        return _drive(work, launcher, items, record, _both(progress, display), on_case, repeat,
+                      cooldown)
 
 
 def _both(first: ItemProgress | None, second: ItemProgress | None) -> ItemProgress | None:
@@ -96,7 +103,7 @@ def _both(first: ItemProgress | None, second: ItemProgress | None) -> ItemProgre
     return both
 
 
-def _drive(work: CaseWork[Item], items: Sequence[Item], record: RunRecord,
+def _drive(work: CaseWork[Item], launcher: Launcher, items: Sequence[Item], record: RunRecord,
            progress: ItemProgress | None, on_case: Callable[[RunRecord], None] | None,
            repeat: int, cooldown: float) -> RunRecord:
     results = work.collection(record)
@@ -115,7 +122,7 @@ def _drive(work: CaseWork[Item], items: Sequence[Item], record: RunRecord,
                     time.sleep(cooldown)
                 if progress is not None:
                     progress(index, STARTED, 0.0, None)
-                result = work.run(item, _for_item(progress, index))
+                result = work.launch(launcher, item, _for_item(progress, index))
                 processes[index].append(result)
                 merged = merge_repeats(processes[index])
                 if round_index:

@@ -25,9 +25,10 @@ from accelbench.devices.numerics import (
 )
 from accelbench.devices.precisions import precision_spec
 from accelbench.engine.case import Case, generation_rounds, record_error, skeleton_result
-from accelbench.engine.launchers.context import current as surroundings
+from accelbench.engine.spec import RankPlan
 from accelbench.engine.steps import make_eval_step, make_train_step
 from accelbench.measure.compiled import compile_module
+from accelbench.measure.data_parallel import CaseHooks
 from accelbench.measure.loop.step_loop import Progress, StepLoop
 from accelbench.measure.loop.sustained import DeviceSensors
 from accelbench.measure.trackers.energy import energy_meter_for
@@ -60,8 +61,14 @@ def _make_step(workload: Workload, model: torch.nn.Module, case: Case) -> Callab
                           static_batch=static_batch)
 
 
-def run_case(case: Case, options: RunOptions, progress: Progress | None = None) -> CaseResult:
+def run_case(case: Case, options: RunOptions, progress: Progress | None = None,
+             rank: RankPlan | None = None) -> CaseResult:
     """Set up, warm up and measure one case in this process. Exceptions become its status.
+
+    ``rank``, where the case runs as one rank of a torchrun world (the spec's plan), says how
+    it is measured there (measure/data_parallel.py: the model wrapper, the per-rank seed,
+    barriers, the agreed step count, the no-sync phase, whose times go to ``result.scale``);
+    without one, the case is measured on its own.
 
     The case's device is current for all of it, from before anything touches the device
     (otherwise cuda:N's pinned-memory threads, stray allocations and timing events land on
@@ -72,10 +79,15 @@ def run_case(case: Case, options: RunOptions, progress: Progress | None = None) 
             current.enter_context(case.device.current())
         except Exception as error:  # a device that cannot be selected is the case's status
             return record_error(skeleton_result(case, options), error)
-        return _run_case_here(case, options, progress)
+        hooks = rank.hooks() if rank is not None else CaseHooks()
+        result = _run_case_here(case, options, progress, hooks)
+    if rank is not None:
+        result.scale = rank.figures(hooks.nosync_step_times)
+    return result
 
 
-def _run_case_here(case: Case, options: RunOptions, progress: Progress | None) -> CaseResult:
+def _run_case_here(case: Case, options: RunOptions, progress: Progress | None,
+                   hooks: CaseHooks) -> CaseResult:
     workload = get_workload_class(case.workload)(options.size)
     result = skeleton_result(case, options)
     try:
@@ -97,12 +109,12 @@ def _run_case_here(case: Case, options: RunOptions, progress: Progress | None) -
         with precision_settings(precision, case.device, cudnn_benchmark=options.cudnn_benchmark):
             result.backend_flags = backend_flags(case.device)  # fp32 = TF32 off, in the record
             if case.mode == GENERATE:
-                _measure_generation(case, workload, options, result)
+                _measure_generation(case, workload, options, result, hooks)
             else:
-                _measure(case, workload, options, result, progress)
+                _measure(case, workload, options, result, progress, hooks)
     except Exception as error:
         record_error(result, error)
-    if result.ok and case.mode != GENERATE and surroundings().extras:
+    if result.ok and case.mode != GENERATE and hooks.extras:
         result.flops = Flops.from_dict(achieved_flops(result, case.device, precision), "flops")
     return result
 
@@ -154,11 +166,10 @@ def achieved_flops(result: CaseResult, device: Device, precision: Precision) -> 
 
 
 def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseResult,
-             progress: Progress | None) -> None:
-    """The timed steps of a train or eval case. What the launcher changes about them (a torchrun
-    rank's model wrapper, seed, barriers and agreed step count) comes from its surroundings
-    (engine/launchers/context.py); on its own, nothing."""
-    around = surroundings()
+             progress: Progress | None, around: CaseHooks) -> None:
+    """The timed steps of a train or eval case. What running as a torchrun rank changes about
+    them (the model wrapper, seed, barriers and agreed step count) comes from ``around``
+    (measure/data_parallel.py); on its own, nothing."""
     torch.manual_seed(options.seed)  # the same initial weights in every rank
     memory = MemoryTracker(case.device)
     # Sensors, then energy: exited in reverse, so the energy window hugs the measured steps.
@@ -167,7 +178,7 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
     with memory:  # the whole case: building the model, warm-up and the measured steps
         model = prepare_model(workload.build_model(), get_precision(case.precision),
                               case.channels_last).to(case.device.torch_device)
-        model = around.wrap_model(model, case)
+        model = around.wrap_model(model, case.mode == "train")
         model = compile_module(model, case.compile_backend)
         data = DataOptions(kind=source_kind(options.data), data_dir=options.data_dir,
                            seed=around.data_seed(options.seed), workers=options.workers,
@@ -208,7 +219,7 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
 
 
 def _measure_generation(case: Case, workload: Workload, options: RunOptions,
-                        result: CaseResult) -> None:
+                        result: CaseResult, hooks: CaseHooks) -> None:
     """Greedy decoding with the KV cache (measure/generation/rounds.py): the figures go to
     ``result.generation``; the step samples are the decode steps (per token where they were
     timed one by one, else each round's mean), so throughput reads as tokens/s over the batch."""
@@ -223,10 +234,10 @@ def _measure_generation(case: Case, workload: Workload, options: RunOptions,
     precision = get_precision(case.precision)
     rounds, warmup, _ = generation_rounds(options)
     memory = MemoryTracker(case.device)
-    # Energy over the timed rounds only (measure_generation's ``timed``), where the launcher
-    # measures the case's energy (a torchrun rank does not).
+    # Energy over the timed rounds only (measure_generation's ``timed``), where the case is
+    # measured with its own trackers (a torchrun rank's are not).
     tracker = EnergyTracker(energy_meter_for(case.device))
-    energy = tracker if tracker in surroundings().trackers([tracker]) else None
+    energy = tracker if tracker in hooks.trackers([tracker]) else None
     if energy is not None:
         energy.prepare()  # probing the sources takes up to ~1 s: before warm-up, not timed
     with memory:

@@ -27,6 +27,8 @@ from accelbench.options import RunOptions
 
 if TYPE_CHECKING:
     from accelbench.devices import DeviceSet
+    from accelbench.measure.data_parallel import RankHooks
+    from accelbench.results import ScaleFigures
 
 Settings = TypeVar("Settings")
 
@@ -38,12 +40,31 @@ STRATEGIES = ("ddp", "fsdp")
 class RankPlan(Codec):
     """How each torchrun rank joins its world: the torch.distributed backend, the wrapper its
     training model gets (DistributedDataParallel, or FSDP2's ``fully_shard``), how long a
-    collective may wait, and the folder every rank writes its report to."""
+    collective may wait, and the folder every rank writes its report to; and, filled in by the
+    rank as it starts (engine/launchers/rank.py), its place in that world. The work passes it on
+    to ``measure_case``, which measures as :meth:`hooks` say."""
 
     backend: str
     strategy: str = "ddp"
     pg_timeout_s: float = 1800.0
     out_dir: str = ""
+    rank: int = 0
+    world_size: int = 1
+
+    def hooks(self) -> RankHooks:
+        """How this rank measures its case (measure/data_parallel.py)."""
+        from accelbench.measure.data_parallel import RankHooks
+
+        return RankHooks(self.rank, self.world_size, self.strategy)
+
+    def figures(self, nosync_step_times: list[float]) -> ScaleFigures:
+        """A rank's own part of its world's figures, carried in its result to the rank entry
+        (which reports them; the launcher's merge replaces them with the world's)."""
+        from accelbench.results import ScaleFigures, ScaleRank
+
+        return ScaleFigures(world_size=self.world_size, backend=self.backend,
+                            strategy=self.strategy,
+                            ranks=[ScaleRank(rank=self.rank, nosync_step_times=nosync_step_times)])
 
 
 def _dotted(kind: type) -> str:

@@ -20,6 +20,8 @@ from accelbench.engine.case import (
 )
 from accelbench.engine.driver import drive
 from accelbench.engine.launchers.base import Progress, Report
+from accelbench.engine.launchers.choose import LaunchPlan
+from accelbench.engine.launchers.torchrun import World
 from accelbench.engine.measure_case import quantized_unsupported
 from accelbench.engine.progress import ItemProgress
 from accelbench.engine.spec import CaseSpec, model_files_for
@@ -122,7 +124,6 @@ class CheckWork(CaseWork[Case]):
 
     def __init__(self, options: CheckOptions, devices: DeviceSet) -> None:
         self.options, self.devices = options, devices
-        self.isolation, self.timeout = options.run.isolation, options.run.case_timeout
 
     def label(self, case: Case) -> str:
         return f"check {case.label}"
@@ -137,6 +138,9 @@ class CheckWork(CaseWork[Case]):
         return CaseSpec(self.worker, self.options.run, case,
                         CheckSettings(self.options.reference, self.options.steps),
                         model_files_for(case.workload))
+
+    def world(self, case: Case) -> World:
+        return World.on_one_node(self.options.run.nproc, case.device, self.options.run.threads)
 
 
 @dataclass(frozen=True)
@@ -172,5 +176,5 @@ def run_check(options: CheckOptions, devices: DeviceSet, command: list[str],
     ``options.run.isolation`` is "none". SIGINT and SIGTERM raise ``Interrupted`` carrying the
     finished cases; ``live`` shows the progress display."""
     return drive(CheckWork(options, devices), plan(options.run, devices),
-                 check_record(options, devices, command), progress=progress, on_case=on_case,
-                 live=live)
+                 check_record(options, devices, command), launch=LaunchPlan.of_run(options.run),
+                 progress=progress, on_case=on_case, live=live)

@@ -3,7 +3,8 @@
 A feature that kills the worker (a segfault in a kernel) or overruns the timeout costs only its
 own cell: the worker leaves the cells it finished in its partial result, the crashing feature's
 cell becomes ``crashed`` (the signal named) or ``timeout``, and a fresh worker goes on with the
-features after it.
+features after it (the process launcher's ``resume``: this work says what a worker finished and
+what remains, :meth:`ProbeWork.resume`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from accelbench.devices import Device, DeviceSet
 from accelbench.devices.environment import collect_environment
 from accelbench.engine.driver import drive
 from accelbench.engine.launchers.base import Progress, Report
-from accelbench.engine.launchers.process import ending, worker_call
+from accelbench.engine.launchers.choose import LaunchPlan
 from accelbench.engine.progress import ItemProgress
 from accelbench.engine.spec import CaseSpec
 from accelbench.engine.work import CaseWork
@@ -47,11 +48,9 @@ class ProbeSettings:
 class ProbeWork(CaseWork[Device]):
     worker = "accelbench.probes.work:probe_from_spec"
 
-    def __init__(self, features: Sequence[Feature], cpu: Device, isolation: str = "none",
-                 timeout: float = DEFAULT_CASE_TIMEOUT_S, feature_files: Sequence[str] = (),
+    def __init__(self, features: Sequence[Feature], cpu: Device, feature_files: Sequence[str] = (),
                  debug: bool = False) -> None:
-        self.features, self.cpu = list(features), cpu
-        self.isolation, self.timeout, self.echo = isolation, timeout, debug
+        self.features, self.cpu, self.echo = list(features), cpu, debug
         self.feature_files = [str(Path(path).resolve()) for path in feature_files]
         self.references = References()  # inline, each reference is computed once for all devices
 
@@ -76,23 +75,29 @@ class ProbeWork(CaseWork[Device]):
             device.name, [f.name for f in features or self.features], self.feature_files,
             self.echo))
 
-    def run(self, device: Device, progress: Progress | None) -> DeviceProbe:  # type: ignore[override]
-        if self.isolation != "process":
-            return self.inline(device, progress)
-        remaining = [f for f in self.features if f.applies_to(device.kind)]
-        cells: dict[str, ProbeCell] = {}
-        while remaining:
-            outcome, data = worker_call(self.spec(device, remaining), self.timeout, progress,
-                                        self.echo)
-            if data is not None:
-                cells.update(DeviceProbe.from_dict(data).cells)
-            remaining = [f for f in remaining if f.name not in cells]
-            if outcome.returncode == 0 or not remaining:
-                break
-            # The worker ended during the first feature it had not finished.
-            status, error = ending(outcome, self.timeout)
-            cells[remaining[0].name] = ProbeCell(status, error)
-            remaining = remaining[1:]
+    def first_spec(self, device: Device) -> CaseSpec | None:
+        """The features that apply to ``device``, for its first worker (none: no worker)."""
+        applying = [f for f in self.features if f.applies_to(device.kind)]
+        return self.spec(device, applying) if applying else None
+
+    def resume(self, spec: CaseSpec, left: dict[str, Any] | None,
+               ended: tuple[str, str] | None) -> tuple[DeviceProbe, CaseSpec | None]:
+        """The cells a worker finished of ``spec``'s features; where it ended early, the
+        feature it was in (the first it did not finish) gets its status, and the features after
+        it are what remains."""
+        settings = spec.settings_as(ProbeSettings)
+        part = DeviceProbe.from_dict(left) if left is not None else DeviceProbe(settings.device)
+        if ended is None:
+            return part, None
+        rest = [name for name in settings.features if name not in part.cells]
+        if not rest:
+            return part, None
+        part.cells[rest[0]] = ProbeCell(*ended)
+        after = replace(settings, features=rest[1:])
+        return part, replace(spec, settings=after) if after.features else None
+
+    def joined(self, device: Device, parts: list[DeviceProbe]) -> DeviceProbe:
+        cells = {name: cell for part in parts for name, cell in part.cells.items()}
         return replace(device_probe(device, {}),
                        cells={f.name: cells[f.name] for f in self.features if f.name in cells})
 
@@ -176,5 +181,6 @@ def probe_record(devices: DeviceSet, chosen: list[Device], features: list[Featur
         accelbench_version=__version__, command=command, options=options,
         environment=collect_environment(devices), kind="probe",
     )
-    work = ProbeWork(features, devices.select("cpu")[0], isolation, timeout, feature_files, debug)
-    return drive(work, chosen, record, progress=progress, on_case=on_case, live=live)
+    work = ProbeWork(features, devices.select("cpu")[0], feature_files, debug)
+    launch = LaunchPlan(isolation, timeout, debug, resume=True)
+    return drive(work, chosen, record, launch=launch, progress=progress, on_case=on_case, live=live)

@@ -1,12 +1,13 @@
 """``scale``'s work: a workload's training at each process count, one case of the driver each.
 
-A process count N is a world of N processes per node (x nodes), launched by the engine's torchrun
-launcher (``engine/launchers/torchrun.py``); each rank runs ``run``'s own worker function, so the
-same ``measure_case`` as every other case, in the rank context (``engine/launchers/rank.py``:
-DDP or FSDP2, data seeded per rank, barriers, the agreed step count, the no-sync phase), and the
-ranks' results are merged by the engine's one rule (``engine/launchers/ranks.py``). With isolation
-"none" a world of one runs in this process instead, by the same code. Each world size is saved
-when it ends and kept when Ctrl-C stops the rest (``engine/driver.py``).
+A process count N is a world of N processes per node (x nodes) (:meth:`ScaleWork.world`), launched
+by the launcher ``engine/launchers/choose.py`` picks: torchrun (``engine/launchers/torchrun.py``);
+each rank runs ``run``'s own worker function, so the same ``measure_case`` as every other case,
+measured as a rank (``measure/data_parallel.py``: DDP or FSDP2, data seeded per rank, barriers,
+the agreed step count, the no-sync phase), and the ranks' results are merged by the engine's one
+rule (``engine/launchers/ranks.py``). With isolation "none" the inline launcher runs a world of
+one in this process instead, by the same code (``engine/launchers/rank.py``'s ``alone``). Each
+world size is saved when it ends and kept when Ctrl-C stops the rest (``engine/driver.py``).
 
 Scale's own part is the plan of world sizes and the efficiency across them: efficiency = global /
 (world size / baseline world size x baseline global), the baseline being the smallest world size
@@ -30,9 +31,9 @@ from accelbench.engine.launchers.backends import (
     check_processes_fit,
     fsdp_unavailable_reason,
 )
-from accelbench.engine.launchers.base import Progress
-from accelbench.engine.launchers.inline import InlineLauncher
-from accelbench.engine.launchers.torchrun import TorchrunLauncher, World
+from accelbench.engine.launchers.base import Launcher, Progress
+from accelbench.engine.launchers.choose import LaunchPlan
+from accelbench.engine.launchers.torchrun import World
 from accelbench.engine.progress import ItemProgress
 from accelbench.engine.runner import RunWork
 from accelbench.engine.spec import CaseSpec, model_files_for
@@ -87,20 +88,22 @@ class ScaleWork(CaseWork[int]):
 
         return alone(self, nproc, self.world(nproc), self.options.timeout, progress)
 
-    def run(self, nproc: int, progress: Progress | None) -> CaseResult:
-        """A world of ``nproc`` processes per node through torchrun (each world size its own
-        launcher), or, with isolation "none", a world of one in this process."""
+    def launch(self, launcher: Launcher, nproc: int, progress: Progress | None) -> CaseResult:
+        """A world of ``nproc`` processes per node, unless the workload or FSDP cannot run here."""
         unsupported = fsdp_unavailable_reason() if self.options.fsdp else None
         if self.unavailable or unsupported:
             result = self.skeleton(nproc)
             result.status = "unavailable" if self.unavailable else "unsupported"
             result.error = str(self.unavailable or unsupported)
             return result
-        if self.run_options.isolation == "none":
-            return InlineLauncher().launch(self, nproc, progress)
-        launcher = TorchrunLauncher(self.world(nproc), self.options.timeout, self.options.echo,
-                                    timeout_flag="--timeout")
-        return launcher.launch(self, nproc, progress)
+        return super().launch(launcher, nproc, progress)
+
+
+def launch_plan(options: ScaleOptions) -> LaunchPlan:
+    """Each world size under torchrun, or, with isolation "none", a world of one in this process
+    (the inline launcher: :meth:`ScaleWork.inline`)."""
+    isolation = "none" if options.run.isolation == "none" else "torchrun"
+    return LaunchPlan(isolation, options.timeout, options.echo, timeout_flag="--timeout")
 
 
 def run_scale(options: ScaleOptions, command: list[str], progress: ItemProgress | None = None,
@@ -136,7 +139,7 @@ def run_scale(options: ScaleOptions, command: list[str], progress: ItemProgress 
 
     try:
         drive(ScaleWork(options, run_options, device, backend), list(options.nproc), record,
-              progress=progress, on_case=keep, live=live)
+              launch=launch_plan(options), progress=progress, on_case=keep, live=live)
     except Interrupted as stop:
         fill_efficiency(stop.record.cases)
         raise

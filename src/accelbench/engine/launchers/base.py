@@ -1,7 +1,9 @@
-"""The launchers' one protocol, and what a case's work reports to whoever launched it.
+"""The launchers' one protocol, what they launch, and what a case's work reports to whoever
+launched it.
 
-A :class:`Launcher` takes a subcommand's work (a :class:`~accelbench.engine.work.CaseWork`) and
-one of its items, runs it, passes on its progress, and returns its typed result: the case's
+A :class:`Launcher` takes a subcommand's work (a :class:`Work`: ``engine/work.py``'s
+``CaseWork`` is one, defined above the launchers, which never import it) and one of its items,
+runs it, passes on its progress, and returns its typed result: the case's
 ``CaseResult`` (a probe's ``DeviceProbe``), whichever way it ended. Inside the work, a
 :class:`Report` carries progress and partial results back: to a callback inline, as lines on
 stdout from a worker process or a torchrun rank, where the launcher reads them.
@@ -15,9 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-if TYPE_CHECKING:  # the work and the spec import torch; a launcher passes them on
+if TYPE_CHECKING:  # the spec imports torch; a launcher passes it on
     from accelbench.engine.spec import CaseSpec
-    from accelbench.engine.work import CaseWork
     from accelbench.results import CaseResult, DeviceProbe
 
 #: A case's progress: (phase, done, total or None).
@@ -30,6 +31,22 @@ PROGRESS_PREFIX = "@@accelbench-progress "
 DONE_PREFIX = "@@accelbench-done"
 
 
+class Work(Protocol):
+    """What a launcher launches: a subcommand's per-case work, as far as a launcher sees it."""
+
+    #: The subcommand's function that runs one case in another process, as ``module:function``.
+    worker: str
+
+    def skeleton(self, item: Any) -> Any:
+        """The result that names the case before anything ran."""
+
+    def inline(self, item: Any, progress: Progress | None) -> Any:
+        """Run the case in this process."""
+
+    def spec(self, item: Any) -> CaseSpec:
+        """The case for another process."""
+
+
 class Launcher(Protocol):
     """Runs one item of a work and returns its result; every way a case can end (a crash, a
     timeout, a rank that failed) is the result's status, never an exception. KeyboardInterrupt
@@ -38,7 +55,7 @@ class Launcher(Protocol):
     #: "inline", "process", "warm" or "torchrun".
     name: str
 
-    def launch(self, work: CaseWork[Any], item: Any, progress: Progress | None) -> Any:
+    def launch(self, work: Work, item: Any, progress: Progress | None) -> Any:
         ...
 
 

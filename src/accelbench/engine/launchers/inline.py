@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from accelbench.engine.launchers.base import Progress
-
-if TYPE_CHECKING:
-    from accelbench.engine.work import CaseWork
+from accelbench.engine.launchers.base import Progress, Work
 
 
 @dataclass(frozen=True)
 class InlineLauncher:
     name = "inline"
 
-    def launch(self, work: CaseWork[Any], item: Any, progress: Progress | None) -> Any:
+    def launch(self, work: Work, item: Any, progress: Progress | None) -> Any:
         return work.inline(item, progress)

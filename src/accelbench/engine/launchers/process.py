@@ -4,6 +4,10 @@ supervisor: a crash, a hang or an out-of-memory kill costs only this case, and i
 The worker (``python -m accelbench.engine.launchers.worker SPEC.json RESULT.json``) runs the
 spec's work function; progress comes back as lines on its stdout, the result (or, when it dies,
 the partial result it left) in RESULT.json.
+
+With ``resume``, a worker that dies or overruns costs only the piece of the case it was in: the
+work says what the worker finished and what remains (:class:`ResumableWork`), and a fresh worker
+goes on with the rest (``probe``: a feature that kills its worker is that feature's cell only).
 """
 
 from __future__ import annotations
@@ -15,14 +19,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from accelbench.engine.launchers.base import Progress, progress_line
+from accelbench.engine.launchers.base import Progress, Work, progress_line
 from accelbench.engine.supervise import ChildOutcome, supervise
 
 if TYPE_CHECKING:
     from accelbench.engine.spec import CaseSpec
-    from accelbench.engine.work import CaseWork
     from accelbench.results import CaseResult
 
 #: The entry every worker process and torchrun rank runs.
@@ -95,13 +98,53 @@ def case_result(outcome: ChildOutcome, finished: bool, data: dict[str, Any] | No
     return failed
 
 
+@runtime_checkable
+class ResumableWork(Work, Protocol):
+    """A work whose case goes on in a fresh worker after the piece a worker died in."""
+
+    def first_spec(self, item: Any) -> CaseSpec | None:
+        """The spec of the whole item for its first worker; None where there is nothing to run."""
+
+    def resume(self, spec: CaseSpec, left: dict[str, Any] | None,
+               ended: tuple[str, str] | None) -> tuple[Any, CaseSpec | None]:
+        """After one worker ran ``spec``: its part of the result, from what it ``left`` (None:
+        nothing); where it ended early (``ended``: status and error), the piece it was in
+        marked so; and the spec of what remains (None: nothing does)."""
+
+    def joined(self, item: Any, parts: list[Any]) -> Any:
+        """The item's one result from its workers' parts, in order."""
+
+
+def resumed(work: ResumableWork, item: Any, timeout: float, progress: Progress | None,
+            echo: bool) -> Any:
+    """``item`` through as many workers as it takes: each that dies or overruns ``timeout``
+    costs the piece it was in, and a fresh one goes on with what remains."""
+    parts: list[Any] = []
+    spec = work.first_spec(item)
+    while spec is not None:
+        outcome, data = worker_call(spec, timeout, progress, echo)
+        part, spec = work.resume(spec, data, None if outcome.returncode == 0
+                                 else ending(outcome, timeout))
+        parts.append(part)
+        if outcome.returncode == 0:
+            break
+    return work.joined(item, parts)
+
+
 @dataclass(frozen=True)
 class ProcessLauncher:
     #: Seconds the case may take before its worker (and everything under it) is killed.
     timeout: float
     #: Write the worker's stderr to ours as it comes (--debug).
     echo: bool = False
+    #: A worker that dies costs only the piece it was in; a fresh one goes on with the rest
+    #: (the work is a :class:`ResumableWork`).
+    resume: bool = False
     name = "process"
 
-    def launch(self, work: CaseWork[Any], item: Any, progress: Progress | None) -> CaseResult:
+    def launch(self, work: Work, item: Any, progress: Progress | None) -> Any:
+        if self.resume:
+            if not isinstance(work, ResumableWork):
+                raise TypeError(f"{type(work).__name__} cannot resume in a fresh worker")
+            return resumed(work, item, self.timeout, progress, self.echo)
         return in_worker(work.spec(item), work.skeleton(item), self.timeout, progress, self.echo)

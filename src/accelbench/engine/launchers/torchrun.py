@@ -18,11 +18,11 @@ import sys
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import accelbench
-from accelbench.engine.launchers.backends import LAUNCH_ENV
-from accelbench.engine.launchers.base import Progress, progress_line
+from accelbench.engine.launchers.backends import LAUNCH_ENV, backend_for
+from accelbench.engine.launchers.base import Progress, Work, progress_line
 from accelbench.engine.launchers.process import WORKER_MODULE
 from accelbench.engine.launchers.ranks import Ending, collect_ranks, merge_ranks
 from accelbench.engine.spec import RankPlan
@@ -30,7 +30,7 @@ from accelbench.engine.supervise import ChildOutcome, supervise
 from accelbench.results import CaseResult, ScaleFigures
 
 if TYPE_CHECKING:
-    from accelbench.engine.work import CaseWork
+    from accelbench.devices import Device
 
 #: Collectives in a rank give up this long after the launcher's timeout: the launcher's kill
 #: comes first; the process-group timeout only backstops ranks it cannot reach (other nodes).
@@ -73,6 +73,20 @@ class World:
         return ScaleFigures(world_size=self.size, nproc_per_node=self.nproc, nnodes=self.nnodes,
                             backend=self.backend, strategy=self.strategy)
 
+    @classmethod
+    def on_one_node(cls, nproc: int, device: Device, threads: int | None = None) -> World:
+        """``nproc`` ranks on this node over ``device``'s backend, training under DDP: the world
+        of a case of ``run`` or ``check`` under ``--isolation torchrun --nproc N``."""
+        return cls(nproc, backend_for(device), threads=threads)
+
+
+@runtime_checkable
+class WorldWork(Work, Protocol):
+    """A work whose items run as worlds of ranks."""
+
+    def world(self, item: Any) -> World:
+        """The world ``item`` runs as."""
+
 
 def torchrun_command(nproc: int, torchrun_args: list[str] | tuple[str, ...],
                      spec_path: Path) -> list[str]:
@@ -103,7 +117,9 @@ def in_torchrun(command: list[str], env: dict[str, str], timeout: float, echo: b
 
 @dataclass(frozen=True)
 class TorchrunLauncher:
-    world: World
+    """Each item as the world of ranks its work says (``scale``: one world per process count;
+    ``run`` and ``check``: ``--nproc`` ranks over the case's device)."""
+
     #: Seconds a case's ranks (start-up, warm-up, measurement) may take before all are killed.
     timeout: float
     #: Stream torchrun's output to stderr as it comes (--debug).
@@ -112,21 +128,22 @@ class TorchrunLauncher:
     timeout_flag: str = "--case-timeout"
     name = "torchrun"
 
-    def launch(self, work: CaseWork[Any], item: Any, progress: Progress | None) -> CaseResult:
-        skeleton, spec = work.skeleton(item), work.spec(item)
-        threads = self.world.threads_per_process
+    def launch(self, work: Work, item: Any, progress: Progress | None) -> CaseResult:
+        if not isinstance(work, WorldWork):
+            raise TypeError(f"{type(work).__name__} names no world to run under torchrun")
+        world, skeleton, spec = work.world(item), work.skeleton(item), work.spec(item)
+        threads = world.threads_per_process
         with tempfile.TemporaryDirectory(prefix="accelbench-ranks-") as folder:
             out = Path(folder)
-            plan = RankPlan(self.world.backend, self.world.strategy,
-                            self.timeout + PG_TIMEOUT_MARGIN_S, str(out))
+            plan = RankPlan(world.backend, world.strategy, self.timeout + PG_TIMEOUT_MARGIN_S,
+                            str(out))
             # Every rank runs with the node's share of the cores, whatever its parent had.
             options = replace(spec.options, threads=threads) if spec.options is not None else None
             (out / "spec.json").write_text(replace(spec, options=options, rank=plan).to_json())
-            command = torchrun_command(self.world.nproc, self.world.torchrun_args, out / "spec.json")
+            command = torchrun_command(world.nproc, world.torchrun_args, out / "spec.json")
             outcome = in_torchrun(command, rank_environment(threads), self.timeout, self.echo,
                                   progress)
-            reports = collect_ranks(out, self.world.size if self.world.nnodes == 1 else None,
-                                    outcome)
-        overran = (f"world size {self.world.size} did not finish within {self.timeout_flag} "
+            reports = collect_ranks(out, world.size if world.nnodes == 1 else None, outcome)
+        overran = (f"world size {world.size} did not finish within {self.timeout_flag} "
                    f"{self.timeout:g} s")
-        return merge_ranks(skeleton, reports, Ending(outcome, overran), self.world.figures())
+        return merge_ranks(skeleton, reports, Ending(outcome, overran), world.figures())

@@ -27,13 +27,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from accelbench.engine.launchers.base import DONE_PREFIX, Progress
+from accelbench.engine.launchers.base import DONE_PREFIX, Progress, Work
 from accelbench.engine.launchers.process import WORKER_MODULE, case_result, line_reader, spec_files
 from accelbench.engine.supervise import ServedChild
 
 if TYPE_CHECKING:
     from accelbench.engine.spec import CaseSpec
-    from accelbench.engine.work import CaseWork
     from accelbench.results import CaseResult
 
 #: ``CaseResult.isolation`` of a case run in a warm worker begins with this.
@@ -101,7 +100,7 @@ class WarmLauncher:
             self.workers[key] = worker
         return worker
 
-    def launch(self, work: CaseWork[Any], item: Any, progress: Progress | None) -> CaseResult:
+    def launch(self, work: Work, item: Any, progress: Progress | None) -> CaseResult:
         spec = work.spec(item)
         key = device_key(spec)
         worker = self._worker(key)
