@@ -186,8 +186,10 @@ def test_the_api_checks_the_data_as_the_cli_does(tmp_path: Path,
 def test_options_or_keywords_not_both() -> None:
     with pytest.raises(UsageError, match="not both \\(got 'steps'\\)"):
         accelbench.run(options=RunOptions(), steps=3)
-    with pytest.raises(UsageError, match="no option 'warmup_steps'; allowed: .*warmup"):
-        accelbench.run("mnist", warmup_steps=3)
+    # run's keywords are its parameters (declared once: options/declared.py), so Python itself
+    # refuses an unknown one, as a type checker does before the call
+    with pytest.raises(TypeError, match="unexpected keyword argument 'warmup_steps'"):
+        accelbench.run("mnist", warmup_steps=3)  # type: ignore[call-arg]
 
 
 def test_a_run_through_the_api_records_the_options_it_was_given() -> None:
@@ -208,3 +210,77 @@ def test_no_module_shadows_an_api_function() -> None:
     assert not modules & {"run", "bench", "sweep", "list_workloads", "register"}
     importlib.import_module("accelbench.sweeps.run")
     assert callable(accelbench.sweep) and accelbench.sweep.__module__ == "accelbench.api"
+
+
+# --- issue 35: each option declared once (options/declared.py) ---------------------------------
+def _generator() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("option_tables", REPO / "scripts" / "option_tables.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_accelbench_run_takes_every_declared_option_with_its_default_and_documents_it() -> None:
+    import inspect
+
+    from accelbench.options.declared import OPTIONS
+    from accelbench.options.values import RunKeywords, keyword_names
+
+    parameters = inspect.signature(accelbench.run).parameters
+    own = {"workloads", "device", "modes", "options", "save", "progress"}
+    assert set(parameters) - own == set(OPTIONS)
+    doc = " ".join((inspect.getdoc(accelbench.run) or "").split())
+    for name, option in OPTIONS.items():
+        parameter = parameters[name]
+        assert parameter.kind is inspect.Parameter.KEYWORD_ONLY, name
+        assert parameter.default == option.default, name
+        assert parameter.annotation == option.annotation, name
+        assert f"{name}: ``{option.flag}``: {option.help[:30]}" in doc, name
+        if option.tiny:
+            assert "at --size tiny" in doc.split(f"{name}: ``", 1)[1].split("``:", 2)[1], name
+    # The keyword types of sweep and bench (TypedDicts, for static checks) say the same
+    assert set(keyword_names(RunKeywords)) == set(OPTIONS)
+    for name, annotation in RunKeywords.__annotations__.items():
+        written = getattr(annotation, "__forward_arg__", annotation)
+        assert written == OPTIONS[name].annotation, name
+
+
+def test_the_docs_table_and_the_api_are_written_from_the_declaration() -> None:
+    """scripts/option_tables.py writes them; run it after changing an option."""
+    generator = _generator()
+    page = (REPO / "docs" / "run.md").read_text(encoding="utf-8")
+    assert generator.page_text(page) == page, "docs/run.md is stale: run scripts/option_tables.py"
+    source = (REPO / "src" / "accelbench" / "api.py").read_text(encoding="utf-8")
+    assert generator.api_source(source) == source, "api.py is stale: run scripts/option_tables.py"
+    from accelbench.options.declared import RUN_OPTIONS
+
+    for option in RUN_OPTIONS:
+        assert f"| `{option.usage()}` | `{option.keyword}` |" in page
+
+
+def _help(command: str) -> str:
+    import argparse
+
+    from accelbench.cli.common import command_parser
+
+    parser = build_parser([command])
+    return " ".join(command_parser(parser, argparse.Namespace(command=command)).format_help().split())
+
+
+def test_run_help_states_each_sizes_defaults_and_shows_examples() -> None:
+    """Issue 36: run --help said only the published size's defaults (a 10 s budget where
+    --size tiny measures 0.5 s); it says both, the declaration's values, and ends in examples."""
+    from accelbench.measure.loop.stop import DEFAULT_TARGET_CI_PCT, DEFAULT_TIME_BUDGET_S
+    from accelbench.options import TINY_TARGET_CI_PCT, TINY_TIME_BUDGET_S
+
+    text = _help("run")
+    assert (f"--time-budget SECONDS measure for about this long per case (default "
+            f"{DEFAULT_TIME_BUDGET_S:g} s; {TINY_TIME_BUDGET_S:g} s at --size tiny)") in text
+    assert f"(default {DEFAULT_TARGET_CI_PCT:g}; {TINY_TARGET_CI_PCT:g} at --size tiny)" in text
+    assert "examples: accelbench run --size tiny" in text
+    for command, flag, words in (("export", "--format", "one record per metric"),
+                                 ("report", "--title", "page title")):
+        assert words in _help(command).split(flag, 2)[2], command

@@ -25,9 +25,10 @@ from accelbench.engine.case import CaseProgress, plan
 from accelbench.engine.runner import run_plan
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
+from accelbench.options.declared import DEFAULTS
 from accelbench.options.values import (
     BenchKeywords,
-    RunKeywords,
+    PathLike,
     SweepKeywords,
     build_run_options,
     check_data,
@@ -90,29 +91,117 @@ def run(
     options: RunOptions | None = None,
     save: bool = True,
     progress: CaseProgress | None = None,
-    **keywords: Unpack[RunKeywords],
+    # BEGIN keywords: written by scripts/option_tables.py from options/declared.py
+    suite: str | None = None,
+    workload_file: PathLike | Sequence[PathLike] | None = (),
+    steps: int | None = None,
+    time_budget: float | None = None,
+    epochs: int | None = None,
+    target_ci: float | None = None,
+    sustained: float | None = None,
+    sustained_interval: float | None = None,
+    warmup: int = 3,
+    batch_size: int | None = None,
+    threads: int | None = None,
+    data: str = "synthetic",
+    data_dir: PathLike | None = None,
+    workers: int = 0,
+    size: str = "published",
+    precision: str | Sequence[str] = ("fp32",),
+    protocol: str | None = None,
+    prompt_len: int | str | Sequence[int] | None = None,
+    new_tokens: int | str | Sequence[int] | None = None,
+    stream: bool = False,
+    compile: bool | str | Sequence[str] | None = None,
+    channels_last: bool = False,
+    cudnn_benchmark: bool = True,
+    isolation: str | None = None,
+    case_timeout: float = 1800.0,
+    auto_batch: bool = False,
+    cooldown: float = 0.0,
+    repeat: int = 1,
+    profile: bool = False,
+    # END keywords
 ) -> Result:
     """Run workloads (names, wildcards, or ``timm:``/``torchvision:``/``hf:`` model names) on
     devices and return the RunRecord (also saved like a CLI run).
 
     Defaults: ``mnist`` (or the ``suite=``, or the workloads ``workload_file=`` registers), on
     ``auto`` (``all`` for a suite), in ``train`` and ``eval``. Every ``accelbench run`` option is a
-    keyword: ``steps``, ``time_budget``, ``epochs``, ``sustained`` (minutes) and
-    ``sustained_interval`` (seconds), ``target_ci``, ``warmup``, ``precision``,
-    ``compile``, ``channels_last``, ``size``, ``batch_size``, ``threads``, ``data``, ``data_dir``,
-    ``workers``, ``workload_file``, ``suite``, ``isolation``, ``case_timeout``, ``auto_batch``,
-    ``cooldown``, ``repeat``, ``profile``, ``cudnn_benchmark`` (default True; False is
-    ``--no-cudnn-benchmark``) (see ``options.values.RunKeywords``). A list option takes
-    a list or a comma string (``precision="fp32,bf16"``); ``compile=True`` is a bare
-    ``--compile``. Or give ``options=RunOptions(...)`` and nothing else.
+    keyword of the same name (``--target-ci`` -> ``target_ci``, ``--no-cudnn-benchmark`` ->
+    ``cudnn_benchmark=False``). A list option takes a list or a comma string
+    (``precision="fp32,bf16"``); ``compile=True`` is a bare ``--compile``. Or give
+    ``options=RunOptions(...)`` and nothing else.
+
+    Keyword Args:
+        suite: ``--suite``: run a named suite: quick or full.
+        workload_file: ``--workload-file``: load your own workloads (registered with
+            @accelbench.register); without names, runs every workload it defines.
+        steps: ``--steps``: measure exactly N steps after warm-up.
+        time_budget: ``--time-budget``: measure for about this long per case (default 10 s; 0.5 s at
+            --size tiny).
+        epochs: ``--epochs``: measure N full epochs, as the published tables did.
+        target_ci: ``--target-ci``: with a time budget, stop as soon as the median step time's 95%
+            CI is within +-PCT% of the median; 0 measures the whole budget (default 2; 5 at --size
+            tiny).
+        sustained: ``--sustained``: after warm-up, run each case for MINUTES (fractions allowed) and
+            judge whether it holds its burst: burst (first fifth) against sustained (last half)
+            throughput, with the clock, temperature and power over the same intervals; replaces
+            --steps, --time-budget and --target-ci, and the case timeout grows by as much.
+        sustained_interval: ``--sustained-interval``: with --sustained: record throughput and
+            sensors per interval of SECONDS (default 10 s).
+        warmup: ``--warmup``: warm-up steps, excluded from the figures (default 3).
+        batch_size: ``--batch-size``: override every batch size (by default the published ones).
+        threads: ``--threads``: CPU threads torch may use.
+        data: ``--data``: synthetic: host batches copied every step; synthetic-device: batches kept
+            on the device (pure compute); real: a data set from --data-dir (default synthetic).
+        data_dir: ``--data-dir``: folder with real data sets.
+        workers: ``--workers``: data-loader worker processes for real data (default 0).
+        size: ``--size``: workload size: the published configuration or a tiny one that shows each
+            case works (default published).
+        precision: ``--precision``: fp32, tf32, bf16, fp16, amp-bf16, amp-fp16, int8-wo, int4-wo,
+            int8-wo-torchao, int4-wo-torchao, or a comma list (default fp32).
+        protocol: ``--protocol``: --mode generate: run the field's protocol instead of accelbench's
+            lengths: llama-bench (pp512, tg128), gpt-fast (batch 1, 200 new tokens, bandwidth
+            achieved), mlperf-client (5 categories, TTFT and 2nd+ token rate); a model whose context
+            is shorter runs it scaled down, labelled.
+        prompt_len: ``--prompt-len``: --mode generate: prompt tokens per sequence; a list makes a
+            case each (default 512, or the model's context minus the new tokens where shorter).
+        new_tokens: ``--new-tokens``: --mode generate: tokens generated per sequence, exactly
+            (end-of-sequence ignored); a list makes a case each (default 128, or half the model's
+            context where less).
+        stream: ``--stream``: --mode generate: read each token to the host as it is made
+            (token.tolist() per step, as a streaming server does; the host clock times each token).
+            Without it, on CUDA and XPU the inter-token latency is the device's cadence, no token
+            read until the round ends.
+        compile: ``--compile``: torch.compile the model (default back end: inductor; a comma list
+            runs each; none = not compiled, so inductor,none also says when compiling pays off);
+            MODE is torch.compile's: inductor:reduce-overhead captures CUDA graphs, as gpt-fast's
+            decode (--protocol gpt-fast applies it).
+        channels_last: ``--channels-last``: channels-last memory format for models and 4-D inputs.
+        cudnn_benchmark: ``--no-cudnn-benchmark``: do not let cuDNN try its convolution algorithms
+            and keep the fastest (torch.backends.cudnn.benchmark, on by default as in published CNN
+            figures; its tries happen in the warm-up).
+        isolation: ``--isolation``: run each case in its own worker process (a crash costs only that
+            case) or inline (default process; a warm worker shared by consecutive cases at --size
+            tiny).
+        case_timeout: ``--case-timeout``: stop a case that takes longer than this (default 1800 s).
+        auto_batch: ``--auto-batch``: on out-of-memory, halve the batch until it fits.
+        cooldown: ``--cooldown``: wait this long between cases, for thermal recovery (default 0 s).
+        repeat: ``--repeat``: run each case in N fresh worker processes, interleaved (alone: 10);
+            compare needs 4+ a side to call a difference (default 1).
+        profile: ``--profile``: profile a few extra steps (torch.profiler) and diagnose each case:
+            launch-, compute-, memory-, input- or kernel-bound.
     """
+    keywords: dict[str, Any] = {name: value for name, value in locals().items() if name in DEFAULTS}
     if options is not None:
         given = [name for name, value in (("workloads", workloads), ("device", device),
-                                          ("modes", modes)) if value is not None] + list(keywords)
+                                          ("modes", modes)) if value is not None]
+        given += [name for name, value in keywords.items() if value != DEFAULTS[name]]
         if given:
             raise UsageError(f"give options=RunOptions(...) or keywords, not both (got {given[0]!r})")
         return execute(load_workload_files(options), save, progress)
-    if workloads is None and not keywords.get("suite") and not keywords.get("workload_file"):
+    if workloads is None and not suite and not workload_file:
         workloads = ("mnist",)
     options = build_run_options(workloads, device, modes or ("train", "eval"), **keywords)
     return execute(options, save, progress)

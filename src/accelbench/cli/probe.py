@@ -37,9 +37,9 @@ def add_parser(subparsers: Any) -> None:
                         help="load your own features (registered with "
                         "accelbench.probes.register_feature)")
     groups.add_isolation_arguments(
-        parser, auto_batch=False, schedule=False,
-        isolation_help="probe each device in worker processes (default: a feature that crashes "
-        "costs only its own cell) or inline",
+        parser, auto_batch=False, schedule=False, sizes=False,
+        isolation_help="probe each device in worker processes (a feature that crashes costs only "
+        "its own cell) or inline",
         timeout_help="stop a device's worker after this long: the feature it was running is "
         "'timeout' and a fresh worker goes on")
     parser.add_argument("--list", action="store_true", help="list the features and exit")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelbench.cli import optiongroups as groups
-from accelbench.cli.common import add_json_argument, add_saving_arguments
+from accelbench.cli.common import ExamplesHelpFormatter, add_json_argument, add_saving_arguments
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
 from accelbench.options.values import build_run_options, check_data
@@ -22,8 +22,21 @@ if TYPE_CHECKING:
 # results, the store, the renderers and the engine are imported once the command runs.
 
 
+#: ``run --help``'s examples, kept as written (each line within 80 columns).
+EXAMPLES = """\
+examples:
+  accelbench run --size tiny               # does every case work? (seconds)
+  accelbench run mnist vae --device all    # every device, each against the CPU
+  accelbench run 'resnet*' --precision fp32,bf16 --compile inductor,none
+  accelbench run mnist --repeat            # 10 processes a case, for compare
+  accelbench run nanogpt-char --mode generate --protocol llama-bench
+  accelbench run timm:resnet18 --time-budget 30 --json > run.json
+"""
+
+
 def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser("run", help="time workloads on devices")
+    parser = subparsers.add_parser("run", help="time workloads on devices", epilog=EXAMPLES,
+                                   formatter_class=ExamplesHelpFormatter)
     groups.add_workload_arguments(
         parser, f"workload names or wildcards (default: the '{DEFAULT_SUITE}' suite)", suite=True)
     groups.add_device_argument(parser, None, "default: auto for named workloads, all for a suite")

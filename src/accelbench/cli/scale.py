@@ -17,7 +17,6 @@ from accelbench.cli.common import (
 )
 from accelbench.cli.console import make_console
 from accelbench.cli.driven import run_driven, show_json
-from accelbench.measure.loop.stop import DEFAULT_TIME_BUDGET_S
 from accelbench.options.scale import DEFAULT_TIMEOUT_S, Rendezvous, ScaleOptions
 from accelbench.options.values import stop_rule
 from accelbench.results import RunRecord
@@ -49,9 +48,9 @@ def add_parser(subparsers: Any) -> None:
                                "local rank N uses device N (pick GPUs with CUDA_VISIBLE_DEVICES)")
     parser.add_argument("--backend", default="",
                         help="torch.distributed backend (default: the device's)")
-    groups.add_stop_arguments(parser, epochs=False, target_ci=False, sustained=False, time_help=(
-        f"measure about this long per world size (default {DEFAULT_TIME_BUDGET_S:g}); the no-sync "
-        "comparison runs as many steps again"))
+    groups.add_stop_arguments(parser, epochs=False, target_ci=False, sustained=False, sizes=False,
+                              time_help="measure about this long per world size; the no-sync "
+                              "comparison runs as many steps again")
     groups.add_config_arguments(parser, compute=False, batch_size_help="batch per process",
                                 threads_help="torch threads per process (default: the CPU's "
                                 "cores / processes)")

@@ -16,7 +16,8 @@ from accelbench.bounds import MOST_SECONDS, check_number
 from accelbench.devices.compilation import CompileSpec
 from accelbench.errors import UsageError
 from accelbench.measure.loop.stop import DEFAULT_SUSTAINED_INTERVAL_S, DEFAULT_TIME_BUDGET_S, StopRule
-from accelbench.options import DEFAULT_CASE_TIMEOUT_S, DEFAULT_WARMUP_STEPS, RunOptions
+from accelbench.options import TINY_TARGET_CI_PCT, TINY_TIME_BUDGET_S, RunOptions
+from accelbench.options.declared import DEFAULTS
 from accelbench.workloads import suites
 from accelbench.workloads.presets import GENERATE
 from accelbench.workloads.protocols import protocol
@@ -66,7 +67,8 @@ class SweepKeywords(MeasureKeywords, DataKeywords, total=False):
 
 
 class RunKeywords(SweepKeywords, total=False):
-    """Every option of ``accelbench run``, as ``accelbench.run`` keywords."""
+    """Every option of ``accelbench run``, as ``accelbench.run`` keywords: their types for static
+    checks of ``**keywords``, held to options/declared.py by tests/test_options.py."""
 
     suite: str | None  # --suite quick|full
     batch_size: int | None  # --batch-size
@@ -81,20 +83,6 @@ class BenchKeywords(MeasureKeywords, total=False):
 
     auto_batch: bool
     profile: bool
-
-
-#: What an option left out means, for the CLI's flags and the Python keywords alike.
-DEFAULTS: dict[str, Any] = {
-    "suite": None, "workload_file": (), "steps": None, "time_budget": None, "epochs": None,
-    "target_ci": None, "warmup": DEFAULT_WARMUP_STEPS, "precision": ("fp32",), "compile": None,
-    "channels_last": False, "size": "published", "batch_size": None, "threads": None,
-    # Isolation left out is "process", with a warm worker at --size tiny (resolve_isolation).
-    "data": "synthetic", "data_dir": None, "workers": 0, "isolation": None,
-    "case_timeout": DEFAULT_CASE_TIMEOUT_S, "auto_batch": False, "cooldown": 0.0, "repeat": 1,
-    "profile": False, "cudnn_benchmark": True, "prompt_len": None, "new_tokens": None,
-    "sustained": None, "sustained_interval": None, "stream": False,
-    "protocol": None,
-}
 
 
 def keyword_names(kind: type) -> tuple[str, ...]:
@@ -178,13 +166,6 @@ def stop_rule(steps: int | None = None, time_budget: float | None = None,
         interval = DEFAULT_SUSTAINED_INTERVAL_S if sustained_interval is None else sustained_interval
         return StopRule(kind, value * 60, target_ci, interval)
     return StopRule(kind, value, target_ci)
-
-
-#: ``--size tiny`` shows that each case works, not how fast it is: when no stop rule is given, a
-#: budget of this many seconds (still at least MIN_SAMPLES samples) that ends as soon as the
-#: median's 95% CI is within +-TINY_TARGET_CI_PCT (from MIN_ADAPTIVE_SAMPLES samples on).
-TINY_TIME_BUDGET_S = 0.5
-TINY_TARGET_CI_PCT = 5.0
 
 
 def size_stop_rule(size: str, given: StopRule, stop_given: bool, target_ci: float | None) -> StopRule:
