@@ -223,3 +223,27 @@ def test_bad_usage_is_one_line(tmp_path: Path, inline_cli) -> None:
     assert_one_line_error(inline_cli("site", str(tmp_path / "r.json")), "--output/-o")
     (tmp_path / "file").write_text("x")
     assert_one_line_error(inline_cli("site", str(tmp_path), "-o", str(tmp_path / "file")), "is a file")
+
+
+def test_the_share_table_never_shows_a_status_as_a_rate() -> None:
+    """Issue 36: a line with no headline figure showed "ok" in the unit column beside an empty
+    rate; a status now reads under "status", the rate "n/a"."""
+    from dataclasses import replace
+
+    from conftest import rendered_text
+
+    from accelbench.hub.push import submission
+    from accelbench.render.submission import dry_run_renderable
+
+    cases = [result(EPYC_MODEL, 500.0),
+             replace(result(EPYC_MODEL, 500.0, step_times=[0.01] * 5, prompt_len=8, new_tokens=4,
+                            generation={"ttft_s": 0.01}), mode="generate"),  # finished, no decode rate
+             result(EPYC_MODEL, 500.0, workload="vae", status="failed", step_times=[], error="boom")]
+    text = "".join(line + "\n" for line in build_bundle([run("s1", cases, environment("cpu", EPYC_MODEL))],
+                                                       "m" * 32).lines)
+    shown = rendered_text(dry_run_renderable(submission(text, "m" * 32)))
+    rows = {tuple(line.split()[:2]): line for line in shown.splitlines() if line.startswith(("mnist", "vae"))}
+    assert "samples/s" in rows["mnist", "train"] and " ok" not in rows["mnist", "train"]
+    assert rows["mnist", "generate"].split()[-6:] == ["n/a", "ok,", "no", "rate", "in", "the", "line"][-6:]
+    assert " n/a " in rows["mnist", "generate"]
+    assert rows["vae", "train"].split()[-2:] == ["n/a", "failed"] and "samples/s" not in rows["vae", "train"]

@@ -5,18 +5,26 @@ from __future__ import annotations
 
 from rich.console import Group
 
-from accelbench.hub.push import Submission
+from accelbench.hub.push import Row, Submission
 from accelbench.render.fit import FittedTable, Prose
 from accelbench.render.format import format_rate
 
-COLUMNS = ("workload", "mode", "configuration", "device model", "rate", "unit")
+COLUMNS = ("workload", "mode", "configuration", "device model", "rate", "unit", "status")
+
+
+def _cells(row: Row) -> list[str]:
+    """The rate and its unit; a line without one says so under "status", never a status as a
+    unit ("ok" beside an empty rate): a case that did not finish, or one that finished with no
+    headline figure in its line (an older bundle's)."""
+    if row.rate is not None:
+        return [format_rate(row.rate), row.unit, ""]
+    return ["n/a", "", "ok, no rate in the line" if row.unit == "ok" else row.unit or "unknown"]
 
 
 def lines_table(title: str, sub: Submission) -> FittedTable:
-    """One row per line of the bundle: the work, the device model and the headline rate (or the
-    status of a case that did not finish)."""
-    rows = [[row.workload, row.mode, row.config, row.device_model,
-             format_rate(row.rate) if row.rate is not None else "", row.unit] for row in sub.rows]
+    """One row per line of the bundle: the work, the device model and the headline rate (or,
+    under status, why there is none)."""
+    rows = [[row.workload, row.mode, row.config, row.device_model, *_cells(row)] for row in sub.rows]
     return FittedTable(title, COLUMNS, rows, right=("rate",), stack=("workload", "mode"))
 
 
