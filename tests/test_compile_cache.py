@@ -17,7 +17,7 @@ import torch
 from accelbench.engine.cold_start import CaseStart
 from accelbench.render.steady import first_use_cell, steady_rows
 from accelbench.results import CaseResult, RunRecord
-from accelbench.results.first_use import FRESH_CACHE, BreakEven, Start, break_even
+from accelbench.results.first_use import FRESH_CACHE, Start, break_even
 from accelbench.results.pairs import compile_break_even
 
 
@@ -94,10 +94,10 @@ def test_the_break_even_takes_the_uncompiled_warm_ups_own_excess_off() -> None:
 
 
 def test_a_warm_side_is_named_in_the_break_even_and_the_first_use() -> None:
-    warm = Start(cases_before=1).to_dict()
+    warm = Start(cases_before=1)
     compiled = CaseResult(workload="m", mode="train", device="cpu", batch_size=8, compile_backend="eager",
                           step_times=_steps(0.010, 100, 3), warmup_steps=1, warmup_time_s=2.0,
-                          time_to_first_step_s=2.0, start=Start(0, FRESH_CACHE).to_dict())
+                          time_to_first_step_s=2.0, start=Start(0, FRESH_CACHE))
     uncompiled = CaseResult(workload="m", mode="train", device="cpu", batch_size=8,
                             step_times=_steps(0.015, 100, 4),
                             warmup_steps=1, warmup_time_s=0.05, time_to_first_step_s=0.05,
@@ -119,16 +119,16 @@ def test_results_written_before_load_unchanged() -> None:
                   "confidence": 0.95, "reason": ""}
     case = CaseResult(workload="m", mode="train", device="cpu", batch_size=8, compile_backend="inductor",
                       step_times=[0.01] * 5,
-                      warmup_steps=1, warmup_time_s=5.01, time_to_first_step_s=5.01,
-                      break_even=old_figure).to_dict()
+                      warmup_steps=1, warmup_time_s=5.01, time_to_first_step_s=5.01).to_dict()
+    case["break_even"] = old_figure
     del case["start"]
     record = RunRecord.from_dict(json.loads(json.dumps(
         {"schema_version": 1, "run_id": "r", "created_at": "2024-01-01T00:00:00+00:00",
          "accelbench_version": "0", "cases": [case]})))
     (loaded,) = record.cases
     assert loaded.start is None and loaded.first_use().warm is None and loaded.first_use().caveat == ""
-    figure = BreakEven.from_dict(loaded.break_even or {})
-    assert figure.describe().startswith("compile pays off after 1,000 steps")
+    figure = loaded.break_even
+    assert figure is not None and figure.describe().startswith("compile pays off after 1,000 steps")
     assert figure.charged_s is None
 
 

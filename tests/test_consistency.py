@@ -188,9 +188,9 @@ def test_sustained_and_break_even_read_the_same_in_their_lines_and_the_bundle(
     assert f"sustained {format_rate(figures['sustained'])}" in line
     compiled = next(c for c in a.cases if c.break_even)
     steps = case_figures(compiled)["break_even_steps"]
-    assert steps == compiled.break_even["steps"]
-    assert case_figures(compiled)["compile_s"] == pytest.approx(compiled.break_even["compile_s"])
-    assert any(format_seconds(compiled.break_even["compile_s"]) in text for text in break_even_lines(a))
+    assert compiled.break_even is not None and steps == compiled.break_even.steps
+    assert case_figures(compiled)["compile_s"] == pytest.approx(compiled.break_even.compile_s)
+    assert any(format_seconds(compiled.break_even.compile_s) in text for text in break_even_lines(a))
     bundle = [parse_line(x) for x in build_bundle([a], "m" * 32).lines]
     shared = {line["key"]["compile_backend"]: line for line in bundle
               if line["key"]["mode"] == "eval" and not line["key"]["channels_last"]}

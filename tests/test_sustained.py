@@ -140,20 +140,20 @@ def test_repeats_pool_every_process_not_the_first_alone() -> None:
         clock = FakeClock(0.05, factor, switch_s=20.0, jitter=0.02, seed=seed)
         series = run_sustained(clock.step, 60.0, 2.0, FallingSensors(clock, seed=seed), clock=clock)
         return CaseResult(workload="mnist", mode="train", device="cpu", batch_size=8,
-                          step_times=[0.05] * 30, sustained=SustainedRecord.judge(series).to_dict())
+                          step_times=[0.05] * 30, sustained=SustainedRecord.judge(series))
 
     processes = [process(1.0, 1), process(0.7, 2), process(0.7, 3)]
     merged = merge_repeats(processes)
-    pooled = merged.sustained_record()
+    pooled = merged.sustained
     assert pooled is not None and pooled.figures.processes == 3
     assert (pooled.figures.burst_intervals, pooled.figures.sustained_intervals) == (18, 45)
     # Two of three processes throttle to 70%: the pooled sustained part is near 0.8 of the burst.
     assert 0.75 < pooled.figures.ratio < 0.85 and pooled.figures.verdict != HOLDS
     assert "3 processes pooled" in pooled.figures.describe()
-    assert pooled.series.to_dict() == processes[0].sustained_record().series.to_dict()
-    verdicts = [r.sustained["verdict"] for r in merged.repeats if r.sustained]
+    assert processes[0].sustained is not None and pooled.series == processes[0].sustained.series
+    verdicts = [r.sustained.verdict for r in merged.repeats if r.sustained]
     assert verdicts == [HOLDS, THROTTLES, THROTTLES]
-    assert merged.sustained["figures"]["ratio"] != processes[0].sustained["figures"]["ratio"]
+    assert pooled.figures.ratio != processes[0].sustained.figures.ratio
 
 
 def test_burst_is_a_fifth_at_most_the_first_minute() -> None:

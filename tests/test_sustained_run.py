@@ -110,8 +110,8 @@ def test_sweep_and_bench_take_sustained(cli, tmp_path: Path) -> None:
     record = accelbench.bench(model, batch, device="cpu", modes="train", isolation="none",
                               save=False, sustained=0.02, sustained_interval=0.1)
     (case,) = record.cases
-    assert case.ok and case.sustained_record() is not None
-    held = case.sustained_record().series
+    assert case.ok and case.sustained is not None
+    held = case.sustained.series
     assert len(held.work) >= 1 and sum(held.seconds) >= 0.02 * 60
     assert all(seconds >= 0.1 for seconds in held.seconds)
 

@@ -207,7 +207,7 @@ def _measure(case: Case, workload: Workload, options: RunOptions, result: CaseRe
         measured = around.measure(loop, options.stop, options.warmup_steps)
     measured.copy_into(result)
     if loop.sustained is not None:
-        result.sustained = SustainedRecord.judge(loop.sustained).to_dict()
+        result.sustained = SustainedRecord.judge(loop.sustained)
     _record_trackers(result, memory, [t for t in (sensors, energy) if t in trackers],
                      loop.window_steps)
     # After the peak is read: the profiler's own memory must not count.

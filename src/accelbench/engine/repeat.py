@@ -44,7 +44,7 @@ def process_run(result: CaseResult) -> ProcessRun:
         # A generation case's per-process figure (results/process.py): its TPOT.
         tpot_s=result.generation.get("tpot_s") if result.generation else None,
         # --sustained: this process's own burst/sustained figures and verdict.
-        sustained=result.sustained["figures"] if result.sustained else None,
+        sustained=result.sustained.figures if result.sustained else None,
     )
 
 
@@ -64,10 +64,10 @@ def merge_repeats(results: Sequence[CaseResult]) -> CaseResult:
     merged.measured_steps = sum(r.measured_steps for r in finished)
     merged.measured_time_s = sum(r.measured_time_s for r in finished)
     merged.input_wait_s = sum(r.input_wait_s for r in finished)
-    sustained = [r.sustained_record() for r in finished]
-    if len(sustained) > 1 and all(sustained):
+    sustained = [r.sustained for r in finished if r.sustained is not None]
+    if len(sustained) > 1 and len(sustained) == len(finished):
         # Every process's burst against every process's sustained part, not the first's alone.
-        merged.sustained = SustainedRecord.pooled(sustained).to_dict()  # type: ignore[arg-type]
+        merged.sustained = SustainedRecord.pooled(sustained)
     generations = [r.generation for r in finished if r.generation and r.generation.get("rounds")]
     if len(generations) > 1:
         # Every process's rounds, so the case's TTFT and TPOT are over all of them.

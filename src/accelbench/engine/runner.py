@@ -97,7 +97,7 @@ def measure_from_start(case: Case, options: RunOptions, progress: Progress | Non
     warm one; the caches: engine/cold_start.py)."""
     with CaseStart(compiled=bool(case.compile_backend)) as start:
         result = run_case(case, options, progress, rank)
-    result.start = start.record.to_dict() if start.record is not None else None
+    result.start = start.record
     return result
 
 

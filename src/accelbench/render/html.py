@@ -175,7 +175,7 @@ def _sustained_section(runs: Sequence[LabelledRun]) -> list[Figure]:
     drawn: list[Figure | None] = []
     for run in runs:
         for case in run.record.cases:
-            record = case.sustained_record()
+            record = case.sustained
             if record is None:
                 continue
             name = f"{case.workload} {case.mode} {case.device} ({run.label}, batch {case.batch_size})"

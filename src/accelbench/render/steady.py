@@ -59,12 +59,8 @@ def first_use_cell(case: CaseResult) -> str:
     return " · ".join(parts) + _started(costs)
 
 
-def break_even_of(case: CaseResult) -> BreakEven | None:
-    return BreakEven.from_dict(case.break_even) if case.break_even else None
-
-
 def break_even_cell(case: CaseResult) -> str:
-    figure = break_even_of(case)
+    figure = case.break_even
     if figure is None:
         return ""
     if figure.pays_off and figure.steps is not None:
@@ -76,7 +72,7 @@ def break_even_cell(case: CaseResult) -> str:
 
 def sustained_note(case: CaseResult) -> str:
     """The notes column's word: "throttles 78%" (red), "holds", "sustained: can't tell"."""
-    record = case.sustained_record()
+    record = case.sustained
     if record is None:
         return ""
     note = record.figures.note
@@ -86,7 +82,7 @@ def sustained_note(case: CaseResult) -> str:
 
 
 def sustained_cell(case: CaseResult) -> str:
-    record = case.sustained_record()
+    record = case.sustained
     if record is None:
         return ""
     figures = record.figures
@@ -116,7 +112,7 @@ def sustained_line(record: SustainedRecord, name: str, per_step: float = 1.0) ->
 
 def sustained_lines(record: RunRecord) -> list[str]:
     return [sustained_line(found, _name(case), case.batch_size)
-            for case in record.cases if (found := case.sustained_record()) is not None]
+            for case in record.cases if (found := case.sustained) is not None]
 
 
 def _charged(figure: BreakEven) -> str:
@@ -132,7 +128,7 @@ def break_even_lines(record: RunRecord) -> list[str]:
     """One line per compiled case with an uncompiled counterpart: when compiling pays off."""
     lines = []
     for case in record.cases:
-        figure = break_even_of(case)
+        figure = case.break_even
         if figure is not None:
             lines.append(f"{_name(case)}: compile time {format_seconds(figure.compile_s)}"
                          f"{_charged(figure)}, {figure.speedup:.2f}x the uncompiled {figure.unit}; "
@@ -151,7 +147,7 @@ def steady_rows(cases: Sequence[tuple[str, CaseResult]]) -> list[list[str]]:
         cost = costs.compile or costs.first_use
         kind = "compile" if costs.compile is not None else "first use"
         count = plural(costs.unit, costs.warmup_steps)
-        figure = break_even_of(case)
+        figure = case.break_even
         if costs.time_to_first_step_s is None and figure is None and case.sustained is None:
             continue  # a record that kept none of these figures (an old file, a peer's share)
         rows.append([label, case.workload, case.mode, case.device, config_label(case),

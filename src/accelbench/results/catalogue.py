@@ -89,10 +89,7 @@ def _sustained(name: str, per_sample: bool) -> Callable[[CaseResult], Any]:
     """A sustained figure; the rates in the case's own unit (the series counts steps, each of
     ``batch_size`` samples: ``render/steady.sustained_lines`` shows them so)."""
     def read(case: CaseResult) -> Any:
-        try:
-            record = case.sustained_record()
-        except (KeyError, TypeError, ValueError):  # a hand-edited file's section: no figure
-            return None
+        record = case.sustained
         value = getattr(record.figures, name, None) if record is not None else None
         return value * case.batch_size if per_sample and value is not None else value
     return read
@@ -118,8 +115,7 @@ def _median_step(case: CaseResult) -> float | None:
 
 
 def _break_even(case: CaseResult) -> Any:
-    value = (case.break_even or {}).get("steps")
-    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return case.break_even.steps if case.break_even is not None else None
 
 
 _STEP_RATE = ("batch / the median step time of the timed steps (after warm-up, each step closed "

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from accelbench.results.sustained import SustainedFigures
 from accelbench.results.validate import Record, check_choice
 
 PARITY_VERDICTS = ("pass", "drift", "diverged", "non-finite", "inconclusive", "failed")
@@ -192,7 +193,7 @@ class ProcessRun(Record):
     #: A generation case's per-process figure (results/process.py): its TPOT; None otherwise.
     tpot_s: float | None = None
     #: --sustained: this process's own burst/sustained figures and verdict; None otherwise.
-    sustained: dict[str, Any] | None = None
+    sustained: SustainedFigures | None = None
 
     @property
     def ok(self) -> bool:

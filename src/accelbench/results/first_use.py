@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,7 @@ import numpy as np
 from accelbench.measure.loop.median_ci import CONFIDENCE, median_ci
 from accelbench.measure.loop.timing import Timing
 from accelbench.results.stats import MIN_EFFECT
+from accelbench.results.validate import Record
 
 #: Bootstrap resamples of the step samples for the break-even's interval (seeded: the same
 #: samples give the same interval).
@@ -55,7 +56,7 @@ def plural(unit: str, count: float = 2) -> str:
 
 
 @dataclass(frozen=True)
-class Start:
+class Start(Record):
     """How a case began, which its first-use figures depend on: whether it was the first case
     of its process (a later one finds the device initialised, kernels loaded, torch.compile
     imported: "warm"), and for a compiled case where the compile caches were, which were on,
@@ -101,15 +102,11 @@ class Start:
         return "; ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields, and what they say (``warm``, ``cold_compile``: written for a reader of the
+        file, skipped when it is read back)."""
         return {"cases_before": self.cases_before, "warm": self.warm,
                 "compile_cache": self.compile_cache, "caches": dict(self.caches),
                 "cache_lookups": dict(self.cache_lookups), "cold_compile": self.cold_compile}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Start:
-        lookups = {name: int(count) for name, count in data.get("cache_lookups", {}).items()}
-        return cls(int(data.get("cases_before", 0)), str(data.get("compile_cache", "")),
-                   dict(data.get("caches", {})), lookups)
 
 
 @dataclass(frozen=True)
@@ -202,7 +199,7 @@ def _bootstrap_medians(samples: Sequence[float], resamples: int, rng: np.random.
 
 
 @dataclass(frozen=True)
-class BreakEven:
+class BreakEven(Record):
     """When compiling pays for itself: after ``steps`` steps (or generations, ``unit``) with its
     interval, or never."""
 
@@ -241,13 +238,6 @@ class BreakEven:
             return f"compile pays off after {count:,} {plural(self.unit, count)}{interval}{note}"
         return f"compile never pays off: {self.reason}{note}"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> BreakEven:
-        return cls(**{name: data[name] for name in cls.__dataclass_fields__ if name in data})
-
 
 def break_even(compile_s: float, compiled: Sequence[float], uncompiled: Sequence[float],
                confidence: float = CONFIDENCE, min_effect: float = MIN_EFFECT,
@@ -275,19 +265,16 @@ def break_even(compile_s: float, compiled: Sequence[float], uncompiled: Sequence
     saved = (f"{saving * 1e3:+.3g} ms {per}, {confidence:.0%} CI {saving_low * 1e3:+.3g} to "
              f"{saving_high * 1e3:+.3g} ms")
     if saving_low <= 0:
-        return _with(never, reason=f"the compiled {unit} is not faster beyond noise ({saved})")
+        return replace(never, reason=f"the compiled {unit} is not faster beyond noise ({saved})")
     if speedup < 1 + min_effect:
-        return _with(never, reason=f"the compiled {unit} is {speedup - 1:.1%} faster, inside the "
-                                   f"+-{min_effect:.0%} noise band ({saved})")
+        return replace(never, reason=f"the compiled {unit} is {speedup - 1:.1%} faster, inside the "
+                                     f"+-{min_effect:.0%} noise band ({saved})")
     if charged <= 0:
-        return _with(never, pays_off=True, steps=0.0, low=0.0, high=0.0)
+        return replace(never, pays_off=True, steps=0.0, low=0.0, high=0.0)
     # The saving's interval maps onto the steps' (steps fall as the saving grows).
-    return _with(never, pays_off=True, steps=charged / saving, low=charged / saving_high,
-                 high=charged / saving_low)
+    return replace(never, pays_off=True, steps=charged / saving, low=charged / saving_high,
+                   high=charged / saving_low)
 
-
-def _with(figure: BreakEven, **changes: Any) -> BreakEven:
-    return BreakEven(**{**figure.to_dict(), **changes})
 
 
 @dataclass(frozen=True)
@@ -312,14 +299,13 @@ class FirstUse:
 
     @classmethod
     def of(cls, timing: Timing, compiled: bool, generation: Mapping[str, Any] | None = None,
-           start: Mapping[str, Any] | None = None) -> FirstUse:
+           start: Start | None = None) -> FirstUse:
         found = phases(timing, generation)
-        began = Start.from_dict(start) if start is not None else None
         return cls(found.first_s, found.warmup_s, found.warmup_count,
                    compile_time(timing, generation=generation) if compiled else None,
                    None if compiled else first_use_cost(timing, generation=generation),
-                   found.unit, began.warm if began else None,
-                   began.cold_compile if began else None, began.caveat() if began else "")
+                   found.unit, start.warm if start else None,
+                   start.cold_compile if start else None, start.caveat() if start else "")
 
     def to_dict(self) -> dict[str, Any]:
         return {"time_to_first_step_s": self.time_to_first_step_s, "warmup_s": self.warmup_s,

@@ -2,7 +2,7 @@
 for itself.
 
 ``--compile inductor,none`` runs each case compiled and not; the compiled case's
-``break_even`` (results/first_use.BreakEven's dict) then says after how many steps (generations,
+``break_even`` (results/first_use.BreakEven) then says after how many steps (generations,
 for a generation case) the compile time is made up by the time each compiled step saves, or that
 it never is. The compile time charged is the compiled warm-up's excess less the uncompiled
 warm-up's own, so first-use costs both sides pay are not charged to the compile; a side that did
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from accelbench.results.first_use import BreakEven, Start, break_even, phases, warmup_excess
+from accelbench.results.first_use import BreakEven, break_even, phases, warmup_excess
 from accelbench.results.key import KEY_FIELDS, comparability_key
 from accelbench.results.records import CaseResult
 
@@ -36,15 +36,11 @@ def uncompiled_counterpart(case: CaseResult, cases: Sequence[CaseResult]) -> Cas
                  and _uncompiled_key(other) == wanted), None)
 
 
-def _start(case: CaseResult) -> Start | None:
-    return Start.from_dict(case.start) if case.start else None
-
-
 def _caveat(compiled: CaseResult, uncompiled: CaseResult) -> str:
     """Why the pair's first-use figures are not cold starts', naming the side."""
     parts = []
     for side, case in (("compiled", compiled), ("uncompiled", uncompiled)):
-        start = _start(case)
+        start = case.start
         if start is not None and start.caveat():
             parts.append(f"{side}: {start.caveat()}")
     return "; ".join(parts)
@@ -74,5 +70,4 @@ def attach_break_evens(cases: Sequence[CaseResult]) -> None:
     (and clear it where the counterpart is gone)."""
     for case in cases:
         if case.compile_backend:
-            figure = compile_break_even(case, cases)
-            case.break_even = figure.to_dict() if figure is not None else None
+            case.break_even = compile_break_even(case, cases)

@@ -18,7 +18,7 @@ from accelbench.measure.loop.timing import Timing
 from accelbench.measure.trackers.profile_figures import Profile
 from accelbench.results.case_key import CaseKey
 from accelbench.results.figures import Energy, Flops, Parity, ProcessRun, ScaleFigures, Sensors
-from accelbench.results.first_use import FirstUse
+from accelbench.results.first_use import BreakEven, FirstUse, Start
 from accelbench.results.probe import DeviceProbe
 from accelbench.results.schema import SCHEMA_VERSION, upgrade
 from accelbench.results.stats import Summary, drift, geometric_ci, mean_ci, summarize
@@ -28,6 +28,8 @@ from accelbench.results.validate import build, dump, field_path
 #: A case is input-bound when waiting for batches takes more than this share of its step time:
 #: the loader, not the device, then limits throughput.
 INPUT_BOUND_FRACTION = 0.2
+#: The case's sections that write their own JSON form (``to_dict``).
+SECTIONS = ("break_even", "start")
 STATUSES = ("ok", "failed", "oom", "nan", "unsupported", "unavailable", "crashed", "timeout",
             "interrupted")
 
@@ -109,15 +111,15 @@ class CaseResult(Timing, _CaseHead):
     #: Mode "generate": the figures of measure/generation/rounds.py (GenerationFigures.to_dict(): time
     #: to first token, prefill and decode tokens/s, inter-token latency, KV cache, bytes/token).
     generation: dict[str, Any] | None = None
-    #: --sustained: the time series and its verdict (results/sustained.SustainedRecord.to_dict():
-    #: burst, sustained, their ratio with its interval, holds / throttles / can't tell, cause).
-    sustained: dict[str, Any] | None = None
+    #: --sustained: the time series and its verdict (burst, sustained, their ratio with its
+    #: interval, holds / throttles / can't tell, cause).
+    sustained: SustainedRecord | None = None
     #: A compiled case run beside the same work uncompiled (--compile inductor,none): when the
-    #: compile time is made up (results/first_use.BreakEven.to_dict(); results/pairs.py).
-    break_even: dict[str, Any] | None = None
-    #: How the case began (results/first_use.Start.to_dict(): cases before it in its process,
-    #: the compile caches, their switches and lookups); None in results from before.
-    start: dict[str, Any] | None = None
+    #: compile time is made up (results/pairs.py).
+    break_even: BreakEven | None = None
+    #: How the case began (cases before it in its process, the compile caches, their switches
+    #: and lookups); None in results from before.
+    start: Start | None = None
     #: The global numeric switches in force (TF32, cuDNN benchmark, determinism: precision.py).
     backend_flags: dict[str, str | bool] = field(default_factory=dict)
     # --- how the case ran or failed ---------------------------------------------------------------
@@ -244,9 +246,6 @@ class CaseResult(Timing, _CaseHead):
         return FirstUse.of(self, compiled=bool(self.compile_backend), generation=self.generation,
                            start=self.start)
 
-    def sustained_record(self) -> SustainedRecord | None:
-        return SustainedRecord.from_dict(self.sustained) if self.sustained else None
-
     def input_fraction(self) -> float | None:
         return self.input_wait_s / self.measured_time_s if self.measured_time_s > 0 else None
 
@@ -265,6 +264,9 @@ class CaseResult(Timing, _CaseHead):
 
     def to_dict(self) -> dict[str, Any]:
         data = dump(self)
+        for name in SECTIONS:  # each section writes itself (Start adds what its fields say)
+            section = getattr(self, name)
+            data[name] = section.to_dict() if section is not None else None
         summary = self.summary()
         epoch = self.epoch_time()
         data["derived"] = {

@@ -36,7 +36,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 
@@ -44,6 +43,7 @@ from accelbench.devices.nvml import SLOWDOWN_REASONS
 from accelbench.measure.loop.median_ci import CONFIDENCE
 from accelbench.measure.loop.sustained import SensorSeries, SustainedSeries
 from accelbench.results.stats import MIN_EFFECT, t_interval
+from accelbench.results.validate import Record
 
 HOLDS, THROTTLES, CANT_TELL = "holds", "throttles", "can't tell"
 #: The burst is the first fifth of the run, and no more than its first minute.
@@ -97,7 +97,7 @@ def _geometric_mean(values: Sequence[float]) -> float | None:
 
 
 @dataclass(frozen=True)
-class SustainedFigures:
+class SustainedFigures(Record):
     """Burst and sustained throughput (units per second), their ratio with its interval, the
     verdict and the sensor change behind it."""
 
@@ -151,13 +151,6 @@ class SustainedFigures:
         if self.verdict == THROTTLES and self.ratio is not None:
             return f"throttles {self.ratio:.0%}"
         return "holds" if self.verdict == HOLDS else ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SustainedFigures:
-        return cls(**{name: data[name] for name in cls.__dataclass_fields__ if name in data})
 
 
 #: One process's series split into its burst and sustained intervals.
@@ -315,7 +308,7 @@ def _power_cause(splits: Sequence[_Split], confidence: float) -> list[str]:
 
 
 @dataclass(frozen=True)
-class SustainedRecord:
+class SustainedRecord(Record):
     """A case's (or a peak's) sustained measurement: the time series and its figures; the
     ``sustained`` field of a case result, and beside the burst peaks in a roofline."""
 
@@ -346,13 +339,3 @@ class SustainedRecord:
         process's intervals, the first process's series to draw."""
         first = records[0]
         return cls(first.series, sustained_figures([r.series for r in records]), first.kind)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "figures": self.figures.to_dict(), "series": self.series.to_dict(),
-                "stored_burst": self.stored_burst, "share_of_stored_burst": self.share_of_stored_burst}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SustainedRecord:
-        return cls(SustainedSeries.from_dict(data["series"]),
-                   SustainedFigures.from_dict(data["figures"]), str(data.get("kind", "case")),
-                   data.get("stored_burst"), data.get("share_of_stored_burst"))
