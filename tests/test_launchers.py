@@ -16,16 +16,18 @@ from accelbench.devices import DeviceSet
 from accelbench.engine.case import plan
 from accelbench.engine.driver import drive
 from accelbench.engine.launchers import torchrun
+from accelbench.engine.launchers.backends import check_world
 from accelbench.engine.launchers.choose import LaunchPlan, one_launcher
 from accelbench.engine.launchers.inline import InlineLauncher
 from accelbench.engine.launchers.process import ProcessLauncher
 from accelbench.engine.launchers.torchrun import TorchrunLauncher
-from accelbench.engine.runner import RunWork, launch_plan
+from accelbench.engine.runner import launch_plan, run_plan
 from accelbench.errors import UsageError
 from accelbench.measure.loop.stop import MIN_SAMPLES, StopRule
 from accelbench.options import RunOptions
 from accelbench.options.check import CheckOptions
 from accelbench.options.scale import ScaleOptions
+from accelbench.options.values import build_run_options
 from accelbench.parity.check import CheckWork
 from accelbench.results import RunRecord
 from accelbench.scale.work import run_scale
@@ -41,7 +43,7 @@ def test_the_launcher_is_chosen_from_what_the_options_ask() -> None:
     """One place picks the launcher: --isolation none, process (warm where the options share a
     worker, and never with --repeat) or torchrun; --nproc N goes with torchrun only."""
     def chosen(**options: object) -> LaunchPlan:
-        return launch_plan(RunOptions(**TINY, **options))  # type: ignore[arg-type]
+        return launch_plan(RunOptions(**TINY, **options))
 
     assert isinstance(one_launcher(chosen(isolation="none")), InlineLauncher)
     process = chosen(isolation="process", case_timeout=9)
@@ -54,15 +56,20 @@ def test_the_launcher_is_chosen_from_what_the_options_ask() -> None:
         RunOptions(**TINY, nproc=2)
     with pytest.raises(ValueError, match="isolation 'thread' is unknown"):
         LaunchPlan("thread")
+    cpu = DeviceSet.current().select("cpu")[0]
+    assert check_world(DeviceSet.current(), cpu, 2) == "gloo"
+    with pytest.raises(UsageError, match="cannot run cpu processes over torch.distributed"):
+        check_world(DeviceSet.current(), cpu, 2, backend="no-such-backend")
 
 
 def test_run_runs_under_torchrun_with_no_code_of_its_own(accelbench_home) -> None:
     """run's work under --isolation torchrun --nproc 2: each case is two DDP ranks measured by
     measure_case; the time budget became one step count both ranks agreed on; the case is the
     slowest rank at each step, with a no-sync phase of as many steps."""
-    options = RunOptions(**TINY, **TWO_RANKS, stop=StopRule("time", 0.3), warmup_steps=2)
-    record = drive(RunWork(options), plan(options, DeviceSet.current()),
-                   RunRecord("r", "2025-01-01", "0"), launch=launch_plan(options))
+    options = build_run_options("mnist", "cpu", "train", size="tiny", time_budget=0.3, warmup=2,
+                                **TWO_RANKS)
+    devices = DeviceSet.current()
+    record = run_plan(options, devices, plan(options, devices), ["accelbench", "run"])
     (case,) = record.cases
     assert case.status == "ok", case.error
     scale = case.scale

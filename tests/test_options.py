@@ -112,7 +112,8 @@ def test_every_command_shares_the_defaults() -> None:
     """A shared option left out means the same in run, sweep, check and scale as in the API."""
     from accelbench.cli.optiongroups import run_keywords
 
-    own = {"check": "steps", "sweep": "batch_size"}  # parity's step count; the sweep's list
+    # parity's step count; the sweep's list; scale's process counts (a list of world sizes)
+    own = {"check": "steps", "sweep": "batch_size", "scale": "nproc"}
     for argv in (["run"], ["sweep", "mnist", "--batch-size", "1"], ["check"], ["scale", "mnist"]):
         values = run_keywords(build_parser(argv).parse_args(argv), exclude=(own.get(argv[0], ""),))
         assert len(values) >= 6, values

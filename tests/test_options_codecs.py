@@ -45,7 +45,8 @@ SUSTAINED = StopRule("sustained", 120.0, 0.0, 5.0)
 SAMPLES: dict[type, list[Any]] = {
     StopRule: [SUSTAINED],
     RunOptions: [RUN, RunOptions(isolation="none", stop=SUSTAINED), RunOptions(
-        warm_worker=True, modes=("generate",), protocol="llama-bench")],
+        warm_worker=True, modes=("generate",), protocol="llama-bench"),
+        RunOptions(isolation="torchrun", nproc=2)],
     CheckOptions: [CheckOptions(run=RUN, reference="cpu", steps=7)],
     ProbeOptions: [ProbeOptions(device="cuda", feature_patterns=("matmul*",), skip_compile=True,
                                 feature_files=("/f.py",), isolation="none", case_timeout=30.0,

@@ -133,6 +133,7 @@ def run(
     (``precision="fp32,bf16"``); ``compile=True`` is a bare ``--compile``. Or give
     ``options=RunOptions(...)`` and nothing else.
 
+    nproc: int = 1,
     Keyword Args:
         suite: ``--suite``: run a named suite: quick or full.
         workload_file: ``--workload-file``: load your own workloads (registered with
@@ -183,8 +184,10 @@ def run(
             and keep the fastest (torch.backends.cudnn.benchmark, on by default as in published CNN
             figures; its tries happen in the warm-up).
         isolation: ``--isolation``: run each case in its own worker process (a crash costs only that
-            case) or inline (default process; a warm worker shared by consecutive cases at --size
-            tiny).
+            case), inline, or as --nproc ranks under torchrun (default process; a warm worker shared
+            by consecutive cases at --size tiny).
+        nproc: ``--nproc``: with --isolation torchrun: run each case as N ranks on this node (DDP,
+            one device each; the CPU's ranks share its cores) (default 1).
         case_timeout: ``--case-timeout``: stop a case that takes longer than this (default 1800 s).
         auto_batch: ``--auto-batch``: on out-of-memory, halve the batch until it fits.
         cooldown: ``--cooldown``: wait this long between cases, for thermal recovery (default 0 s).

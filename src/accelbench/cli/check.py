@@ -36,7 +36,7 @@ def add_parser(subparsers: Any) -> None:
                         "generate: the greedy tokens of a decoder, against the CPU's")
     groups.add_generation_arguments(parser)
     groups.add_config_arguments(parser)
-    groups.add_isolation_arguments(parser, auto_batch=False, schedule=False)
+    groups.add_isolation_arguments(parser, auto_batch=False, schedule=False, world=True)
     add_json_argument(parser)
     add_saving_arguments(parser)
     parser.set_defaults(execute=execute)

@@ -164,10 +164,14 @@ def add_cudnn_benchmark_argument(parser: argparse.ArgumentParser) -> None:
 # --- how each case is run ------------------------------------------------------------------------
 def add_isolation_arguments(parser: argparse.ArgumentParser, *, auto_batch: bool = True,
                             schedule: bool = True, isolation_help: str | None = None,
-                            timeout_help: str | None = None, sizes: bool = True) -> None:
-    """--isolation, --case-timeout, [--auto-batch], and with ``schedule`` --cooldown, --repeat;
-    ``sizes``: --size tiny shares a warm worker (options.values.resolve_isolation)."""
+                            timeout_help: str | None = None, sizes: bool = True,
+                            world: bool = False) -> None:
+    """--isolation, [--nproc], --case-timeout, [--auto-batch], and with ``schedule`` --cooldown,
+    --repeat; ``sizes``: --size tiny shares a warm worker (options.values.resolve_isolation);
+    ``world``: --isolation torchrun runs each case as --nproc ranks (run, check)."""
     add_option(parser, "isolation", isolation_help, sizes=sizes)
+    if world:
+        add_option(parser, "nproc")
     add_option(parser, "case_timeout", timeout_help)
     if not schedule:
         return

@@ -47,7 +47,7 @@ def add_parser(subparsers: Any) -> None:
     groups.add_config_arguments(parser)
     groups.add_cudnn_benchmark_argument(parser)
     groups.add_data_arguments(parser)
-    groups.add_isolation_arguments(parser)
+    groups.add_isolation_arguments(parser, world=True)
     parser.add_argument("--profile", action="store_true",
                         help="profile a few extra steps (torch.profiler) and diagnose each case: "
                         "launch-, compute-, memory-, input- or kernel-bound")

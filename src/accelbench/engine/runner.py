@@ -16,6 +16,7 @@ from accelbench.engine.cold_start import CaseStart
 from accelbench.engine.driver import Interrupted as Interrupted  # re-exported: callers catch it here
 from accelbench.engine.driver import Terminated as Terminated
 from accelbench.engine.driver import drive
+from accelbench.engine.launchers.backends import check_worlds
 from accelbench.engine.launchers.base import Launcher, Report
 from accelbench.engine.launchers.choose import LaunchPlan
 from accelbench.engine.launchers.torchrun import World
@@ -113,6 +114,7 @@ def run_plan(options: RunOptions, devices: DeviceSet, cases: list[Case], command
     """
     if options.threads:
         torch.set_num_threads(options.threads)
+    check_worlds(options, devices, (case.device for case in cases))
     record = new_record(options, devices, command)
     case_progress = None
     if progress is not None:

@@ -22,7 +22,7 @@ from accelbench.options import (
     DEFAULT_CASE_TIMEOUT_S,
     DEFAULT_REPEATS,
     DEFAULT_WARMUP_STEPS,
-    ISOLATIONS,
+    RUN_ISOLATIONS,
     TINY_TARGET_CI_PCT,
     TINY_TIME_BUDGET_S,
 )
@@ -223,8 +223,9 @@ RUN_OPTIONS: tuple[Option, ...] = (
            "`peak_memory_bytes`. It changes the speed, not the work: it is recorded in each "
            "case's `backend_flags`, is not part of the comparability key, and `compare` shows it "
            "when two sides differ. `check` and `probe` always run with it off"),
-    Option("isolation", "run each case in its own worker process (a crash costs only that case) "
-           "or inline", annotation="str | None", choices=ISOLATIONS, shown="process",
+    Option("isolation", "run each case in its own worker process (a crash costs only that case), "
+           "inline, or as --nproc ranks under torchrun", annotation="str | None",
+           choices=RUN_ISOLATIONS, shown="process",
            tiny="a warm worker shared by consecutive cases",
            doc="each case in its own worker process, or inline; the worker reads what a plain "
            "hand-written loop reads: with the thread count held equal (1 thread, where this VM's "
@@ -236,6 +237,13 @@ RUN_OPTIONS: tuple[Option, ...] = (
            "between fresh processes at 2 threads cannot show 3% (a session of its own, hence its "
            "own scheduler autogroup, was measured and ruled out as a cause of an under-read; "
            "[`docs/performance.md`](performance.md) (d))"),
+    Option("nproc", "with --isolation torchrun: run each case as N ranks on this node (DDP, "
+           "one device each; the CPU's ranks share its cores)", default=1, parse="whole",
+           annotation="int", metavar="N", shown="1",
+           doc="with `--isolation torchrun`: each case runs as N ranks on this node under "
+           "torchrun, as `scale` runs a world size (DDP, batches seeded per rank, the slowest "
+           "rank's step each step; see [`docs/scale.md`](scale.md)); the case's `scale` section "
+           "holds the world and every rank"),
     Option("case_timeout", "stop a case that takes longer than this",
            default=DEFAULT_CASE_TIMEOUT_S, parse="number", annotation="float", metavar="SECONDS",
            shown=f"{DEFAULT_CASE_TIMEOUT_S:g} s", doc="stop a case after this many seconds: "

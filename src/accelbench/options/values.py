@@ -76,6 +76,7 @@ class RunKeywords(SweepKeywords, total=False):
     new_tokens: int | str | Sequence[int] | None  # --new-tokens: generated tokens per case
     auto_batch: bool  # --auto-batch
     profile: bool  # --profile
+    nproc: int  # --nproc: ranks per case under --isolation torchrun
 
 
 class BenchKeywords(MeasureKeywords, total=False):
@@ -257,7 +258,8 @@ def build_run_options(workloads: str | Sequence[str] | None, device: str | None,
         compile_backends=compile_backends(recipe_compile(values["compile"], values["protocol"])),
         channels_last=values["channels_last"],
         workload_files=tuple(str(path.resolve()) for path in files),
-        isolation=isolation, warm_worker=warm, case_timeout=values["case_timeout"],
+        isolation=isolation, warm_worker=warm, nproc=values["nproc"],
+        case_timeout=values["case_timeout"],
         auto_batch=values["auto_batch"], cooldown=values["cooldown"], repeat=values["repeat"],
         profile=values["profile"], cudnn_benchmark=values["cudnn_benchmark"], stream=values["stream"],
         protocol=values["protocol"] or "",

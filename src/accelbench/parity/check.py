@@ -19,6 +19,7 @@ from accelbench.engine.case import (
     status_of,
 )
 from accelbench.engine.driver import drive
+from accelbench.engine.launchers.backends import check_worlds
 from accelbench.engine.launchers.base import Progress, Report
 from accelbench.engine.launchers.choose import LaunchPlan
 from accelbench.engine.launchers.torchrun import World
@@ -175,6 +176,8 @@ def run_check(options: CheckOptions, devices: DeviceSet, command: list[str],
     """Check every case of the plan through the driver: each in a worker process unless
     ``options.run.isolation`` is "none". SIGINT and SIGTERM raise ``Interrupted`` carrying the
     finished cases; ``live`` shows the progress display."""
-    return drive(CheckWork(options, devices), plan(options.run, devices),
-                 check_record(options, devices, command), launch=LaunchPlan.of_run(options.run),
-                 progress=progress, on_case=on_case, live=live)
+    cases = plan(options.run, devices)
+    check_worlds(options.run, devices, (case.device for case in cases))
+    return drive(CheckWork(options, devices), cases, check_record(options, devices, command),
+                 launch=LaunchPlan.of_run(options.run), progress=progress, on_case=on_case,
+                 live=live)

@@ -25,12 +25,7 @@ from pathlib import Path
 from accelbench.devices import Device, DeviceSet
 from accelbench.engine.case import Case, new_record, skeleton_result
 from accelbench.engine.driver import Interrupted, drive
-from accelbench.engine.launchers.backends import (
-    backend_for,
-    backend_unavailable_reason,
-    check_processes_fit,
-    fsdp_unavailable_reason,
-)
+from accelbench.engine.launchers.backends import check_world, fsdp_unavailable_reason
 from accelbench.engine.launchers.base import Launcher, Progress
 from accelbench.engine.launchers.choose import LaunchPlan
 from accelbench.engine.launchers.torchrun import World
@@ -121,12 +116,7 @@ def run_scale(options: ScaleOptions, command: list[str], progress: ItemProgress 
         raise UsageError(f"--device {options.run.device!r} names {len(chosen)} devices; scale runs "
                          "on one device kind (cpu, cuda, xpu or auto)")
     device = chosen[0]
-    backend = options.backend or backend_for(device)
-    reason = backend_unavailable_reason(device, backend)
-    if reason:
-        raise UsageError(f"cannot run {device.kind} processes over torch.distributed: {reason}")
-    for nproc in options.nproc:
-        check_processes_fit(devices, device, nproc)
+    backend = check_world(devices, device, max(options.nproc), options.backend)
     run_options = options.run_options(device)
     record = new_record(run_options, devices, command)
     record.kind = "scale"

@@ -8,8 +8,14 @@ one torch registers for that device type in ``Backend.default_device_backend_map
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 from accelbench.devices import Device, DeviceSet
 from accelbench.errors import UsageError
+
+if TYPE_CHECKING:
+    from accelbench.options import RunOptions
 
 #: Set for every rank: NCCL then aborts a collective that timed out instead of hanging in it
 #: (other backends ignore the variable).
@@ -69,3 +75,23 @@ def check_processes_fit(devices: DeviceSet, device: Device, nproc: int) -> None:
     if not device.is_cpu and nproc > count:
         raise UsageError(f"--nproc {nproc} needs {nproc} {device.kind} devices on this node; it "
                          f"has {count}")
+
+
+def check_world(devices: DeviceSet, device: Device, nproc: int, backend: str = "") -> str:
+    """The backend ``nproc`` ranks of ``device``'s kind meet over (``backend``, or the device's);
+    a UsageError, before anything runs, where they cannot run here."""
+    backend = backend or backend_for(device)
+    reason = backend_unavailable_reason(device, backend)
+    if reason:
+        raise UsageError(f"cannot run {device.kind} processes over torch.distributed: {reason}")
+    check_processes_fit(devices, device, nproc)
+    return backend
+
+
+def check_worlds(options: RunOptions, devices: DeviceSet, on: Iterable[Device]) -> None:
+    """Under ``--isolation torchrun`` (``run``, ``check``): ``check_world`` for each device kind
+    the plan's cases run on."""
+    if options.isolation != "torchrun":
+        return
+    for device in {device.kind: device for device in on}.values():
+        check_world(devices, device, options.nproc)
