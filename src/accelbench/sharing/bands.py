@@ -16,7 +16,7 @@ Versions: 1, the first; 2 split a generation key's bands by decode bound class (
 with ``recipe`` and ``decode``: ``compare/bands.py``); a version-1 table's bands read as not
 judged (one band per key and device class, as it was written).
 
-The package ships one table, ``accelbench:published`` (``published_table.py``, written by
+The package ships one table, ``accelbench:published`` (``published_table.json``, written by
 ``accelbench hub aggregate --published``; a test holds it to the rows it was built from, so that
 reading it needs neither torch nor the workloads): the published reference rows
 (``reference/published.py``) as bands. Those rows are one machine each (MNIST on an M1 and a P100
@@ -32,6 +32,7 @@ from __future__ import annotations
 import fnmatch
 import json
 from datetime import datetime, timezone
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,8 @@ from accelbench.results.key import KEY_DEFAULTS, KEY_FIELDS
 
 BANDS_VERSION = 2
 BUILTIN_PUBLISHED = "accelbench:published"
+#: Its file in this package (package data; ``accelbench hub aggregate --published`` writes one).
+PUBLISHED_FILE = "published_table.json"
 #: The shipped table's threshold: a published reference is one machine (see the module's docstring).
 PUBLISHED_MIN_MACHINES = 1
 _MARK = b'"accelbench_bands"'
@@ -117,10 +120,9 @@ def _band(item: Any, where: str) -> Band:
 
 def read_table(spec: str) -> list[Band]:
     """The bands of an aggregate table (or of the shipped published one)."""
-    if spec == BUILTIN_PUBLISHED:
-        from accelbench.sharing.published_table import TABLE
-
-        return table_bands(TABLE, spec)
+    if spec == BUILTIN_PUBLISHED:  # package data (pyproject's package-data ships it)
+        shipped = resources.files("accelbench.sharing").joinpath(PUBLISHED_FILE)
+        return table_bands(json.loads(shipped.read_text(encoding="utf-8")), spec)
     try:
         data = json.loads(Path(spec).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
