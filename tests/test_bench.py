@@ -70,7 +70,7 @@ def test_the_bench_model_rides_in_the_spec_not_the_environment() -> None:
     assert work.spec(case).model_files == ()  # shared no longer: nothing to name
 
 
-def test_a_lambda_loss_runs_inline_and_says_why() -> None:
+def test_a_lambda_loss_runs_inline_and_says_why(monkeypatch) -> None:
     calls: list[int] = []
 
     def loss(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -85,6 +85,14 @@ def test_a_lambda_loss_runs_inline_and_says_why() -> None:
     assert case.isolation.startswith("inline: it cannot be pickled")
     assert len(calls) >= 2  # the caller's own loss ran: inline, in this process
     assert "inline: it cannot be pickled" in result._repr_html_()
+    # Issue 36: print(result) outside a notebook is the run's table, not a dataclass dump; repr
+    # is one short line.
+    monkeypatch.setenv("COLUMNS", "100")
+    text = str(result)
+    assert text.splitlines()[0].startswith(f"accelbench run {result.run_id}")
+    assert "samples/s" in text and "CaseResult(" not in text and "step_times" not in text
+    assert all(len(line) <= 100 for line in text.splitlines())
+    assert repr(result) == f"<accelbench run {result.run_id}: 1 case, 1 ok>"
 
 
 def test_main_module_objects_are_not_sent_to_workers(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any
@@ -43,7 +44,8 @@ if TYPE_CHECKING:
 
 
 class Result(RunRecord):
-    """The RunRecord a run returns, shown as a table in a notebook."""
+    """The RunRecord a run returns, shown as a table: in a notebook (HTML), and by ``print``
+    (the tables ``accelbench run`` prints, at the terminal's width: ``COLUMNS``, else 100)."""
 
     @classmethod
     def of(cls, record: RunRecord) -> Result:
@@ -53,6 +55,21 @@ class Result(RunRecord):
         from accelbench.render.notebook import record_html
 
         return record_html(self)
+
+    def __str__(self) -> str:
+        from shutil import get_terminal_size
+
+        from accelbench.render.notebook import record_text
+
+        return record_text(self, get_terminal_size((100, 24)).columns)
+
+    def __repr__(self) -> str:
+        """Short: the run and its cases' statuses ("<accelbench run 1a2b3c: 2 cases, 2 ok>");
+        ``print`` shows the tables, the fields are attributes."""
+        statuses = Counter(case.status for case in self.cases)
+        said = ", ".join(f"{count} {status}" for status, count in statuses.items())
+        return (f"<accelbench {self.kind} {self.run_id}: {len(self.cases)} case"
+                f"{'s' * (len(self.cases) != 1)}{', ' + said if said else ''}>")
 
 
 def list_workloads(*patterns: str) -> list[str]:
