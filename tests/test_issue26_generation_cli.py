@@ -186,6 +186,17 @@ def test_check_generate_honours_reference_cpu(inline_cli, tmp_path: Path) -> Non
     assert record["options"]["reference"] == "cpu"
     parity = record["cases"][0]["generation"]["parity"]
     assert (parity["reference"], parity["max_logit_diff"]) == ("cpu", 0.0)
+    # Issue 36: the table's title says what a generation check checked (not "50 training
+    # steps"), and the verdict is said once, in its cell (the detail was "pass: the same ...").
+    from conftest import rendered_text
+
+    from accelbench.render.check_table import check_table
+    from accelbench.results import RunRecord
+
+    shown = rendered_text(check_table(RunRecord.from_dict(record)))
+    title, row = shown.splitlines()[0], shown.splitlines()[-1]
+    assert "4 tokens greedy after a 6-token prompt" in title and "training steps" not in title
+    assert row.split().count("pass") == 1 and "pass:" not in row
 
 
 # --- item 7: default lengths fit; idle length flags are refused ------------------------------------

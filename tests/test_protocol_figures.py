@@ -22,7 +22,12 @@ from accelbench.measure.generation.protocols import protocol_figures
 from accelbench.measure.generation.rounds import GenerationFigures, GenerationRound
 from accelbench.render.compare_table import comparison_renderable, rate_cell
 from accelbench.render.format import format_rate, format_seconds
-from accelbench.render.generation_table import generation_notes, generation_table
+from accelbench.render.generation_table import (
+    GENERATION_COLUMNS,
+    generation_notes,
+    generation_rows,
+    generation_table,
+)
 from accelbench.render.history_table import timeline_table
 from accelbench.render.json_views import comparison_json, history_json, record_view
 from accelbench.render.published_generation import published_rows
@@ -220,6 +225,15 @@ def test_a_real_llama_bench_run_reads_each_tg_token_and_shows_one_figure(cli, tm
     flat = " ".join(done.stdout.split())
     for case in (pp, tg):
         assert f"{format_rate(case.throughput())}*" in flat
+    # Issue 36: a generation-only run's table names the run; a pp case (one token) has no ITL, no
+    # decode rate and no decode bandwidth: "—", said under the table (not "windows"); what one
+    # decode step reads, its bandwidth, the share and the bound are a column each.
+    assert f"accelbench run {record.run_id}" in flat
+    cells = [dict(zip(GENERATION_COLUMNS, row, strict=True)) for row in generation_rows(record)]
+    assert cells[0]["ITL p50/p99"] == cells[0]["decode tok/s"] == "—" and "windows" not in flat
+    assert "—: the case makes one token" in flat
+    assert cells[1]["read/token"].endswith("KiB") and cells[1]["decode bandwidth"].endswith("B/s")
+    assert cells[1]["% bandwidth"].endswith("%") and cells[1]["bound"] in ("overhead", "bw-bound")
     history = cli("history", "--workload", "gpt2", "--mode", "generate", "--json")
     assert history.returncode == 0, history.stderr
     stored = sorted(p["throughput"] for p in json.loads(history.stdout)["timeline"])

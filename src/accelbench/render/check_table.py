@@ -53,13 +53,30 @@ def check_row(case: CaseResult) -> list[str | Text]:
             # Past the judged steps the output is reported, not judged: in parentheses.
             f"({output})" if judged and output else output,
             f"{tolerance.passed:g}/{tolerance.drift:g}" if tolerance else "",
-            _detail(case.error or _generation_detail(case))]
+            # The verdict is its own cell: the detail says what it rests on, not the word again.
+            _detail(case.error or _generation_detail(case)).removeprefix(f"{verdict}: ")]
+
+
+def checked_words(record: RunRecord) -> str:
+    """What the check ran: "50 training steps", "32 tokens greedy after a 32-token prompt" (a
+    generation check: its tokens against the reference's), or both."""
+    parts = []
+    if any(case.mode != "generate" for case in record.cases):
+        parts.append(f"{record.options.get('check_steps', '?')} training steps")
+    shapes = dict.fromkeys((case.new_tokens, case.prompt_len) for case in record.cases
+                           if case.mode == "generate")
+    if len(shapes) == 1:
+        ((new, prompt),) = shapes
+        parts.append(f"{new} tokens greedy after a {prompt}-token prompt, against the reference's")
+    elif shapes:
+        parts.append("greedy tokens against the reference's (lengths per row)")
+    return "; ".join(parts)
 
 
 def check_table(record: RunRecord) -> FittedTable:
     reference = record.options.get("reference", "?")
     notes = [JUDGED_NOTE] if any(judged_label(case.parity) for case in record.cases) else []
     return FittedTable(f"accelbench check {record.run_id}: candidate vs {reference}, "
-                       f"{record.options.get('check_steps', '?')} training steps", COLUMNS,
+                       f"{checked_words(record)}", COLUMNS,
                        [check_row(case) for case in record.cases], whole=_WHOLE,
                        stack=("workload", "device"), notes=notes)

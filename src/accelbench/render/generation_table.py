@@ -23,7 +23,19 @@ def generation_cases(record: RunRecord) -> list[CaseResult]:
 
 
 GENERATION_COLUMNS = ("case", "B/P/N", "TTFT", "prefill tok/s", "decode tok/s", "batch tok/s", "E2E",
-                      "output tok/s", "ITL p50/p99", "KV", "read/token")
+                      "output tok/s", "ITL p50/p99", "KV", "read/token", "decode bandwidth", "% bandwidth",
+                      "bound")
+READS_NOTE = ("read/token: the bytes one decode step reads (weights and the cache so far); decode "
+              "bandwidth: read/token / TPOT; % bandwidth: of the device's measured bandwidth; bound: "
+              "overhead- or bandwidth-bound (said in full below)")
+#: An ITL cell with no inter-token latency in it, and why (said under the table where it is used).
+NO_DECODE = "—"
+NO_DECODE_NOTE = (f"{NO_DECODE}: the case makes one token (a llama-bench pp case times the prompt "
+                  "only): no decode step, so no decode rate, inter-token latency or decode bandwidth")
+#: The columns a case without a decode step has nothing in.
+DECODE_COLUMNS = ("decode tok/s", "batch tok/s", "ITL p50/p99", "decode bandwidth", "% bandwidth", "bound")
+WINDOWS_NOTE = ("ITL windows: the device was timed in synchronised windows of several steps (no "
+                "per-token time): the decode rate stands, the per-token latency is not measured")
 #: A --protocol case's own figures (results/catalogue.py), each in the column of the quantity it
 #: is, with its peer's statistic and marked: the case's rate reads here as on every other surface.
 PROTOCOL_CELLS = {"pp_tokens_per_s": "prefill tok/s", "tg_tokens_per_s": "output tok/s",
@@ -82,6 +94,17 @@ def _mark_protocol(case: CaseResult, row: list[str]) -> None:
             row[GENERATION_COLUMNS.index(column)] = shown + PROTOCOL_MARK
 
 
+def itl_cell(case: CaseResult) -> str:
+    """"351 µs / 679 µs" (p50 / p99); "—" for a case that makes one token (no inter-token gap:
+    a llama-bench pp case); "windows" where the steps were timed in windows, not one by one."""
+    figures = case.generation or {}
+    if case.new_tokens <= 1:
+        return NO_DECODE
+    if figures.get("itl_p99_s") is None:
+        return "windows"
+    return f"{format_seconds(figures['itl_median_s'])} / {format_tail(figures, 'itl_p99_s')}"
+
+
 def generation_rows(record: RunRecord, wide: bool = False) -> list[list[str]]:
     """Plain-text cells, one row per generation case (a failed one: its status and error)."""
     rows = []
@@ -91,24 +114,22 @@ def generation_rows(record: RunRecord, wide: bool = False) -> list[list[str]]:
         shape = f"{case.batch_size}/{case.prompt_len}/{case.new_tokens}"
         figures = case.generation
         if not case.ok or figures is None:
-            rows.append([label, shape, shorten(f"{case.status}: {case.error}", 60), *["-"] * (8 + extra)])
+            rows.append([label, shape, shorten(f"{case.status}: {case.error}", 60),
+                         *["-"] * (len(GENERATION_COLUMNS) - 3 + extra)])
             continue
-        windows = figures.get("itl_p99_s") is None
-        itl = "windows" if windows else (f"{format_seconds(figures['itl_median_s'])} / "
-                                         f"{format_tail(figures, 'itl_p99_s')}")
-        bandwidth = format_bytes_rate(figures.get("effective_bandwidth_bytes_per_s"))
         share = figures.get("bandwidth_share")
-        if share is not None:
-            flag = "!" if "measurement error" in str(figures.get("bandwidth_verdict")) else ""
-            bandwidth += f" {share:.0%}{flag}"
-        bound = short_bound(figures)
-        bandwidth += f" {bound}" if bound else ""
+        flag = "!" if "measurement error" in str(figures.get("bandwidth_verdict")) else ""
         row = [label, shape, format_seconds(figures["ttft_s"]),
                format_rate(figures["prefill_tokens_per_s"]),
                format_rate(figures.get("decode_tokens_per_s")) + (" noisy" if figures.get("noisy") else ""),
-               format_rate(figures.get("decode_tokens_per_s_total")), *_request_cells(figures), itl,
-               format_bytes(figures["kv_cache_bytes"]),
-               f"{format_bytes(figures['bytes_per_step'])} {bandwidth}"]
+               format_rate(figures.get("decode_tokens_per_s_total")), *_request_cells(figures),
+               itl_cell(case), format_bytes(figures["kv_cache_bytes"]),
+               format_bytes(figures["bytes_per_step"]),
+               format_bytes_rate(figures.get("effective_bandwidth_bytes_per_s")),
+               f"{share:.0%}{flag}" if share is not None else "n/a", short_bound(figures)]
+        if case.new_tokens <= 1:
+            for column in DECODE_COLUMNS:
+                row[GENERATION_COLUMNS.index(column)] = NO_DECODE
         _mark_protocol(case, row)
         rows.append(row + (_wide_cells(figures) if wide else []))
     return rows
@@ -118,11 +139,14 @@ def generation_table(record: RunRecord, wide: bool = False) -> FittedTable:
     """Fitted to the terminal: cells wrap between words, nothing is cut (100 columns hold it;
     ``wide`` adds WIDE_COLUMNS)."""
     columns = GENERATION_COLUMNS + (WIDE_COLUMNS if wide else ())
-    return FittedTable("Generation (greedy, KV cache): decode tok/s per sequence, batch tok/s over the "
-                       "B sequences; E2E = TTFT + decode, output tok/s = B x N / E2E",
+    # A run of generation cases only has no run table above it: this table names the run.
+    named = ("" if any(case.mode != "generate" for case in record.cases)
+             else f"accelbench run {record.run_id}: ")
+    return FittedTable(f"{named}Generation (greedy, KV cache): decode tok/s per sequence, batch tok/s "
+                       "over the B sequences; E2E = TTFT + decode, output tok/s = B x N / E2E",
                        columns, generation_rows(record, wide), right=columns[1:],
                        whole=("B/P/N", "TTFT", "prefill tok/s", "decode tok/s", "batch tok/s", "E2E",
-                              "output tok/s", "KV", "TPOT p99", "weights"), stack=("case",))
+                              "output tok/s", "KV", "read/token", "TPOT p99", "weights"), stack=("case",))
 
 
 def generation_notes(record: RunRecord) -> list[str]:
@@ -131,6 +155,11 @@ def generation_notes(record: RunRecord) -> list[str]:
     methods = sorted({str(case.generation.get("timing_method", "")) for case in
                       generation_cases(record) if case.generation})
     lines = [f"generation timed by: {method}" for method in methods if method]
+    if any(case.ok and case.generation for case in generation_cases(record)):
+        lines.append(READS_NOTE)
+    cells = {itl_cell(case) for case in generation_cases(record) if case.ok and case.generation}
+    lines += [note for cell, note in ((NO_DECODE, NO_DECODE_NOTE), ("windows", WINDOWS_NOTE))
+              if cell in cells]
     return lines + rounds_lines(record) + execution_lines(record) + generation_detail_lines(record)
 
 
