@@ -163,7 +163,7 @@ def test_a_held_peak_is_shown_beside_the_stored_burst_and_says_what_its_verdict_
     gives the share of the stored burst (64%), and names what the verdict compares with, at its
     rate; the JSON carries the same two figures."""
     from accelbench.cli import roofline as roofline_cli
-    from accelbench.measure.loop import sustained
+    from accelbench.measure.ceilings import held as held_peaks
     from accelbench.measure.loop.sustained import SustainedSeries
     from accelbench.render.format import format_bytes_rate
     from accelbench.render.roofline_table import roofline_rows
@@ -173,7 +173,7 @@ def test_a_held_peak_is_shown_beside_the_stored_burst_and_says_what_its_verdict_
                                         "2999-01-01T00:00:00+00:00"), cpu)
     rates = [6.66e9, 6.66e9] + [7.26e9 * (1 + 0.001 * (i % 3 - 1)) for i in range(8)]
     held = SustainedSeries(0.25, 2.5, "bytes", rates, [1.0] * 10, [float(i + 1) for i in range(10)])
-    monkeypatch.setattr(sustained, "hold_peaks", lambda *args, **kwargs: {"bandwidth": held})
+    monkeypatch.setattr(held_peaks, "hold_peaks", lambda *args, **kwargs: {"bandwidth": held})
     result = roofline_cli._hold(cpu, stored, 2.5, 0.25, ("fp32",), quiet=True)
 
     record = result.to_dict()["sustained"]["bandwidth"]

@@ -12,16 +12,11 @@ import pytest
 
 from accelbench.devices import Device
 from accelbench.devices.cpu import CpuAdapter
+from accelbench.measure.ceilings.held import copy_work, run_sustained_peak
 from accelbench.measure.loop.stop import check_durations
-from accelbench.measure.loop.sustained import (
-    DeviceSensors,
-    Reading,
-    SustainedSeries,
-    copy_work,
-    run_sustained,
-    run_sustained_peak,
-)
+from accelbench.measure.loop.sustained import Reading, SustainedSeries, run_sustained
 from accelbench.measure.loop.timing import Timing
+from accelbench.measure.trackers.interval_sensors import DeviceSensors
 from accelbench.results.first_use import FirstUse, break_even, compile_time, first_use_cost
 from accelbench.results.stats import MIN_EFFECT
 from accelbench.results.sustained import (

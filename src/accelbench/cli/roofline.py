@@ -94,8 +94,8 @@ def _hold(device: Device, roofline: Roofline, seconds: float, interval: float,
           precisions: tuple[str, ...], quiet: bool) -> Roofline:
     """Hold the peaks on ``device``, judge each (against its own first intervals), and store
     them beside its burst figures, each with its share of the stored burst figure."""
+    from accelbench.measure.ceilings.held import hold_peaks
     from accelbench.measure.ceilings.roofline import remember_sustained, stored_burst
-    from accelbench.measure.loop.sustained import hold_peaks
     from accelbench.results.sustained import SustainedRecord
 
     err = make_console(stderr=True)

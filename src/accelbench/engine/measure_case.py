@@ -30,8 +30,8 @@ from accelbench.engine.steps import make_eval_step, make_train_step
 from accelbench.measure.compiled import compile_module
 from accelbench.measure.data_parallel import CaseHooks
 from accelbench.measure.loop.step_loop import Progress, StepLoop
-from accelbench.measure.loop.sustained import DeviceSensors
 from accelbench.measure.trackers.energy import energy_meter_for
+from accelbench.measure.trackers.interval_sensors import DeviceSensors
 from accelbench.measure.trackers.region import EnergyTracker, MemoryTracker, SensorTracker, Tracker
 from accelbench.options import RunOptions
 from accelbench.results import CaseResult, Energy, Flops, Sensors
