@@ -235,6 +235,27 @@ def test_check_cli_end_to_end(cli, tmp_path: Path) -> None:
     assert "pass" in proc.stdout
 
 
+def test_a_tiny_check_takes_ten_steps_in_a_warm_worker() -> None:
+    """Issue 36: ``check mnist --size tiny`` took 70-120 s on a busy 2-CPU machine (50 steps a
+    side, a noise floor, a fresh worker per case): a tiny check is as quick as a tiny run, ten
+    steps a side (all judged: ``test_check_cli_end_to_end``'s fp32 passes on every one) in the
+    warm worker a tiny run uses; a given --steps, and any other size, keep their count."""
+    from accelbench.cli import build_parser
+    from accelbench.cli.check import options_from_args
+    from accelbench.engine.runner import launch_plan
+    from accelbench.options.check import DEFAULT_CHECK_STEPS
+
+    def options(*flags: str) -> CheckOptions:
+        argv = ["check", "mnist", "--device", "cpu", *flags]
+        return options_from_args(build_parser(argv).parse_args(argv))
+
+    tiny = options("--size", "tiny")
+    assert tiny.steps == 10 and launch_plan(tiny.run).warm
+    assert options("--size", "tiny", "--steps", "30").steps == 30
+    published = options()
+    assert published.steps == DEFAULT_CHECK_STEPS == 50 and not launch_plan(published.run).warm
+
+
 @pytest.mark.parametrize("args,needle", [
     (["check", "mnist", "--reference", "gpu"], "--reference"),
     (["check", "mnist", "--precision", "fp8"], "unknown precision 'fp8'"),

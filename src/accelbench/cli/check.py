@@ -12,7 +12,13 @@ from accelbench.cli.common import add_json_argument, add_saving_arguments
 from accelbench.cli.console import make_console
 from accelbench.cli.driven import run_driven, show_json
 from accelbench.devices import DeviceSet
-from accelbench.options.check import DEFAULT_CHECK_STEPS, REFERENCES, CheckOptions
+from accelbench.options.check import (
+    DEFAULT_CHECK_STEPS,
+    REFERENCES,
+    TINY_CHECK_STEPS,
+    CheckOptions,
+    default_check_steps,
+)
 from accelbench.options.values import build_run_options
 from accelbench.render.check_table import check_table
 from accelbench.render.fit import Prose
@@ -29,8 +35,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--reference", choices=REFERENCES, default="cpu-fp64",
                         help="what the candidate is compared with (default cpu-fp64)")
     # Not the stop group: parity trains a fixed number of steps on each side, no time budget.
-    parser.add_argument("--steps", type=groups.whole_number, default=DEFAULT_CHECK_STEPS,
-                        help=f"training steps on each side (default {DEFAULT_CHECK_STEPS})")
+    parser.add_argument("--steps", type=groups.whole_number, default=None,
+                        help=f"training steps on each side (default {DEFAULT_CHECK_STEPS}; "
+                        f"{TINY_CHECK_STEPS} at --size tiny)")
     parser.add_argument("--mode", choices=("train", "generate"), default="train",
                         help="train (default): the loss and output over training steps; "
                         "generate: the greedy tokens of a decoder, against the CPU's")
@@ -44,7 +51,8 @@ def add_parser(subparsers: Any) -> None:
 
 def options_from_args(args: argparse.Namespace) -> CheckOptions:
     run = build_run_options(args.workloads, args.device, args.mode, **groups.run_keywords(args))
-    return CheckOptions(run=run, reference=args.reference, steps=args.steps)
+    steps = args.steps if args.steps is not None else default_check_steps(run.size)
+    return CheckOptions(run=run, reference=args.reference, steps=steps)
 
 
 def execute(args: argparse.Namespace, argv: list[str]) -> int:

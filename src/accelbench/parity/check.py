@@ -21,10 +21,10 @@ from accelbench.engine.case import (
 from accelbench.engine.driver import drive
 from accelbench.engine.launchers.backends import check_worlds
 from accelbench.engine.launchers.base import Progress, Report
-from accelbench.engine.launchers.choose import LaunchPlan
 from accelbench.engine.launchers.torchrun import World
 from accelbench.engine.measure_case import quantized_unsupported
 from accelbench.engine.progress import ItemProgress
+from accelbench.engine.runner import launch_plan
 from accelbench.engine.spec import CaseSpec, model_files_for
 from accelbench.engine.work import CaseWork
 from accelbench.options.check import CheckOptions
@@ -174,10 +174,10 @@ def run_check(options: CheckOptions, devices: DeviceSet, command: list[str],
               progress: ItemProgress | None = None,
               on_case: Callable[[RunRecord], None] | None = None, live: bool = False) -> RunRecord:
     """Check every case of the plan through the driver: each in a worker process unless
-    ``options.run.isolation`` is "none". SIGINT and SIGTERM raise ``Interrupted`` carrying the
-    finished cases; ``live`` shows the progress display."""
+    ``options.run.isolation`` is "none" (at --size tiny, as ``run``'s, the cases share one warm
+    worker per device: its start-up paid once). SIGINT and SIGTERM raise ``Interrupted`` carrying
+    the finished cases; ``live`` shows the progress display."""
     cases = plan(options.run, devices)
     check_worlds(options.run, devices, (case.device for case in cases))
     return drive(CheckWork(options, devices), cases, check_record(options, devices, command),
-                 launch=LaunchPlan.of_run(options.run), progress=progress, on_case=on_case,
-                 live=live)
+                 launch=launch_plan(options.run), progress=progress, on_case=on_case, live=live)
