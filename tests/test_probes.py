@@ -22,7 +22,7 @@ from accelbench.devices.base import Device
 from accelbench.devices.cpu import CpuAdapter
 from accelbench.probes import Feature, Trial, fallback_ops, result
 from accelbench.probes import features as features_module
-from accelbench.probes.cells import Timing, first_line, probe_device, probe_feature
+from accelbench.probes.cells import OpSeconds, first_line, probe_device, probe_feature
 from accelbench.probes.features import all_features, select_features
 from accelbench.probes.work import probe_record
 from accelbench.render.probe_table import probe_table
@@ -389,5 +389,5 @@ def test_cli_unknown_feature_is_a_one_line_usage_error(capsys) -> None:
 
 
 def test_a_timing_whose_median_strays_from_its_best_is_noisy() -> None:
-    assert Timing(best=1.0, median=1.6).noisy
-    assert not Timing(best=1.0, median=1.2).noisy
+    assert OpSeconds(best=1.0, median=1.6).noisy
+    assert not OpSeconds(best=1.0, median=1.2).noisy

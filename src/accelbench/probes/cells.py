@@ -91,7 +91,10 @@ def relative_error(value: torch.Tensor, reference: torch.Tensor) -> float:
 
 
 @dataclass(frozen=True)
-class Timing:
+class OpSeconds:
+    """Seconds per call of one op over the timed stretches: the best and the median (not the
+    step loop's samples, ``measure/loop/timing.py``)."""
+
     best: float
     median: float
 
@@ -100,7 +103,7 @@ class Timing:
         return self.median > NOISY_SPREAD * self.best
 
 
-def time_op(op: Callable[[], Any], device: Device, repeats: int = REPEATS) -> Timing:
+def time_op(op: Callable[[], Any], device: Device, repeats: int = REPEATS) -> OpSeconds:
     """Seconds per call of ``op``, synchronising ``device`` around every timed stretch."""
     op()  # warm-up: first calls allocate memory, pick kernels and compile
     device.synchronize()
@@ -114,14 +117,14 @@ def time_op(op: Callable[[], Any], device: Device, repeats: int = REPEATS) -> Ti
         number *= 10
         elapsed = stretch(number)
     samples = sorted([elapsed / number] + [stretch(number) / number for _ in range(repeats - 1)])
-    return Timing(samples[0], samples[len(samples) // 2])
+    return OpSeconds(samples[0], samples[len(samples) // 2])
 
 
 def _format_seconds(seconds: float) -> str:
     return f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
 
 
-def _versus(mine: Timing, theirs: Timing, other: str) -> str:
+def _versus(mine: OpSeconds, theirs: OpSeconds, other: str) -> str:
     ratio = mine.best / theirs.best
     words = f"{ratio:.2f}x slower than" if ratio > 1 else f"{1 / ratio:.2f}x faster than"
     noisy = ", noisy" if mine.noisy or theirs.noisy else ""
