@@ -55,3 +55,11 @@ def test_the_api_page_documents_every_exported_name() -> None:
     for name in accelbench.__all__:
         if name != "__version__":
             assert f"{lazy[name]}.{name}" in documented, name
+
+
+def test_the_generation_page_has_a_heading_for_each_feature_a_newcomer_looks_for() -> None:
+    headings = re.findall(r"^#{2,3} (.*)$", _prose((DOCS / "generate.md").read_text(encoding="utf-8")),
+                          re.M)
+    for feature in ("`--mode generate`", "`--stream`", "`--protocol`", "Quantized decode",
+                    "`compare --published`", "execution recipe"):
+        assert any(feature in heading for heading in headings), (feature, headings)
