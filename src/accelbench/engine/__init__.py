@@ -3,9 +3,11 @@
 - ``case``: the case model (Case, the plan, the result that names a case before it runs);
 - ``spec``: the typed CaseSpec that crosses to a worker process or a torchrun rank;
 - ``work``: what a subcommand plugs in, its per-case work (a :class:`CaseWork`);
-- ``launchers/``: inline, process and torchrun, one family behind one protocol (launch a work
-  item, report progress, return a typed result); a torchrun rank runs the same ``measure_case``
-  in a small rank context, and its ranks' results are merged by one rule;
+- ``launchers/``: inline, process, warm and torchrun, one family behind one protocol (launch a
+  work item, report progress, return a typed result), the plan's one chosen in ``choose.py``
+  from what the options ask; a torchrun rank runs the same ``measure_case``, told by the spec's
+  ``RankPlan`` to measure as a rank (``measure/data_parallel.py``), and its ranks' results are
+  merged by one rule;
 - ``measure_case``: measuring one case in this process (every launcher ends here);
 - ``supervise``: the only supervisor of child processes (own session, output pumped, stderr
   tail kept, timeout kills the whole group, the signal that killed a child named);
