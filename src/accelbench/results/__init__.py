@@ -27,6 +27,7 @@ versions first (results/schema.py, which keeps the format history).
 """
 
 from accelbench.measure.trackers.profile_figures import Ceilings, Profile, ProfileFigures
+from accelbench.results.case_key import CaseKey
 from accelbench.results.figures import (
     PARITY_VERDICTS,
     Energy,
@@ -45,7 +46,7 @@ from accelbench.results.schema import SCHEMA_VERSION
 
 __all__ = [
     "INPUT_BOUND_FRACTION", "PARITY_VERDICTS", "PROBE_STATUSES", "SCHEMA_VERSION", "STATUSES",
-    "CaseResult", "Ceilings", "DeviceProbe", "Energy", "Flops", "Parity", "ParityTolerance",
+    "CaseKey", "CaseResult", "Ceilings", "DeviceProbe", "Energy", "Flops", "Parity", "ParityTolerance",
     "ProbeCell", "ProcessRun", "Profile", "ProfileFigures", "RunRecord", "ScaleFigures", "ScaleRank",
     "SensorReading", "Sensors", "rate_unit",
 ]
