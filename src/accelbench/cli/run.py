@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -105,14 +104,7 @@ def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool, again
           as_json: bool = False) -> None:
     from accelbench.cli.compare import print_against
     from accelbench.cli.console import make_console
-    from accelbench.render.fit import Prose
-    from accelbench.render.generation_table import (
-        generation_cases,
-        generation_notes,
-        generation_table,
-    )
-    from accelbench.render.steady import break_even_lines, sustained_lines
-    from accelbench.render.table import busy_line, diagnosis_lines, energy_lines, run_table
+    from accelbench.render.run_output import run_renderables
 
     if as_json:  # stdout holds the JSON only; with --against, the placement among peers in it
         from accelbench.cli.compare import place_against
@@ -123,21 +115,8 @@ def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool, again
         show_json(record, saved, output, {"against": peers_view(*placed)} if placed else None)
         return
     out = make_console()
-    generated = generation_cases(record)
-    steps = dataclasses.replace(record, cases=[c for c in record.cases if c.mode != "generate"])
-    if steps.cases or not generated:
-        out.print(run_table(steps, wide))
-    if generated:
-        out.print(generation_table(record, wide))
-        for line in generation_notes(record):
-            out.print(Prose(line, "dim"))
-    # A busy machine is said once, under every table: each figure above is affected.
-    for line in filter(None, [busy_line(record), *diagnosis_lines(record)]):
-        out.print(Prose(line))
-    for line in energy_lines(record):
-        out.print(Prose(line, "dim"))
-    for line in [*sustained_lines(record), *break_even_lines(record)]:
-        out.print(Prose(line))
+    for part in run_renderables(record, wide):
+        out.print(part)
     if output:
         out.print(f"Result written to {output}")
     out.print(f"Saved to {saved}")

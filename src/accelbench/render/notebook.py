@@ -4,10 +4,9 @@ tables ``accelbench run`` prints, as plain text."""
 
 from __future__ import annotations
 
-import dataclasses
 import io
 
-from rich.console import Console, RenderableType
+from rich.console import Console
 
 from accelbench.measure.trackers.memory import format_bytes
 from accelbench.render.format import format_range, format_rate, format_seconds, with_rate_label
@@ -44,24 +43,12 @@ def record_html(record: RunRecord) -> str:
                   caption=caption, lines=lines)
 
 
-def record_renderables(record: RunRecord) -> list[RenderableType]:
-    """The tables ``accelbench run`` prints for ``record``: the run table (training and
-    evaluation), the generation table with its notes, and the busy-machine line."""
-    from accelbench.render.fit import Prose
-    from accelbench.render.generation_table import generation_cases, generation_notes, generation_table
-    from accelbench.render.table import busy_line, run_table
-
-    generated = generation_cases(record)
-    steps = dataclasses.replace(record, cases=[c for c in record.cases if c.mode != "generate"])
-    parts: list[RenderableType] = [run_table(steps)] if steps.cases or not generated else []
-    if generated:
-        parts += [generation_table(record), *(Prose(line, "dim") for line in generation_notes(record))]
-    return parts + [Prose(line) for line in (busy_line(record),) if line]
-
-
 def record_text(record: RunRecord, width: int = 100) -> str:
-    """``record_renderables`` as plain text at ``width`` columns (``print(result)``)."""
+    """What ``accelbench run`` prints for ``record`` (render/run_output.py), as plain text at
+    ``width`` columns: ``print(result)`` outside a notebook."""
+    from accelbench.render.run_output import run_renderables
+
     console = Console(width=width, file=io.StringIO(), record=True, color_system=None)
-    for part in record_renderables(record):
+    for part in run_renderables(record):
         console.print(part)
     return console.export_text(styles=False).rstrip("\n")
