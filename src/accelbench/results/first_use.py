@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -72,6 +72,8 @@ class Start(Record):
     caches: dict[str, bool | None] = field(default_factory=dict)
     #: Cache lookups during the case (torch's counters: fxgraph_cache_hit, autograd_cache_miss...).
     cache_lookups: dict[str, int] = field(default_factory=dict)
+    #: Written for a reader of the file (``to_dict``), not fields: expected when read back.
+    JSON_EXTRA: ClassVar[tuple[str, ...]] = ("warm", "cold_compile")
 
     @property
     def warm(self) -> bool:
