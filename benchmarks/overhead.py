@@ -50,7 +50,7 @@ def plain_loop(steps: int, warmup: int, batch_size: int) -> float:
 def accelbench_loop(steps: int, warmup: int, batch_size: int) -> float:
     cpu = DeviceSet.current().select("cpu")[0]
     options = RunOptions(stop=StopRule("steps", steps), warmup_steps=warmup)
-    result = run_case(Case("mnist", "train", cpu, batch_size), options)
+    result = run_case(Case(workload="mnist", mode="train", device=cpu, batch_size=batch_size), options)
     assert result.ok, result.error
     return result.measured_time_s / result.measured_steps
 

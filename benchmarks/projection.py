@@ -24,7 +24,7 @@ from accelbench.options import RunOptions, StopRule
 
 def epoch_time(mode: str, stop: StopRule, batch: int, processes: int = 1) -> tuple[float, float, float, str]:
     cpu = DeviceSet.current().select("cpu")[0]
-    case = Case("mnist", mode, cpu, batch)
+    case = Case(workload="mnist", mode=mode, device=cpu, batch_size=batch)
     if processes > 1:
         options = RunOptions(stop=stop, repeat=processes)
         result = merge_repeats([run_with_auto_batch(case, options, None) for _ in range(processes)])

@@ -131,7 +131,7 @@ def measure(args: argparse.Namespace) -> dict:
     stop = StopRule("steps", args.steps) if args.steps else StopRule()
     options = RunOptions(workloads=("planted",), stop=stop, threads=1,
                          workload_files=(str(workload_file),))
-    case = Case("planted", "train", DeviceSet.current().select("cpu")[0], 64)
+    case = Case(workload="planted", mode="train", device=DeviceSet.current().select("cpu")[0], batch_size=64)
     pools: dict[str, list[list[float]]] = {"base": [], "base-again": [], "slow": []}
     factors = {"base": 1.0, "base-again": 1.0, "slow": args.slowdown}
     names = list(pools)
