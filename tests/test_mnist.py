@@ -84,3 +84,21 @@ def test_real_data_case_runs_over_the_files(tmp_path: Path) -> None:
     assert result.dataset_size == 40 and result.steps_per_epoch == 3
     assert result.measured_steps == 3 and len(result.epoch_times) == 1
     assert result.epoch_time()[3] == "measured"
+
+
+def test_mnist_and_the_vae_read_real_data_through_the_workload_hook(tmp_path: Path) -> None:
+    """Issue 35: one real-data hook on Workload (``real_data``; ``check_data`` and ``epoch`` use
+    it): MNIST's normalised images, the VAE's the same files as [0, 1] pixels; a folder without
+    the files is refused before a case runs."""
+    write_tiny_mnist(tmp_path)
+    real = DataOptions(kind="real", data_dir=tmp_path)
+    mnist, vae = get_workload_class("mnist")("tiny"), get_workload_class("vae")("tiny")
+    images, labels = next(iter(mnist.make_batches("train", 40, real)))
+    pixels, same_labels = next(iter(vae.make_batches("train", 40, real)))
+    assert images.shape == pixels.shape == (40, 1, 28, 28) and images.min() < 0
+    assert float(pixels.min()) >= 0.0 and float(pixels.max()) <= 1.0
+    assert len(labels) == len(same_labels) == 40
+    for workload in (mnist, vae):
+        workload.check_data("train", real)  # the files are there
+        with pytest.raises(UsageError):
+            workload.check_data("train", DataOptions(kind="real", data_dir=tmp_path / "none"))

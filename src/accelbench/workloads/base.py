@@ -7,12 +7,14 @@ A workload says what to build and how one step goes; it never times itself (the 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import ClassVar
 
 import torch
 from torch import nn
 
+from accelbench.data.loader import epoch_batches, real_data_dir
 from accelbench.data.options import DataOptions
 from accelbench.errors import UsageError
 from accelbench.workloads import registry
@@ -76,10 +78,36 @@ class Workload(ABC):
         return table[mode]
 
     def check_data(self, mode: str, options: DataOptions) -> None:
-        """Raise UsageError before any case runs when ``options`` cannot give this mode's data."""
+        """Raise UsageError before any case runs when ``options`` cannot give this mode's data
+        (real data: ``check_real_data`` on the folder the run reads)."""
         if options.kind not in self.data_kinds:
             raise UsageError(f"workload {self.name!r} has no {options.kind} data; allowed: "
                              f"{', '.join(self.data_kinds)}")
+        folder = real_data_dir(options)
+        if folder is not None:
+            self.check_real_data(folder, mode)
+
+    # --- real data (a workload whose data_kinds holds "real") ----------------------------------
+    def real_data(self, folder: Path, split: str) -> tuple[torch.Tensor, ...]:
+        """The real data set's tensors of ``split`` ("train" or "eval") read from ``folder``: the
+        one hook a workload with real data implements (``epoch`` and ``check_real_data`` use it)."""
+        raise WorkloadContractError(f"workload {self.name!r} reads no real data")
+
+    def check_real_data(self, folder: Path, mode: str) -> None:
+        """Raise UsageError where ``folder`` cannot give ``mode``'s real data: by reading it
+        (a workload with a cheaper check, or one that needs more splits, overrides this)."""
+        self.real_data(folder, mode)
+
+    def epoch(self, split: str, batch_size: int, options: DataOptions,
+              synthetic: Callable[[torch.Generator, int], Batch], shuffle: bool | None = None,
+              seed_offset: int = 0) -> Iterable[Batch]:
+        """One epoch of ``split``: ``real_data``'s tensors where the run reads real data, else
+        the preset's number of samples made by ``synthetic`` (data/loader.epoch_batches);
+        shuffled when training unless ``shuffle`` says otherwise."""
+        return epoch_batches(options, batch_size, real=lambda folder: self.real_data(folder, split),
+                             synthetic=synthetic, dataset_size=self.samples_per_epoch(split),
+                             shuffle=split == "train" if shuffle is None else shuffle,
+                             seed_offset=seed_offset)
 
     def unavailable_reason(self) -> str | None:
         """None when the workload can run here, else why not and how to fix it."""

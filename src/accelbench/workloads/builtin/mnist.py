@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from accelbench.data.loader import epoch_batches, real_data_dir
 from accelbench.data.mnist import MEAN, STD, load_mnist
 from accelbench.data.options import DataOptions
 from accelbench.workloads.base import Batch, Workload, register
@@ -63,16 +63,11 @@ class Mnist(Workload):
     def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
         return torch.optim.Adadelta(model.parameters(), lr=1.0)
 
-    def make_batches(self, mode: str, batch_size: int, options: DataOptions) -> Iterable[Batch]:
-        return epoch_batches(options, batch_size, real=lambda folder: load_mnist(folder, mode),
-                             synthetic=mnist_like_batch, dataset_size=self.samples_per_epoch(mode),
-                             shuffle=mode == "train")
+    def real_data(self, folder: Path, split: str) -> tuple[torch.Tensor, torch.Tensor]:
+        return load_mnist(folder, split)
 
-    def check_data(self, mode: str, options: DataOptions) -> None:
-        super().check_data(mode, options)
-        folder = real_data_dir(options)
-        if folder is not None:
-            load_mnist(folder, mode)
+    def make_batches(self, mode: str, batch_size: int, options: DataOptions) -> Iterable[Batch]:
+        return self.epoch(mode, batch_size, options, mnist_like_batch)
 
     def training_loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         images, labels = batch

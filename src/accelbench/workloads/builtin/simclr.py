@@ -30,7 +30,6 @@ from torch import nn
 from torchvision.transforms import v2
 
 from accelbench.data.cifar import NUM_CLASSES, check_cifar10, cifar_like_batch, load_cifar10
-from accelbench.data.loader import epoch_batches, real_data_dir
 from accelbench.data.options import DataOptions
 from accelbench.workloads.base import Batch, Workload, register
 from accelbench.workloads.presets import Preset
@@ -158,28 +157,24 @@ class SimCLR(Workload):
         lr = 6e-2 * self.batch_size("train") / 128
         return torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
 
-    def _real_data(self, data_dir: Path, split: str) -> tuple[torch.Tensor, torch.Tensor]:
+    def real_data(self, folder: Path, split: str) -> tuple[torch.Tensor, torch.Tensor]:
         # Kept after the first read: re-reading the pickles would be timed into every kNN epoch end.
         if split not in self._real:
-            self._real[split] = load_cifar10(data_dir, split)
+            self._real[split] = load_cifar10(folder, split)
         return self._real[split]
 
     def _epoch(self, split: str, batch_size: int, options: DataOptions, shuffle: bool) -> Iterable[Batch]:
         # A different seed per split: test images drawn like the memory bank's would sit in it.
-        return epoch_batches(options, batch_size, real=lambda folder: self._real_data(folder, split),
-                             synthetic=cifar_like_batch, dataset_size=self.samples_per_epoch(split),
-                             shuffle=shuffle, seed_offset=1 if split == "eval" else 0)
+        return self.epoch(split, batch_size, options, cifar_like_batch, shuffle,
+                          seed_offset=1 if split == "eval" else 0)
 
     def make_batches(self, mode: str, batch_size: int, options: DataOptions) -> Iterable[Batch]:
         return self._epoch(mode, batch_size, options, shuffle=mode == "train")
 
-    def check_data(self, mode: str, options: DataOptions) -> None:
-        super().check_data(mode, options)
-        folder = real_data_dir(options)
-        if folder is not None:
-            # Training also needs the test split, for the kNN evaluation at each epoch's end.
-            for split in ("train", "eval") if mode == "train" else (mode,):
-                check_cifar10(folder, split)
+    def check_real_data(self, folder: Path, mode: str) -> None:
+        # Training also needs the test split, for the kNN evaluation at each epoch's end.
+        for split in ("train", "eval") if mode == "train" else (mode,):
+            check_cifar10(folder, split)
 
     def training_loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         pixels = to_unit_range(batch[0], model)

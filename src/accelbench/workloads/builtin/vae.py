@@ -13,7 +13,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from accelbench.data.loader import epoch_batches, real_data_dir
 from accelbench.data.mnist import MEAN, STD, load_mnist
 from accelbench.data.options import DataOptions
 from accelbench.workloads.base import Batch, Noise, Workload, register
@@ -65,12 +64,6 @@ def unit_mnist_batch(generator: torch.Generator, batch_size: int) -> Batch:
     return pixels.float() / 255.0, labels
 
 
-def _unit_mnist(folder: Path, mode: str) -> Batch:
-    images, labels = load_mnist(folder, mode)
-    # load_mnist normalises for the classifier; the VAE's BCE target needs raw [0, 1] pixels.
-    return (images * STD + MEAN).clamp_(0.0, 1.0), labels
-
-
 @register
 class Vae(Workload):
     name = "vae"
@@ -90,16 +83,13 @@ class Vae(Workload):
     def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
         return torch.optim.Adam(model.parameters(), lr=1e-3)
 
-    def make_batches(self, mode: str, batch_size: int, options: DataOptions) -> Iterable[Batch]:
-        return epoch_batches(options, batch_size, real=lambda folder: _unit_mnist(folder, mode),
-                             synthetic=unit_mnist_batch, dataset_size=self.samples_per_epoch(mode),
-                             shuffle=mode == "train")
+    def real_data(self, folder: Path, split: str) -> tuple[torch.Tensor, torch.Tensor]:
+        images, labels = load_mnist(folder, split)
+        # load_mnist normalises for the classifier; the VAE's BCE target needs raw [0, 1] pixels.
+        return (images * STD + MEAN).clamp_(0.0, 1.0), labels
 
-    def check_data(self, mode: str, options: DataOptions) -> None:
-        super().check_data(mode, options)
-        folder = real_data_dir(options)
-        if folder is not None:
-            load_mnist(folder, mode)
+    def make_batches(self, mode: str, batch_size: int, options: DataOptions) -> Iterable[Batch]:
+        return self.epoch(mode, batch_size, options, unit_mnist_batch)
 
     def training_loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         images = batch[0]
