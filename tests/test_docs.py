@@ -63,3 +63,15 @@ def test_the_generation_page_has_a_heading_for_each_feature_a_newcomer_looks_for
     for feature in ("`--mode generate`", "`--stream`", "`--protocol`", "Quantized decode",
                     "`compare --published`", "execution recipe"):
         assert any(feature in heading for heading in headings), (feature, headings)
+
+
+def test_the_readme_names_every_tool_the_test_command_runs() -> None:
+    # README "What the test command does" lists scripts/test.sh's steps: a tool added there (a type
+    # checker, say) must be named here too.
+    script = (ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")
+    tools = set(re.findall(r"\.venv/bin/(?:python -m )?([\w-]+)", script)) - {"python", "pip"}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## What the test command does"):]
+    section = section[:section.index("\n## ", 1)]
+    assert tools >= {"lint-imports", "ruff", "mkdocs", "pytest"}, tools
+    assert not [tool for tool in tools if f"`{tool}" not in section], (tools, section)
