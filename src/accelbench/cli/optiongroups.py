@@ -12,10 +12,12 @@ command's own ``help=``).
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from accelbench.devices import DEVICE_HELP
+from accelbench.options import ISOLATIONS, RUN_ISOLATIONS
 from accelbench.options.declared import OPTIONS, RUN_OPTIONS
 
 _KEYWORDS = tuple(option.keyword for option in RUN_OPTIONS)
@@ -43,11 +45,14 @@ _PARSE: dict[str, dict[str, Any]] = {
 
 
 def add_option(parser: argparse.ArgumentParser, keyword: str, help: str | None = None, *,
-               sizes: bool = True) -> None:
+               sizes: bool = True, choices: tuple[str, ...] = ()) -> None:
     """The declared option ``keyword`` as a flag of ``parser``; ``help``: the command's own words
     where the meaning differs (the default is added either way, with the tiny size's where
-    ``sizes``: the command's --size tiny has its own default)."""
+    ``sizes``: the command's --size tiny has its own default); ``choices``: the command's own,
+    where it takes fewer than the declaration's."""
     option = OPTIONS[keyword]
+    if choices:
+        option = replace(option, choices=choices)
     # argparse formats help with %: the declaration writes a plain "95% CI".
     settings: dict[str, Any] = {"dest": keyword, "help": option.help_text(help, sizes).replace("%", "%%"),
                                 **_PARSE[option.parse],
@@ -162,6 +167,10 @@ def add_cudnn_benchmark_argument(parser: argparse.ArgumentParser) -> None:
 
 
 # --- how each case is run ------------------------------------------------------------------------
+#: --isolation's words where the command has no --nproc (sweep).
+_NO_WORLD_HELP = "run each case in its own worker process (a crash costs only that case) or inline"
+
+
 def add_isolation_arguments(parser: argparse.ArgumentParser, *, auto_batch: bool = True,
                             schedule: bool = True, isolation_help: str | None = None,
                             timeout_help: str | None = None, sizes: bool = True,
@@ -169,7 +178,8 @@ def add_isolation_arguments(parser: argparse.ArgumentParser, *, auto_batch: bool
     """--isolation, [--nproc], --case-timeout, [--auto-batch], and with ``schedule`` --cooldown,
     --repeat; ``sizes``: --size tiny shares a warm worker (options.values.resolve_isolation);
     ``world``: --isolation torchrun runs each case as --nproc ranks (run, check)."""
-    add_option(parser, "isolation", isolation_help, sizes=sizes)
+    add_option(parser, "isolation", isolation_help or (None if world else _NO_WORLD_HELP),
+               sizes=sizes, choices=RUN_ISOLATIONS if world else ISOLATIONS)
     if world:
         add_option(parser, "nproc")
     add_option(parser, "case_timeout", timeout_help)
