@@ -18,13 +18,13 @@ from accelbench.measure.trackers.energy import (
     RaplSource,
     energy_figures,
     energy_meter_for,
-    mean_power_joules,
 )
 from accelbench.measure.trackers.energy_nvml import NvmlSource
 from accelbench.measure.trackers.energy_powermetrics import (
     PowermetricsSource,
     parse_powermetrics,
 )
+from accelbench.measure.trackers.energy_source import mean_power_joules
 
 DATA = Path(__file__).resolve().parent / "data" / "energy"
 

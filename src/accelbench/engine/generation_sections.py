@@ -13,7 +13,7 @@ from torch import nn
 from accelbench.devices.precisions import TOLERANCES
 from accelbench.engine.case import Case
 from accelbench.measure.generation.protocols import interactive_budget, protocol_figures
-from accelbench.measure.generation.quantize import QuantizedLayers, tensor_bytes
+from accelbench.measure.generation.quantized_layers import QuantizedLayers, tensor_bytes
 from accelbench.measure.generation.rounds import GenerationFigures
 from accelbench.options import RunOptions
 from accelbench.reference.expected_tokens import TokenKey, token_check

@@ -47,11 +47,9 @@ from accelbench.measure.generation.recipe import prepare_generation
 from accelbench.measure.generation.rounds import GenerationWorkload, check_lengths
 from accelbench.options.check import REFERENCES
 from accelbench.parity.core import TOLERANCES, Tolerance, reference_precision
+from accelbench.parity.greedy import SCALE_FLOOR, greedy_with_logits
 
 ORDER = ("pass", "drift", "diverged", "non-finite", "failed")
-#: Logits are compared relative to the largest |reference logit| at the position; below this the
-#: position's scale is taken as this (an all-zero row would divide by zero).
-SCALE_FLOOR = 1e-12
 
 
 class PrecisionLike(Protocol):
@@ -205,26 +203,6 @@ def judge_generation(reference_tokens: torch.Tensor, reference_logits: torch.Ten
 
 
 # --- running both sides ---------------------------------------------------------------------------
-@torch.no_grad()
-def greedy_with_logits(workload: GenerationWorkload, model: nn.Module, prompt: torch.Tensor,
-                       new_tokens: int, decode_model: nn.Module | None = None
-                       ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Greedy tokens (B, N) and every step's logits (B, N, vocab), both on the CPU (logits in
-    float64). ``decode_model``: what the decode steps run where it is not ``model`` (the
-    execution recipe's compiled decode step)."""
-    decoder = model if decode_model is None else decode_model
-    logits, cache = workload.prefill(model, prompt, prompt.shape[1] + new_tokens)
-    steps = [logits]
-    token = logits.argmax(dim=-1)
-    tokens = [token]
-    for _ in range(new_tokens - 1):
-        logits, cache = workload.decode_step(decoder, token, cache)
-        token = logits.argmax(dim=-1)
-        steps.append(logits)
-        tokens.append(token)
-    return torch.stack(tokens, dim=1).cpu(), torch.stack(steps, dim=1).cpu().double()
-
-
 def relative_margins(logits: torch.Tensor) -> torch.Tensor:
     """Each position's best logit minus its second best, relative to its largest |logit| (B, N
     from logits B, N, vocab): the gap a rounding must close to flip the greedy token, on the same

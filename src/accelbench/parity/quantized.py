@@ -43,9 +43,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from accelbench.measure.generation.quantize import dequantized_int4, int4_weights, linear_layers
+from accelbench.measure.generation.quantize import dequantized_int4, int4_weights
+from accelbench.measure.generation.quantized_layers import linear_layers
 from accelbench.measure.generation.rounds import GenerationWorkload
-from accelbench.parity.generation import SCALE_FLOOR, greedy_with_logits
+from accelbench.parity.greedy import SCALE_FLOOR, greedy_with_logits
 from accelbench.reference.expected_tokens import first_difference
 from accelbench.workloads.base import RANDOM_WEIGHTS
 

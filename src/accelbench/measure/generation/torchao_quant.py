@@ -44,7 +44,7 @@ from accelbench.devices import Device
 from accelbench.devices.precisions import PrecisionSpec, precision_spec
 from accelbench.devices.quantized import Int4Kernel, kernel_for
 from accelbench.measure.generation.decode_bytes import FUSED_READ, stored_bytes
-from accelbench.measure.generation.quantize import (
+from accelbench.measure.generation.quantized_layers import (
     QuantizedLayers,
     is_conv1d,
     linear_layers,

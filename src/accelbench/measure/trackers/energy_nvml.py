@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from accelbench.devices import nvml
-from accelbench.measure.trackers.energy import EnergySource, EnergyUnavailable, PowerSampler
+from accelbench.measure.trackers.energy_source import EnergySource, EnergyUnavailable, PowerSampler
 
 #: How often the driver updates the energy counter and board power (about; NVIDIA documents
 #: neither, and measurements put both near 100 ms on recent GPUs).

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from accelbench.measure.trackers.energy import EnergySource, EnergyUnavailable, mean_power_joules
+from accelbench.measure.trackers.energy_source import EnergySource, EnergyUnavailable, mean_power_joules
 
 POWERMETRICS_INTERVAL_MS = 500
 #: How long powermetrics may take to print its last sample and exit after SIGINT, and to go
