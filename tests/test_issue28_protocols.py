@@ -151,6 +151,8 @@ def test_mlperf_client_reports_each_category_and_their_geometric_mean() -> None:
     record = RunRecord("r1", "2026-11-26T00:00:00+00:00", "0.1.0", cases=cases)
     text = "\n".join(generation_detail_lines(record))
     assert "--protocol mlperf-client" in text and "geometric mean of 5 categories" in text
+    # Issue 36: named as every case is, device before precision ("cpu int4-wo", not "int4-wo cpu").
+    assert "llama-1b cpu int4-wo overall (geometric mean" in text and "int4-wo cpu" not in text
 
 
 def test_the_interactive_budget_is_judged_only_on_a_llama_3_1_8b_shape() -> None:

@@ -69,11 +69,13 @@ def protocol_lines(record: RunRecord) -> list[str]:
         lines += [f"--protocol {name}, as the peer reports it ({PROTOCOL_MARK} in the table: the case's "
                   "rate, and the figures its peer defines):", *rows]
     for overall in mlperf_client_overall(record.cases):
+        # Workload, device, then precision (and compile), as every case is named: "llama-1b cpu int4-wo".
+        workload, _, rest = overall.label.partition(" ")
+        who = " ".join(part for part in (workload, overall.device, rest) if part)
         if overall.missing:
-            lines.append(f"  {overall.label} {overall.device} overall: none (categories missing: "
-                         f"{', '.join(overall.missing)})")
+            lines.append(f"  {who} overall: none (categories missing: {', '.join(overall.missing)})")
         else:
-            lines.append(f"  {overall.label} {overall.device} overall (geometric mean of "
+            lines.append(f"  {who} overall (geometric mean of "
                          f"{len(overall.categories)} categories): TTFT "
                          f"{format_seconds(overall.ttft_s)}, 2nd+ token rate "
                          f"{format_rate(overall.token_rate)} tokens/s")
