@@ -32,11 +32,15 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from accelbench.errors import UsageError
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 T = TypeVar("T")
+D = TypeVar("D", bound="DataclassInstance")
 
 
 class DecodeError(UsageError, ValueError):
@@ -81,9 +85,9 @@ def encode(value: Any) -> Any:
             if not _stored(spec):
                 continue
             item = getattr(value, spec.name)
-            codec = spec.metadata.get("codec")
-            plain = codec is None or item is None
-            out[names.get(spec.name, spec.name)] = encode(item) if plain else codec.encode(item)
+            codec: FieldCodec | None = spec.metadata.get("codec")
+            stored = encode(item) if codec is None or item is None else codec.encode(item)
+            out[names.get(spec.name, spec.name)] = stored
         return out
     if isinstance(value, list | tuple):
         return [encode(item) for item in value]
@@ -187,7 +191,7 @@ class _Reading:
                 continue
         raise self.wrong(value, hint, where)
 
-    def build(self, cls: type[T], data: Any, where: str) -> T:
+    def build(self, cls: type[D], data: Any, where: str) -> D:
         """An instance of the dataclass ``cls`` from its dict form."""
         if not isinstance(data, dict):
             raise DecodeError(f"{self.noun} {where or cls.__name__!r} must be a JSON object, "
@@ -195,7 +199,7 @@ class _Reading:
         names: dict[str, str] = getattr(cls, "JSON_NAMES", {})
         hints = _hints(cls)
         values, known = {}, set(getattr(cls, "JSON_EXTRA", ()))
-        for spec in dataclasses.fields(cls):  # type: ignore[arg-type]
+        for spec in dataclasses.fields(cls):
             key = names.get(spec.name, spec.name)
             known.add(key)
             if not _stored(spec):
@@ -211,8 +215,7 @@ class _Reading:
                                  else self.convert(data[key], hints[spec.name], path))
         unknown = [key for key in data if key not in known]
         if unknown and self.strict:
-            fields = ", ".join(spec.name for spec in dataclasses.fields(cls)  # type: ignore[arg-type]
-                               if _stored(spec))
+            fields = ", ".join(spec.name for spec in dataclasses.fields(cls) if _stored(spec))
             raise DecodeError(f"{field_path(where, str(unknown[0]))}: {cls.__name__} has no field "
                               f"{', '.join(map(repr, unknown))}; its fields: {fields}")
         if unknown and self.skipped is not None:
@@ -270,7 +273,7 @@ def to_dict(options: Any) -> dict[str, Any]:
 def from_dict(kind: type[T], data: dict[str, Any]) -> T:
     """The ``kind`` that :func:`to_dict` wrote as ``data``, strictly (a key that is no field is
     an error naming its path)."""
-    return decode(kind, data)  # type: ignore[no-any-return]
+    return decode(kind, data)
 
 
 class Codec:

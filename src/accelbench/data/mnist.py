@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from numpy.typing import DTypeLike
 
 from accelbench.errors import UsageError
 
@@ -19,7 +20,9 @@ FILES = {
     "eval": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
 }
 MEAN, STD = 0.1307, 0.3081
-_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+_DTYPES: dict[int, DTypeLike] = {
+    0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8",
+}
 
 
 def _find(data_dir: Path, stem: str) -> Path | None:
@@ -64,8 +67,10 @@ def load_mnist(data_dir: Path, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
             f"--data real: MNIST files missing under {data_dir}: {', '.join(missing)} "
             "(expected torchvision's layout DIR/MNIST/raw/<file>[.gz])"
         )
-    images = read_idx(paths[0])  # type: ignore[arg-type]
-    labels = read_idx(paths[1])  # type: ignore[arg-type]
+    image_path, label_path = paths
+    assert image_path is not None and label_path is not None  # none missing, checked above
+    images = read_idx(image_path)
+    labels = read_idx(label_path)
     if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
         raise UsageError(
             f"MNIST files under {data_dir} disagree: images {images.shape}, labels {labels.shape}"
