@@ -21,6 +21,7 @@ from accelbench.compare import (
 )
 from accelbench.engine.repeat import merge_repeats
 from accelbench.results import CaseResult, DeviceProbe, ProbeCell
+from accelbench.results.generation import Generation
 from accelbench.store.history import HistoryDB
 from accelbench.store.jsonfile import save_record
 
@@ -244,7 +245,7 @@ def test_the_rate_column_shows_what_the_ratio_is_computed_from(capsys, monkeypat
         db.add_record(record("ratea1", [case(workload="vae", median=0.1)]))
         db.add_record(record("rateb1", [case(workload="vae", step_times=slow_tail)]))
         db.add_record(record("gena1", [case(workload="gpt2", mode="generate", dataset_size=0,
-                                            generation={"decode_tokens_per_s_total": 24.0})]))
+                                            generation=Generation(decode_tokens_per_s_total=24.0))]))
     assert main(["compare", "ratea1", "rateb1", "gena1"]) == 0
     out = capsys.readouterr().out
     a, b = (db_case.throughput() for db_case in (case(workload="vae", median=0.1),

@@ -34,6 +34,7 @@ from accelbench.render.steady import break_even_lines, sustained_lines
 from accelbench.render.table import run_table
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.catalogue import case_figures, headline
+from accelbench.results.generation import Generation
 from accelbench.results.pairs import attach_break_evens
 from accelbench.results.sustained import SustainedRecord, sustained_figures
 from accelbench.sharing.build import build_bundle
@@ -63,8 +64,9 @@ def _generate(scale: float) -> CaseResult:
                                 rounds=rounds, warmup_rounds=1, kv_cache_bytes=4096,
                                 weight_bytes_per_step=10**6, cache_bytes_per_step=2048,
                                 warmup=warm)
-    generation = {**figures.to_dict(), "bandwidth_share": 0.01,
-                  "bandwidth_reference_bytes_per_s": 1e11, "bandwidth_verdict": "within"}
+    generation = Generation.from_dict({**figures.to_dict(), "bandwidth_share": 0.01,
+                                       "bandwidth_reference_bytes_per_s": 1e11,
+                                       "bandwidth_verdict": "within"})
     return CaseResult(workload="nanogpt-char", mode="generate", device="cpu", batch_size=2,
                       size="tiny", prompt_len=8, new_tokens=8,
                       step_times=[t for r in rounds for t in r.token_times_s],
@@ -76,7 +78,7 @@ def _sustained(median: float) -> CaseResult:
     series = SustainedSeries(1.0, 10.0, "steps", work=[r * 1.0 for r in rates], seconds=[1.0] * 10,
                              ends=[float(i + 1) for i in range(10)])
     record = SustainedRecord(series, sustained_figures(series))
-    return _train("train", median, precision="bf16", sustained=record.to_dict())
+    return _train("train", median, precision="bf16", sustained=record)
 
 
 def _record(run_id: str, scale: float) -> RunRecord:

@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -58,8 +59,9 @@ def _from_host(cpu: str, run_id: str) -> RunRecord:
     record.environment["devices"]["cpu"]["name"] = cpu
     for case in record.cases:
         generation = case.generation
-        generation["decode_bound_words"] = generation["decode_bound_words"].replace(XEON, cpu)
-        generation["host_cpu"] = cpu
+        assert generation is not None and generation.decode_bound_words is not None
+        case.generation = replace(generation, host_cpu=cpu,
+                                  decode_bound_words=generation.decode_bound_words.replace(XEON, cpu))
     return record
 
 
@@ -98,13 +100,14 @@ def test_the_run_table_and_its_json_say_the_bound_recipe_and_kernel(tiny: RunRec
     assert views[0]["decode"]["decode_bound"] == BANDWIDTH and views[1]["decode"]["decode_bound"] == OVERHEAD
     assert views[1]["decode"]["host_cpu"] == XEON and views[0]["decode"]["recipe"] == RECIPE
     assert views[1]["decode"]["kernel"] == "aten._weight_int4pack_mm (tinygemm)"
-    assert views[0]["decode"]["decode_floor_ratio"] == bf16.generation["decode_floor_ratio"]
+    assert bf16.generation is not None
+    assert views[0]["decode"]["decode_floor_ratio"] == bf16.generation.decode_floor_ratio
     assert views[0]["key"]["compile_backend"] == "inductor:reduce-overhead"
     eager = record_view(tiny)["cases"]
     assert [v["decode"]["decode_bound"] for v in eager] == [OVERHEAD, OVERHEAD]  # a tiny model on a CPU
     assert [v["decode"]["recipe"] for v in eager] == ["eager", "eager"]
     assert REFERENCE_INT8 in eager[1]["decode"]["kernel"]
-    assert int4.generation["decode_bound"] == OVERHEAD
+    assert int4.generation is not None and int4.generation.decode_bound == OVERHEAD
 
 
 def test_a_shared_line_carries_the_diagnosis_and_an_older_line_still_loads(tiny: RunRecord) -> None:
@@ -122,7 +125,8 @@ def test_a_shared_line_carries_the_diagnosis_and_an_older_line_still_loads(tiny:
     assert [p.decode.bound for p in peers if p and p.decode] == [BANDWIDTH, OVERHEAD, OVERHEAD, OVERHEAD]
     diagnosis = peers[1].decode if peers[1] else None
     assert diagnosis is not None and diagnosis.floor_ratio == int4["figures"]["decode_floor_ratio"]
-    assert fp32["decode"]["host_cpu"] == tiny.cases[0].generation["host_cpu"]
+    assert tiny.cases[0].generation is not None
+    assert fp32["decode"]["host_cpu"] == tiny.cases[0].generation.host_cpu
     # A line shared before the section existed: read as not judged, compared as before.
     old = {name: value for name, value in int4.items() if name not in ("decode", "hash", "bundle")}
     reread = peer_of(parse_line(dump_line(old)))

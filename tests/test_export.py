@@ -10,6 +10,7 @@ from conftest_report import assert_one_line_error, case, cpu_and_cuda, record
 
 from accelbench.cli import main
 from accelbench.render.export import CSV_COLUMNS, to_csv, to_json, to_markdown
+from accelbench.results.generation import Generation
 from accelbench.store.history import HistoryDB
 from accelbench.store.jsonfile import load_record, save_record
 
@@ -45,12 +46,14 @@ def _generating(tmp_path: Path):
                   "itl_median_s": 0.0415, "e2e_s": 1.4, "execution": {
                       "kv_cache": "static", "prefill": "eager", "decode": "compiled",
                       "compile": "inductor:max-autotune", "cuda_graphs": "not asked"}}
-    pp = {"ttft_s": 0.05, "protocol": {"figure": "pp", "tokens_per_s": 1000.0, "tokens_per_s_sd": 5.0}}
+    pp = {"ttft_s": 0.05, "protocol": {"name": "llama-bench", "test": "pp63", "figure": "pp",
+                                       "tokens_per_s": 1000.0, "tokens_per_s_sd": 5.0}}
     cases = [case(median=0.1),
              case(workload="gpt2", mode="generate", median=0.0415, dataset_size=0, prompt_len=32,
-                  new_tokens=64, compile_backend="inductor:max-autotune", generation=generation),
+                  new_tokens=64, compile_backend="inductor:max-autotune",
+                  generation=Generation.from_dict(generation)),
              case(workload="gpt2", mode="generate", median=0.05, dataset_size=0, prompt_len=63,
-                  new_tokens=1, protocol="llama-bench", generation=pp)]
+                  new_tokens=1, protocol="llama-bench", generation=Generation.from_dict(pp))]
     return load_record(save_record(record("gen1", cases), tmp_path / "gen1.json"))
 
 

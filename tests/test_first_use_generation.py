@@ -19,6 +19,7 @@ from accelbench.measure.generation.rounds import GenerationFigures, GenerationRo
 from accelbench.render.steady import break_even_cell, break_even_lines, first_use_cell, steady_rows
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.first_use import GENERATION
+from accelbench.results.generation import Generation
 from accelbench.results.pairs import attach_break_evens
 from accelbench.workloads import get_workload_class
 
@@ -39,7 +40,7 @@ def _case(generation: dict[str, Any], compile_backend: str = "") -> CaseResult:
     figures = GenerationFigures.from_dict(generation)
     case = CaseResult(workload="nanogpt-char", mode="generate", device="cpu", batch_size=1,
                       compile_backend=compile_backend,
-                      prompt_len=8, new_tokens=5, generation=generation)
+                      prompt_len=8, new_tokens=5, generation=Generation.from_dict(generation))
     case.step_times = figures.token_times_s
     case.warmup_steps = figures.warmup_rounds
     case.time_to_first_step_s = figures.ttft_s
@@ -67,7 +68,8 @@ def test_a_generation_without_recorded_warm_up_rounds_has_no_first_use() -> None
     case = _case(generation)
     costs = case.first_use()
     assert costs.first_use is None and costs.time_to_first_step_s is None
-    assert CaseResult.from_dict(json.loads(json.dumps(case.to_dict()))).generation == generation
+    assert CaseResult.from_dict(json.loads(json.dumps(case.to_dict()))).generation == (
+        Generation.from_dict(generation))
 
 
 def test_a_compiled_generation_gets_its_compile_time_and_break_even_in_generations() -> None:

@@ -37,6 +37,7 @@ from test_table import _widest_record
 from accelbench.cli import COMMANDS
 from accelbench.measure.generation.rounds import GenerationFigures, GenerationRound
 from accelbench.results import CaseResult, Parity, ParityTolerance, RunRecord
+from accelbench.results.generation import Execution, Generation
 
 REPO = Path(__file__).resolve().parent.parent
 WIDTHS = (80, 100, 160)
@@ -138,7 +139,7 @@ def _generation_case() -> CaseResult:
     return CaseResult(workload="transformer-small", mode="generate", device="cpu", batch_size=1,
                       prompt_len=512, new_tokens=128, precision="bf16",
                       step_times=[t for r in rounds for t in r.token_times_s],
-                      generation=figures.to_dict())
+                      generation=Generation.from_dict(figures.to_dict()))
 
 
 def _check_record() -> RunRecord:
@@ -264,16 +265,15 @@ def _protocol_records() -> dict[str, RunRecord]:
     from test_protocol_figures import _record
 
     cases = _record("0123protocol", 1).cases
-    recipe = {"kv_cache": "static", "prefill": "eager", "decode": "compiled, fullgraph",
-              "compile": "inductor:reduce-overhead", "cuda_graphs": "captured (CUDA graphs)"}
+    recipe = Execution(kv_cache="static", prefill="eager", decode="compiled, fullgraph",
+                       compile="inductor:reduce-overhead", cuda_graphs="captured (CUDA graphs)")
     cases = [replace(c, device="cuda:0", precision="bf16", compile_backend="inductor:reduce-overhead",
-                     generation={**(c.generation or {}), "execution": recipe})
+                     generation=replace(c.generation or Generation(), execution=recipe))
              if c.protocol == "gpt-fast" else c for c in cases]
     records = {name: RunRecord(f"{name[:6]}0123456", "2026-11-26T01:39:03+00:00", "0.1.0",
                                cases=[c for c in cases if c.protocol == name])
                for name in ("llama-bench", "gpt-fast", "mlperf-client")}
-    plain = [replace(c, protocol="", generation={k: v for k, v in (c.generation or {}).items()
-                                                 if k != "protocol"})
+    plain = [replace(c, protocol="", generation=replace(c.generation or Generation(), protocol=None))
              for c in records["mlperf-client"].cases]
     records["none"] = RunRecord("none01234567", "2026-11-26T01:39:03+00:00", "0.1.0", cases=plain)
     return records

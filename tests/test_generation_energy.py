@@ -105,8 +105,9 @@ def unmetered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[CaseRe
 
 
 def test_the_energy_window_holds_exactly_the_timed_rounds(metered: CaseResult) -> None:
-    generation, energy = metered.generation or {}, metered.energy
-    assert len(generation["rounds"]) == ROUNDS and generation["warmup_rounds"] >= 1
+    generation, energy = metered.generation, metered.energy
+    assert generation is not None and generation.rounds is not None
+    assert len(generation.rounds) == ROUNDS and (generation.warmup_rounds or 0) >= 1
     assert energy is not None and energy.source == "rapl" and energy.reason == ""
     # Each timed round is one prefill and N - 1 decode steps: N joules. The warm-up's rounds or
     # the byte count's one-token prefill and decode step inside the window would add to them.

@@ -9,6 +9,7 @@ under any load (other work runs beside these tests)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,7 @@ from accelbench.render.generation_table import (
 from accelbench.render.table import busy_line, notes_cell, rate_cell, stop_cell
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.catalogue import case_figures, tail_label
+from accelbench.results.generation import Generation
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -158,7 +160,8 @@ def _case(tpots: list[float], ttfts: list[float] | None = None, token_times: int
     case = CaseResult(workload="nanogpt-char", mode="generate", device="cpu", batch_size=1,
                       prompt_len=8, new_tokens=new, size="tiny", stop_rule="time budget 2 s",
                       stop_reason="time budget",
-                      step_times=[r.decode_s / (new - 1) for r in rounds], generation=figures.to_dict())
+                      step_times=[r.decode_s / (new - 1) for r in rounds],
+                      generation=Generation.from_dict(figures.to_dict()))
     return RunRecord("g1", "2026-11-27T00:00:00+00:00", "0.1.0", cases=[case],
                      environment=environment or {})
 
@@ -180,8 +183,9 @@ def test_a_p99_over_few_rounds_is_stored_and_shown_as_max_of_n() -> None:
     record = _case([0.001, 0.0011, 0.0015], ttfts=[0.002, 0.003, 0.009])
     (case,) = record.cases
     stored = case.generation
-    assert stored["ttft_p99_s"] == stored["ttft_p90_s"] == 0.009  # the maximum, not interpolated
-    assert stored["tail_statistics"]["ttft_p99_s"] == "max of 3"
+    assert stored is not None and stored.tail_statistics is not None
+    assert stored.ttft_p99_s == stored.ttft_p90_s == 0.009  # the maximum, not interpolated
+    assert stored.tail_statistics["ttft_p99_s"] == "max of 3"
     assert case_figures(case)["tpot_p99_s"] == pytest.approx(0.0015)
     assert tail_label(stored, "ttft_p99_s") == "TTFT max of 3"
     cells = _cells(record)
@@ -190,7 +194,7 @@ def test_a_p99_over_few_rounds_is_stored_and_shown_as_max_of_n() -> None:
     assert "p99" not in cells["TTFT p90/p99"] + cells["TPOT p99"]
     # Enough per-token gaps for a 99th percentile: shown as the percentile it is.
     many = _case([0.001] * 12, token_times=10)
-    assert many.cases[0].generation["tail_statistics"]["itl_p99_s"] == "p99 of 120"
+    assert (many.cases[0].generation.tail_statistics or {})["itl_p99_s"] == "p99 of 120"
     assert "max of" not in _cells(many)["ITL p50/p99"]
     few = _case([0.001] * 3, token_times=8)
     assert "max of 24: 1.0 ms" in _cells(few)["ITL p50/p99"]
@@ -198,19 +202,19 @@ def test_a_p99_over_few_rounds_is_stored_and_shown_as_max_of_n() -> None:
 
 def test_a_result_written_before_tail_statistics_reads_as_before() -> None:
     record = _case([0.001, 0.0011, 0.0015])
-    del record.cases[0].generation["tail_statistics"]
+    record.cases[0].generation = replace(record.cases[0].generation, tail_statistics=None)
     assert tail_label(record.cases[0].generation, "ttft_p99_s") == "TTFT p99"
     assert "max of" not in _cells(record)["TPOT p99"]
 
 
 def test_rounds_that_spread_more_than_ten_percent_are_flagged_noisy() -> None:
     apart = _case([0.001, 0.002, 0.001, 0.002, 0.001])  # rounds 2x apart
-    assert apart.cases[0].generation["noisy"] is True
+    assert apart.cases[0].generation.noisy is True
     assert case_figures(apart.cases[0])["round_spread"] > 0.10
     assert _cells(apart)["decode tok/s"].endswith("noisy")
     assert "noisy" in notes_cell(apart.cases[0])
     steady = _case([0.00100, 0.00101, 0.00099, 0.00100, 0.00102])
-    assert steady.cases[0].generation["noisy"] is False
+    assert steady.cases[0].generation.noisy is False
     assert "noisy" not in _cells(steady)["decode tok/s"] and "noisy" not in notes_cell(steady.cases[0])
 
 

@@ -19,6 +19,7 @@ from accelbench.compare.outliers import OUTLIER_MIN_MACHINES, mark_outliers
 from accelbench.compare.peers import PeerResult, place
 from accelbench.measure.generation.rounds import GenerationFigures, GenerationRound
 from accelbench.results.figures import Flops
+from accelbench.results.generation import Generation
 from accelbench.results.records import RunRecord
 from accelbench.sharing.build import build_bundle
 from accelbench.sharing.bundle import dump_line, parse_line
@@ -27,13 +28,13 @@ from accelbench.sharing.shards import duckdb_connection
 from accelbench.sharing.sources import load_peers
 
 
-def _generation(tpot: float = 0.002, **extra: Any) -> dict[str, Any]:
+def _generation(tpot: float = 0.002, **extra: Any) -> Generation:
     rounds = tuple(GenerationRound(0.004 + i * 1e-4, 7 * tpot + i * 1e-5, (tpot,) * 7) for i in range(5))
     figures = GenerationFigures(batch_size=2, prompt_len=16, new_tokens=8, timing_method="host",
                                 rounds=rounds, warmup_rounds=1, kv_cache_bytes=1000,
                                 weight_bytes_per_step=10_000,
                                 cache_bytes_per_step=100).to_dict()
-    return {**figures, **extra}
+    return Generation.from_dict({**figures, **extra})
 
 
 def _generate_record(**generation: Any) -> RunRecord:
@@ -175,10 +176,10 @@ def test_a_line_naming_no_reference_is_held_to_the_shipped_tokens() -> None:
         case = record.cases[0]
         case.batch_size, case.prompt_len, case.new_tokens = 1, 16, 16
         rounds = tuple(GenerationRound(0.004, 15 * 0.002, (0.002,) * 15) for _ in range(5))
-        case.generation = {**GenerationFigures(
+        case.generation = Generation.from_dict({**GenerationFigures(
             batch_size=1, prompt_len=16, new_tokens=16, timing_method="host", rounds=rounds,
             warmup_rounds=1, kv_cache_bytes=1000, weight_bytes_per_step=10_000,
-            cache_bytes_per_step=100).to_dict(), "tokens_hash": tokens_hash}
+            cache_bytes_per_step=100).to_dict(), "tokens_hash": tokens_hash})
         return _line(record)
 
     assert _forged(line(shipped["hash"])).invalid == ""
@@ -200,10 +201,10 @@ def test_the_shipped_reference_wins_over_the_one_a_line_names() -> None:
         case = record.cases[0]
         case.batch_size, case.prompt_len, case.new_tokens = 1, 16, 16
         rounds = tuple(GenerationRound(0.004, 15 * 0.002, (0.002,) * 15) for _ in range(5))
-        case.generation = {**GenerationFigures(
+        case.generation = Generation.from_dict({**GenerationFigures(
             batch_size=1, prompt_len=16, new_tokens=16, timing_method="host", rounds=rounds,
             warmup_rounds=1, kv_cache_bytes=1000, weight_bytes_per_step=10_000,
-            cache_bytes_per_step=100).to_dict(), "tokens_hash": tokens_hash, **validity}
+            cache_bytes_per_step=100).to_dict(), "tokens_hash": tokens_hash, **validity})
         return _forged(_line(record))
 
     forged = line("ef" * 32, tokens_reference_hash="ef" * 32)

@@ -23,6 +23,7 @@ from accelbench.options import RunOptions
 from accelbench.options.values import build_run_options
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.catalogue import case_figures
+from accelbench.results.generation import Generation
 from accelbench.results.key import (
     KEY_DEFAULTS,
     comparability_key,
@@ -111,7 +112,8 @@ def test_llama_bench_prints_the_mean_and_sample_sd_of_the_repetitions() -> None:
     assert tg["samples_tokens_per_s"] == pytest.approx([100.0, 200.0])
     case = CaseResult(workload="llama-1b", mode="generate", device="cpu", batch_size=1, prompt_len=1,
                       new_tokens=128, protocol="llama-bench",
-                      generation={**_figures(1, 128, [0.01], [1.27]).to_dict(), "protocol": tg})
+                      generation=Generation.from_dict({**_figures(1, 128, [0.01], [1.27]).to_dict(),
+                                                       "protocol": tg}))
     figures = case_figures(case)
     assert figures["tg_tokens_per_s"] == tg["tokens_per_s"] and figures["pp_tokens_per_s"] is None
 
@@ -129,18 +131,18 @@ def _category_case(name: str, prompt: int, new: int, ttft: float, tpot: float,
     figures = _figures(prompt, new, [ttft, ttft * 3], [tpot * (new - 1), tpot * 3 * (new - 1)])
     return CaseResult(workload="llama-1b", mode="generate", device="cpu", batch_size=1,
                       prompt_len=prompt, new_tokens=new, precision=precision, protocol="mlperf-client",
-                      generation={**figures.to_dict(),
-                                  "protocol": protocol_figures("mlperf-client", test, figures)})
+                      generation=Generation.from_dict({
+                          **figures.to_dict(), "protocol": protocol_figures("mlperf-client", test, figures)}))
 
 
 def test_mlperf_client_reports_each_category_and_their_geometric_mean() -> None:
     cases = [_category_case(t.name, t.prompt_len, t.new_tokens, 0.1 * (i + 1), 0.01 * (i + 1))
              for i, t in enumerate(fitted_tests("mlperf-client", 8192))]
-    first = cases[0].generation["protocol"]
-    assert first["ttft_mean_s"] == pytest.approx(0.2)  # mean of 0.1 and 0.3
-    assert first["token_rate"] == pytest.approx(1 / 0.02)  # 1 / mean of (end - first) / (n - 1)
+    first = cases[0].generation.protocol if cases[0].generation else None
+    assert first is not None and first.ttft_mean_s == pytest.approx(0.2)  # mean of 0.1 and 0.3
+    assert first.token_rate == pytest.approx(1 / 0.02)  # 1 / mean of (end - first) / (n - 1)
     (overall,) = mlperf_client_overall(cases)
-    ttfts = [c.generation["protocol"]["ttft_mean_s"] for c in cases]
+    ttfts = [c.generation.protocol.ttft_mean_s for c in cases if c.generation and c.generation.protocol]
     assert overall.ttft_s == pytest.approx(math.exp(statistics.fmean(math.log(t) for t in ttfts)))
     assert overall.missing == () and len(overall.categories) == 5
     (partial,) = mlperf_client_overall(cases[:4])

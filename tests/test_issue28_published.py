@@ -14,6 +14,7 @@ from accelbench.measure.generation.rounds import GenerationFigures, GenerationRo
 from accelbench.reference.published import APPLE_CHIPS, DECODE_REFERENCES, decode_references
 from accelbench.render.published_generation import published_rows
 from accelbench.results import CaseResult, RunRecord
+from accelbench.results.generation import Generation
 
 
 def test_the_rows_are_the_documents_with_sources() -> None:
@@ -43,7 +44,7 @@ def _generation_record(precision: str) -> RunRecord:
                                 weight_bytes_per_step=5_000_000, cache_bytes_per_step=0)
     case = CaseResult(workload="llama-1b", mode="generate", device="mps:0", batch_size=1, prompt_len=1,
                       new_tokens=8, precision=precision, device_name="Apple M2",
-                      generation={**figures.to_dict(), "bandwidth_share": 0.61})
+                      generation=Generation.from_dict({**figures.to_dict(), "bandwidth_share": 0.61}))
     return RunRecord("mine0001", "2026-11-26T00:00:00+00:00", "0.1.0", cases=[case])
 
 

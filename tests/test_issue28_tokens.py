@@ -76,14 +76,15 @@ def test_a_run_carries_its_hash_and_a_mismatching_shared_line_is_marked(cli, tmp
     record = RunRecord.from_dict(json.loads(out.read_text()))
     (case,) = record.cases
     generation = case.generation
-    assert generation["tokens"]["match"] == "exact" and generation["tokens_match"] is True
-    assert generation["tokens_hash"] == generation["tokens_reference_hash"]
+    assert generation is not None and generation.tokens is not None
+    assert generation.tokens.match == "exact" and generation.tokens_match is True
+    assert generation.tokens_hash == generation.tokens_reference_hash
     assert "tokens match" in done.stdout
     from accelbench.sharing.plausible import implausible
 
     (line,) = [json.loads(text) for text in build_bundle([record], "a" * 32).lines]
-    assert line["validity"]["tokens_hash"] == generation["tokens_hash"]
+    assert line["validity"]["tokens_hash"] == generation.tokens_hash
     assert implausible(line) == ""
-    generation["tokens_hash"], generation["tokens_match"] = "0" * 64, False
+    generation.tokens_hash, generation.tokens_match = "0" * 64, False
     (forged,) = [json.loads(text) for text in build_bundle([record], "a" * 32).lines]
     assert "do not match the reference" in implausible(forged)

@@ -346,9 +346,10 @@ def test_a_torchao_case_compiles_under_its_settings_and_the_next_case_starts_fro
         result = run_case(torchao_case, options)
         assert result.ok, result.error
         assert inductor.get_config_copy() == before
-        section = result.generation["quantization"]
-        assert section["inductor_settings"]["force_fuse_int_mm_with_mul"] is True
-        assert section["library"] == "torchao" and section["library_version"]
+        section = result.generation.quantization if result.generation else None
+        assert section is not None and section.inductor_settings is not None
+        assert section.inductor_settings["force_fuse_int_mm_with_mul"] is True
+        assert section.library == "torchao" and section.library_version
         assert SEEN and all(SEEN)
         SEEN.clear()
         torch._dynamo.reset()

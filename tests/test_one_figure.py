@@ -19,6 +19,7 @@ from accelbench.render.export import to_csv
 from accelbench.render.format import format_rate
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.catalogue import FIGURES, case_figures, headline, markdown_table
+from accelbench.results.generation import Generation
 from accelbench.store.history import HistoryDB
 
 
@@ -33,14 +34,15 @@ def _generation_case(token_s: float = 0.001, decode_extra: float = 0.003) -> Cas
     return CaseResult(workload="nanogpt-char", mode="generate", device="cpu", batch_size=2,
                       prompt_len=8, new_tokens=8, size="tiny",
                       step_times=[t for r in rounds for t in r.token_times_s],
-                      generation=figures.to_dict())
+                      generation=Generation.from_dict(figures.to_dict()))
 
 
 def test_a_generation_case_has_one_decode_rate() -> None:
     case = _generation_case()
-    stored = case.generation["decode_tokens_per_s_total"]
+    assert case.generation is not None and case.generation.rounds is not None
+    stored = case.generation.decode_tokens_per_s_total
     # TPOT = the median round's decode time / (N - 1); the rate over the batch is B / TPOT.
-    tpot = sorted(r["decode_s"] / 7 for r in case.generation["rounds"])[2]
+    tpot = sorted(r.decode_s / 7 for r in case.generation.rounds)[2]
     assert stored == pytest.approx(2 / tpot)
     assert case.throughput() == stored  # what history, compare, sweep and bundles read
     assert case_figures(case)["decode_tokens_per_s_total"] == stored
@@ -55,7 +57,8 @@ def test_history_export_and_compare_read_the_stored_generation_rate(tmp_path: Pa
     case = _generation_case()
     record = RunRecord("gen1", "2026-11-26T00:00:00+00:00", "0.1.0", cases=[case],
                        environment={"machine": {"hostname": "h"}})
-    stored = case.generation["decode_tokens_per_s_total"]
+    assert case.generation is not None
+    stored = case.generation.decode_tokens_per_s_total
     with HistoryDB(tmp_path / "h.sqlite") as db:
         db.add_record(record)
         (point,) = db.timeline("nanogpt-char", "generate")
@@ -82,7 +85,8 @@ def test_an_old_history_generation_row_is_migrated_to_the_table_figure(tmp_path:
     conn.close()
     with HistoryDB(path) as db:
         (point,) = db.timeline("nanogpt-char", "generate")
-    assert point.throughput == pytest.approx(case.generation["decode_tokens_per_s_total"])
+    assert case.generation is not None
+    assert point.throughput == pytest.approx(case.generation.decode_tokens_per_s_total)
 
 
 def _train_case(steps: list[float]) -> CaseResult:

@@ -34,6 +34,7 @@ from accelbench.render.published_generation import published_rows
 from accelbench.render.site import render_site
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.catalogue import BY_NAME, case_figures, case_headline, headline, markdown_table
+from accelbench.results.generation import Generation
 from accelbench.results.protocol_summary import mlperf_client_overall
 from accelbench.sharing.against import compare_against
 from accelbench.sharing.build import build_bundle
@@ -65,9 +66,9 @@ def _case(protocol: str, test_name: str, scale: float, context: int = 8192) -> C
                                 rounds=rounds, warmup_rounds=1, kv_cache_bytes=4096,
                                 weight_bytes_per_step=10**6, cache_bytes_per_step=2048,
                                 streamed=test.reads_each_token)
-    generation = {**figures.to_dict(), "protocol": protocol_figures(protocol, test, figures),
-                  "bandwidth_reference_bytes_per_s": 1e11, "bandwidth_share": 0.01,
-                  "bandwidth_verdict": "within"}
+    generation = Generation.from_dict({
+        **figures.to_dict(), "protocol": protocol_figures(protocol, test, figures),
+        "bandwidth_reference_bytes_per_s": 1e11, "bandwidth_share": 0.01, "bandwidth_verdict": "within"})
     return CaseResult(workload="llama-1b", mode="generate", device="cpu", device_name=MODEL, batch_size=1,
                       size="tiny", prompt_len=test.prompt_len, new_tokens=test.new_tokens,
                       protocol=protocol, step_times=list(figures.token_times_s) or [r.ttft_s for r in rounds],
@@ -95,13 +96,16 @@ def test_each_protocol_case_s_rate_is_its_peer_s_figure(runs: tuple[RunRecord, R
     assert names[:3] == ["pp_tokens_per_s", "tg_tokens_per_s", "gpt_fast_tokens_per_s"]
     assert set(names[3:]) == {"mlperf_token_rate"}
     pp, tg, gpt_fast = a.cases[:3]
-    assert pp.throughput() == pp.generation["protocol"]["tokens_per_s"]
-    assert tg.throughput() == tg.generation["protocol"]["tokens_per_s"]
-    assert gpt_fast.throughput() == gpt_fast.generation["protocol"]["tokens_per_s"]
-    assert a.cases[3].throughput() == a.cases[3].generation["protocol"]["token_rate"]
+    sections = [c.generation for c in a.cases[:4]]
+    assert all(s is not None and s.protocol is not None for s in sections)
+    pp_, tg_, gpt_fast_, category = sections
+    assert pp.throughput() == pp_.protocol.tokens_per_s
+    assert tg.throughput() == tg_.protocol.tokens_per_s
+    assert gpt_fast.throughput() == gpt_fast_.protocol.tokens_per_s
+    assert a.cases[3].throughput() == category.protocol.token_rate
     # The peer's mean is not accelbench's median (what every surface showed before).
-    assert abs(tg.throughput() / tg.generation["output_tokens_per_s"] - 1) > 0.05
-    assert abs(pp.throughput() / pp.generation["prefill_tokens_per_s"] - 1) > 0.05
+    assert abs(tg.throughput() / tg_.output_tokens_per_s - 1) > 0.05
+    assert abs(pp.throughput() / pp_.prefill_tokens_per_s - 1) > 0.05
     assert headline("generate").name == "decode_tokens_per_s_total"  # a case without a protocol
     for case in a.cases:  # the rate's interval is of the rate's own statistic
         low, high = case.throughput_ci()
@@ -218,10 +222,10 @@ def test_a_real_llama_bench_run_reads_each_tg_token_and_shows_one_figure(cli, tm
     assert done.returncode == 0, done.stderr
     record = RunRecord.from_dict(json.loads(out.read_text()))
     pp, tg = record.cases
-    assert (pp.generation["streamed"], tg.generation["streamed"]) == (False, True)
-    assert tg.generation["timing_method"] == STREAMED
-    assert (pp.generation["protocol"]["clock"], tg.generation["protocol"]["clock"]) == (
-        DEVICE_CADENCE, PER_TOKEN_READ)
+    assert pp.generation and pp.generation.protocol and tg.generation and tg.generation.protocol
+    assert (pp.generation.streamed, tg.generation.streamed) == (False, True)
+    assert tg.generation.timing_method == STREAMED
+    assert (pp.generation.protocol.clock, tg.generation.protocol.clock) == (DEVICE_CADENCE, PER_TOKEN_READ)
     flat = " ".join(done.stdout.split())
     for case in (pp, tg):
         assert f"{format_rate(case.throughput())}*" in flat
@@ -243,8 +247,8 @@ def test_a_real_llama_bench_run_reads_each_tg_token_and_shows_one_figure(cli, tm
 def test_end_to_end_latency_and_output_tokens_are_the_field_s(runs: tuple[RunRecord, RunRecord]) -> None:
     a, _ = runs
     tg = a.cases[1]
-    rounds = tg.generation["rounds"]
-    e2e = sorted(r["ttft_s"] + r["decode_s"] for r in rounds)[2]
+    assert tg.generation is not None and tg.generation.rounds is not None
+    e2e = sorted(r.ttft_s + r.decode_s for r in tg.generation.rounds)[2]
     figures = case_figures(tg)
     assert figures["e2e_s"] == pytest.approx(e2e)
     assert figures["output_tokens_per_s"] == pytest.approx(1 * tg.new_tokens / e2e)

@@ -80,13 +80,14 @@ def _forged(line: dict[str, Any], **validity: Any) -> dict[str, Any]:
 
 def test_an_honest_int4_line_is_not_implausible_and_gets_peers(honest: RunRecord) -> None:
     generation = _case(honest, "int4-wo").generation
-    tokens = generation["tokens"]
+    assert generation is not None and generation.tokens is not None
+    tokens = generation.tokens.to_dict()
     tie = TOLERANCES["int4-wo"].passed
     # The run left the reference (the case this test exists for), at a near tie.
     assert tokens["match"] == "differs" and tokens["verdict"] == "near tie", tokens
     position = tokens["first_difference"]
     assert tokens["reference_margin"] == reference_margin(expected(KEY), position) <= tie
-    assert generation["tokens_match"] is False and generation["tokens_verdict"] == "near tie"
+    assert generation.tokens_match is False and generation.tokens_verdict == "near tie"
     line = _line(honest, "int4-wo")
     assert line["validity"]["tokens_first_difference"] == position
     assert line["validity"]["tokens_reference_margin"] == tokens["reference_margin"]
@@ -101,7 +102,9 @@ def test_an_honest_int4_line_is_not_implausible_and_gets_peers(honest: RunRecord
 
 def test_a_forged_fp32_line_is_still_marked(honest: RunRecord) -> None:
     fp32 = _line(honest, "fp32")
-    assert _case(honest, "fp32").generation["tokens"]["verdict"] == "exact" and implausible(fp32) == ""
+    fp32_tokens = _case(honest, "fp32").generation
+    assert fp32_tokens and fp32_tokens.tokens and fp32_tokens.tokens.verdict == "exact"
+    assert implausible(fp32) == ""
     changed = _forged(fp32, tokens_hash="ef" * 32)
     assert "do not match the reference hash (fp32 must follow" in implausible(changed)
     # Claiming the int4 line's near tie does not help an fp32 line: fp32 must follow.
@@ -141,7 +144,9 @@ def test_a_difference_where_the_reference_had_a_clear_winner_is_marked(honest: R
 
 
 def test_the_table_says_where_and_why(honest: RunRecord) -> None:
-    tokens = _case(honest, "int4-wo").generation["tokens"]
+    generation = _case(honest, "int4-wo").generation
+    assert generation is not None and generation.tokens is not None
+    tokens = generation.tokens.to_dict()
     assert describe(tokens) == f"tokens differ at {tokens['first_difference']}: a near tie"
     words = describe(tokens, full=True)
     position = tokens["first_difference"]

@@ -15,6 +15,7 @@ from accelbench.compare import LabelledRun, compare_runs
 from accelbench.render import figures
 from accelbench.render.html import render_report
 from accelbench.results import Ceilings, DeviceProbe, Parity, ProbeCell, Profile, ProfileFigures
+from accelbench.results.generation import ProtocolSection
 from accelbench.store.history import HistoryDB, TimelinePoint
 from accelbench.store.jsonfile import save_record
 
@@ -367,8 +368,8 @@ def test_bars_are_named_by_what_differs_between_them() -> None:
     assert [name for name, _, _ in bars] == ["int8-wo", "int4-wo"]
 
     def category(test: str, prompt: int, new: int):
-        generation = {**plain.generation, "protocol": {"name": "mlperf-client", "test": test,
-                                                        "figure": "category"}}
+        generation = replace(plain.generation, protocol=ProtocolSection("mlperf-client", test,
+                                                                         figure="category"))
         return replace(plain, protocol="mlperf-client", prompt_len=prompt, new_tokens=new,
                        generation=generation)
 

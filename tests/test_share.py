@@ -11,6 +11,7 @@ from conftest_report import assert_one_line_error
 from conftest_share import EPYC_MODEL, H100_MODEL, environment, result, run
 
 from accelbench.results import ProcessRun
+from accelbench.results.generation import Generation
 from accelbench.sharing.build import build_bundle
 from accelbench.sharing.bundle import BUNDLE_VERSION, dump_line
 from accelbench.sharing.machine_id import machine_id_path, stored_machine_id
@@ -237,7 +238,7 @@ def test_the_share_table_never_shows_a_status_as_a_rate() -> None:
 
     cases = [result(EPYC_MODEL, 500.0),
              replace(result(EPYC_MODEL, 500.0, step_times=[0.01] * 5, prompt_len=8, new_tokens=4,
-                            generation={"ttft_s": 0.01}), mode="generate"),  # finished, no decode rate
+                            generation=Generation(ttft_s=0.01)), mode="generate"),  # finished, no decode rate
              result(EPYC_MODEL, 500.0, workload="vae", status="failed", step_times=[], error="boom")]
     text = "".join(line + "\n" for line in build_bundle([run("s1", cases, environment("cpu", EPYC_MODEL))],
                                                        "m" * 32).lines)

@@ -19,6 +19,7 @@ from accelbench.render.site import render_site
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.catalogue import case_figures, headline
 from accelbench.results.figures import Flops
+from accelbench.results.generation import Generation
 from accelbench.results.key import KEY_DEFAULTS, KEY_FIELDS, comparability_key
 from accelbench.sharing import bundle as bundle_module
 from accelbench.sharing.against import compare_against
@@ -52,12 +53,13 @@ def _value(name: str, other: bool = False) -> Any:
     return f"{name}-{'y' if other else 'x'}"
 
 
-def _generation(batch: int, prompt: int, new: int, tpot: float = 0.002) -> dict[str, Any]:
+def _generation(batch: int, prompt: int, new: int, tpot: float = 0.002) -> Generation:
     rounds = tuple(GenerationRound(0.004 + i * 1e-4, (new - 1) * tpot + i * 1e-5, (tpot,) * (new - 1))
                    for i in range(5))
-    return GenerationFigures(batch_size=batch, prompt_len=prompt, new_tokens=new, timing_method="host",
-                             rounds=rounds, warmup_rounds=1, kv_cache_bytes=1000,
-                             weight_bytes_per_step=10_000, cache_bytes_per_step=100).to_dict()
+    return Generation.from_dict(GenerationFigures(
+        batch_size=batch, prompt_len=prompt, new_tokens=new, timing_method="host", rounds=rounds,
+        warmup_rounds=1, kv_cache_bytes=1000, weight_bytes_per_step=10_000,
+        cache_bytes_per_step=100).to_dict())
 
 
 def _keyed_case(values: dict[str, Any]) -> CaseResult:
@@ -216,12 +218,12 @@ def test_a_figure_above_its_devices_ceiling_is_flagged_and_left_out_of_the_band(
     records = [_generate_record(16, 400.0 + i, i) for i in range(7)]
     for index, record in enumerate(records):
         generation = record.cases[0].generation
-        assert generation is not None
-        measured = generation["effective_bandwidth_bytes_per_s"]
+        assert generation is not None and generation.effective_bandwidth_bytes_per_s is not None
+        measured = generation.effective_bandwidth_bytes_per_s
         # Two lines claim a decode far above the bandwidth their device measured.
         over = index < 2
-        generation.update(bandwidth_reference_bytes_per_s=measured / (10 if over else 0.5),
-                          last_level_cache_bytes=1)
+        generation.bandwidth_reference_bytes_per_s = measured / (10 if over else 0.5)
+        generation.last_level_cache_bytes = 1
     for index, record in enumerate(records):
         write_bundle(tmp_path / f"m{index}.jsonl", [record], machine_id=f"{index:016x}")
     loaded = load_peers([str(tmp_path)], print)

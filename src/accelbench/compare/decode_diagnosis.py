@@ -95,7 +95,18 @@ class DecodeDiagnosis:
     @classmethod
     def of_case(cls, case: CaseResult) -> DecodeDiagnosis | None:
         """A finished generation case's diagnosis as its result stored it."""
-        return cls.of_generation(case.generation) if case.mode == "generate" and case.ok else None
+        generation = case.generation if case.mode == "generate" and case.ok else None
+        if generation is None:
+            return None
+        execution = generation.execution
+        bound = generation.decode_bound if generation.decode_bound in (OVERHEAD, BANDWIDTH) else ""
+        found = cls(bound or "", _text(generation.decode_bound_words),
+                    _number(generation.decode_floor_s), _number(generation.decode_floor_ratio),
+                    _text(generation.host_cpu),
+                    tuple((name, _text(getattr(execution, name))) for name in _EXECUTION)
+                    if execution is not None else (),
+                    _text(generation.quantization.kernel) if generation.quantization else "")
+        return found if found != cls() else None
 
     @property
     def recorded_execution(self) -> dict[str, str]:

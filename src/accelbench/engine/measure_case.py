@@ -36,6 +36,7 @@ from accelbench.measure.trackers.region import EnergyTracker, MemoryTracker, Sen
 from accelbench.options import RunOptions
 from accelbench.results import CaseResult, Energy, Flops, Sensors
 from accelbench.results.first_use import phases
+from accelbench.results.generation import Generation
 from accelbench.results.sustained import SustainedRecord
 from accelbench.workloads.base import Workload
 from accelbench.workloads.catalogue import get_workload_class
@@ -261,16 +262,17 @@ def _measure_generation(case: Case, workload: Workload, options: RunOptions,
                 casts_each_step=CompileSpec.parse(case.compile_backend).backend not in ("", "eager"),
                 decode_model=runner.decode, timed=energy)
         runner.confirm()
-    result.generation = {**figures.to_dict(), **_decode_against_bandwidth(case.device, figures),
-                         **generation_sections(case, options, workload, model, figures, quantized),
-                         "execution": runner.finish().to_dict()}
+    result.generation = Generation.from_dict(
+        {**figures.to_dict(), **_decode_against_bandwidth(case.device, figures),
+         **generation_sections(case, options, workload, model, figures, quantized),
+         "execution": runner.finish().to_dict()}, "generation")
     steps = figures.decode_steps
     per_token = figures.token_times_s
     result.step_times = per_token or ([r.decode_s / steps for r in figures.rounds] if steps
                                       else [r.ttft_s for r in figures.rounds])
     result.warmup_steps, result.stop_reason = figures.warmup_rounds, figures.stop_reason
     # The first whole generation (the catalogue's time_to_first_step_s), not the TTFT it shows apart.
-    result.time_to_first_step_s = phases(result, figures.to_dict()).first_s
+    result.time_to_first_step_s = phases(result, result.generation).first_s
     _record_memory(result, memory)
     if energy is not None and energy.result is not None:
         result.energy = Energy.from_dict(energy.result.generation_figures(

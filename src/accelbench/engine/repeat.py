@@ -19,6 +19,7 @@ import numpy as np
 from accelbench.measure.generation.decode_bytes import decode_judgements
 from accelbench.measure.generation.rounds import GenerationFigures
 from accelbench.results import CaseResult, ProcessRun
+from accelbench.results.generation import Generation
 from accelbench.results.sustained import SustainedRecord
 
 
@@ -42,7 +43,7 @@ def process_run(result: CaseResult) -> ProcessRun:
         median_step_s=float(np.median(times)) if times else None,
         mean_step_s=float(np.mean(times)) if times else None,
         # A generation case's per-process figure (results/process.py): its TPOT.
-        tpot_s=result.generation.get("tpot_s") if result.generation else None,
+        tpot_s=result.generation.tpot_s if result.generation else None,
         # --sustained: this process's own burst/sustained figures and verdict.
         sustained=result.sustained.figures if result.sustained else None,
     )
@@ -68,18 +69,18 @@ def merge_repeats(results: Sequence[CaseResult]) -> CaseResult:
     if len(sustained) > 1 and len(sustained) == len(finished):
         # Every process's burst against every process's sustained part, not the first's alone.
         merged.sustained = SustainedRecord.pooled(sustained)
-    generations = [r.generation for r in finished if r.generation and r.generation.get("rounds")]
+    generations = [r.generation for r in finished if r.generation and r.generation.rounds]
     if len(generations) > 1:
         # Every process's rounds, so the case's TTFT and TPOT are over all of them.
-        figures = [GenerationFigures.from_dict(g) for g in generations]
+        first = generations[0]
+        figures = [GenerationFigures.from_dict(g.to_dict()) for g in generations]
         pooled = replace(figures[0], rounds=tuple(r for f in figures for r in f.rounds))
-        merged.generation = {**generations[0], **pooled.to_dict()}
-        reference = generations[0].get("bandwidth_reference_bytes_per_s")
-        effective = pooled.effective_bandwidth_bytes_per_s
-        if isinstance(reference, int | float) and reference > 0 and effective and pooled.tpot_s:
-            merged.generation.update(decode_judgements(
-                effective, pooled.tpot_s, pooled.bytes_per_step, reference,
-                generations[0].get("last_level_cache_bytes"), str(generations[0].get("host_cpu", ""))))
+        sections = pooled.to_dict()
+        reference, effective = first.bandwidth_reference_bytes_per_s, pooled.effective_bandwidth_bytes_per_s
+        if reference and reference > 0 and effective and pooled.tpot_s:
+            sections.update(decode_judgements(effective, pooled.tpot_s, pooled.bytes_per_step, reference,
+                                              first.last_level_cache_bytes, first.host_cpu or ""))
+        merged.generation = Generation.from_dict({**first.to_dict(), **sections}, "generation")
     peaks = [r.peak_memory_bytes for r in finished if r.peak_memory_bytes is not None]
     merged.peak_memory_bytes = max(peaks) if peaks else merged.peak_memory_bytes
     setups = [r.setup_peak_memory_bytes for r in finished if r.setup_peak_memory_bytes is not None]

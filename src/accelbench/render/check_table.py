@@ -32,13 +32,13 @@ def _number(value: float | None) -> str:
 
 def _generation_detail(case: CaseResult) -> str:
     """``check --mode generate``: what the verdict rests on (the tokens compared, the logits)."""
-    parity = (case.generation or {}).get("parity")
-    if not parity:
+    parity = case.generation.parity if case.generation else None
+    if parity is None:
         return ""
-    if parity.get("quality") and parity.get("verdict_message"):
+    if parity.quality and parity.verdict_message:
         # The quantized quality is printed in full under the table (generation_detail.quality_lines).
-        return f"{parity['verdict_message']}; quantized: kernel, agreement and KL below the table"
-    return str(parity.get("message") or "")
+        return f"{parity.verdict_message}; quantized: kernel, agreement and KL below the table"
+    return parity.message
 
 
 def check_row(case: CaseResult) -> list[str | Text]:

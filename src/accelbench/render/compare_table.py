@@ -39,6 +39,7 @@ from accelbench.render.generation_execution import bound_words, execution_words
 from accelbench.render.steady import STEADY_COLUMNS, STEADY_NOTE, steady_rows
 from accelbench.render.words import shorten
 from accelbench.results import CaseResult
+from accelbench.results.generation import Generation
 from accelbench.results.key import config_label
 
 COLUMNS = ("", "run", "machine", "memory", "config", "CPU rate", "CPU epoch", "accelerator",
@@ -86,8 +87,8 @@ def _decode_mark(case: CaseResult, notes: Footnotes | None) -> str:
     diagnosis = DecodeDiagnosis.of_case(case)
     if diagnosis is None or not diagnosis.short_bound():
         return ""
-    generation = case.generation or {}
-    words = "; ".join(w for w in (execution_words(generation.get("execution")), bound_words(generation)) if w)
+    generation = case.generation or Generation()
+    words = "; ".join(w for w in (execution_words(generation.execution), bound_words(generation)) if w)
     return f", {diagnosis.short_bound()}" + (notes.add(f"{case.workload} {case.device} "
                                                        f"{case.precision}: {words}") if notes else "")
 

@@ -52,7 +52,6 @@ def case_figures(record: RunRecord, case: CaseResult) -> dict[str, object]:
     ci = case.throughput_ci()
     epoch = case.epoch_time() if steps else None
     machine = record.environment.get("machine", {})
-    generation = case.generation if isinstance(case.generation, dict) else {}
     return {
         "run_id": record.run_id, "created_at": record.created_at,
         "machine": machine.get("hostname", "") if isinstance(machine, dict) else "",
@@ -63,7 +62,7 @@ def case_figures(record: RunRecord, case: CaseResult) -> dict[str, object]:
         "prompt_len": case.prompt_len if not steps else None,
         "new_tokens": case.new_tokens if not steps else None,
         "streamed": case.streamed if not steps else None, "protocol": case.protocol,
-        "execution": execution_words(generation.get("execution")),
+        "execution": execution_words(case.generation.execution if case.generation else None),
         "data": case.data, "size": case.size, "status": case.status, "error": case.error,
         "rate": case.throughput(), "rate_name": case_headline(case).name, "rate_unit": case.rate_unit(),
         "rate_ci_low": ci[0] if ci else None, "rate_ci_high": ci[1] if ci else None,

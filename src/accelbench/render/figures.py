@@ -43,15 +43,15 @@ Bar = tuple[str, float, tuple[float, float] | None]
 
 def _protocol_test(case: CaseResult) -> str:
     """A --protocol case's protocol and test ("mlperf-client creative writing", "llama-bench pp512")."""
-    section = (case.generation or {}).get("protocol")
-    test = section.get("test") if isinstance(section, dict) else None
+    section = case.generation.protocol if case.generation else None
+    test = section.test if section is not None else None
     return f"{case.protocol} {test}" if test and test != case.protocol else case.protocol
 
 
 def _compile_words(case: CaseResult) -> str:
     """The compile back end and, where the execution recipe recorded it, its mode."""
-    execution = (case.generation or {}).get("execution")
-    recorded = execution.get("compile") if isinstance(execution, dict) else None
+    execution = case.generation.execution if case.generation else None
+    recorded = execution.compile if execution is not None else None
     if recorded:
         return f"compile {recorded}"
     return f"compile:{case.compile_backend}" if case.compile_backend else "eager"

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from accelbench.results import CaseResult, rate_unit
 from accelbench.results.catalogue import max_of
+from accelbench.results.generation import Generation
 from accelbench.results.stats import wider_than_figure
 
 
@@ -35,12 +35,13 @@ def format_seconds(seconds: float | None) -> str:
     return f"{seconds / 60:.1f} min"
 
 
-def format_tail(generation: Mapping[str, Any], name: str) -> str:
+def format_tail(generation: Generation, name: str) -> str:
     """A generation case's tail figure (``ttft_p99_s`` ...) in seconds, led by "max of N:" where
     its values were too few for the percentile (results/catalogue.max_of), so it never reads as
     one."""
-    text = format_seconds(generation.get(name))
-    stated = max_of(generation, name) if generation.get(name) is not None else ""
+    value = getattr(generation, name)  # a tail field: ttft_p90_s, ttft_p99_s, tpot_p99_s, itl_p99_s
+    text = format_seconds(value)
+    stated = max_of(generation, name) if value is not None else ""
     return f"{stated}: {text}" if stated else text
 
 

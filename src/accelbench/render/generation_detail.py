@@ -13,6 +13,7 @@ from accelbench.reference.expected_tokens import describe
 from accelbench.render.format import format_bytes_rate, format_rate, format_seconds
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.catalogue import BY_NAME, tail_label
+from accelbench.results.generation import ProtocolSection, Quantization
 from accelbench.results.protocol_summary import mlperf_client_overall
 
 #: Marks a table cell that holds a --protocol figure (the generation table's PROTOCOL_CELLS).
@@ -29,27 +30,27 @@ def _who(case: CaseResult) -> str:
     return f"{case.workload} {case.device} {case.precision}"
 
 
-def _plus_minus(section: dict[str, Any]) -> str:
-    sd = section.get("tokens_per_s_sd")
+def _plus_minus(section: ProtocolSection) -> str:
+    sd = section.tokens_per_s_sd
     spread = f" ± {format_rate(sd)}" if sd is not None else ""
-    return f"{format_rate(section.get('tokens_per_s'))}{spread} tokens/s"
+    return f"{format_rate(section.tokens_per_s)}{spread} tokens/s"
 
 
-def _protocol_line(case: CaseResult, section: dict[str, Any]) -> str:
-    figure, label = section.get("figure"), section.get("label", section.get("test"))
+def _protocol_line(case: CaseResult, section: ProtocolSection) -> str:
+    figure, label = section.figure, section.label or section.test
     who = f"  {_who(case)} {label}"
     # The clock the peer's figures were read by (a result written before it was kept: unsaid).
-    clock = f"; {section['clock']}" if section.get("clock") else ""
+    clock = f"; {section.clock}" if section.clock else ""
     if figure in ("pp", "tg"):
-        return f"{who}: {_plus_minus(section)} (mean ± sd over {section.get('rounds')} repetitions{clock})"
+        return f"{who}: {_plus_minus(section)} (mean ± sd over {section.rounds} repetitions{clock})"
     if figure == "decode":
         share = _figure(case, "gpt_fast_bandwidth_share")
-        return (f"{who}: {format_rate(section.get('tokens_per_s'))} tokens/s, bandwidth achieved "
-                f"{format_bytes_rate(section.get('bandwidth_bytes_per_s'))}"
+        return (f"{who}: {format_rate(section.tokens_per_s)} tokens/s, bandwidth achieved "
+                f"{format_bytes_rate(section.bandwidth_bytes_per_s)}"
                 + (f" ({share:.0%} of measured)" if share is not None else "")
-                + f" (mean over {section.get('rounds')} samples{clock})")
-    return (f"{who}: TTFT {format_seconds(section.get('ttft_mean_s'))}, 2nd+ token rate "
-            f"{format_rate(section.get('token_rate'))} tokens/s (mean over {section.get('rounds')} "
+                + f" (mean over {section.rounds} samples{clock})")
+    return (f"{who}: TTFT {format_seconds(section.ttft_mean_s)}, 2nd+ token rate "
+            f"{format_rate(section.token_rate)} tokens/s (mean over {section.rounds} "
             f"iterations{clock})")
 
 
@@ -61,9 +62,9 @@ def protocol_lines(record: RunRecord) -> list[str]:
     cases = [c for c in record.cases if c.mode == "generate" and c.ok and c.generation]
     by_protocol: dict[str, list[str]] = {}
     for case in cases:
-        section = case.generation.get("protocol") if case.generation else None
-        if isinstance(section, dict):
-            by_protocol.setdefault(str(section.get("name")), []).append(_protocol_line(case, section))
+        section = case.generation.protocol if case.generation else None
+        if section is not None:
+            by_protocol.setdefault(section.name, []).append(_protocol_line(case, section))
     lines = []
     for name, rows in by_protocol.items():
         lines += [f"--protocol {name}, as the peer reports it ({PROTOCOL_MARK} in the table: the case's "
@@ -82,44 +83,44 @@ def protocol_lines(record: RunRecord) -> list[str]:
     return lines
 
 
-def _quantization_line(case: CaseResult, section: dict[str, Any]) -> str:
-    group = section.get("group_size")
-    smaller = sorted(set((section.get("smaller_groups") or {}).values()))
+def _quantization_line(case: CaseResult, section: Quantization) -> str:
+    group = section.group_size
+    smaller = sorted(set(section.smaller_groups.values()))
     grouping = f", groups of {group}" if group else ""
     if smaller:
         grouping += f" ({'/'.join(map(str, smaller))} where a layer has fewer inputs)"
-    kept = section.get("kept") or {}
+    kept = section.kept
     kept_text = f"; kept in bf16: {', '.join(f'{k} ({v})' for k, v in kept.items())}" if kept else ""
-    return (f"  {_who(case)}: {section.get('quantized_layers')} linear layers packed for "
-            f"{section.get('kernel')}{grouping}; the weights hold "
-            f"{format_bytes(section.get('weight_bytes'))} (unquantized "
-            f"{format_bytes(section.get('unquantized_bytes'))}){kept_text}")
+    return (f"  {_who(case)}: {section.quantized_layers} linear layers packed for "
+            f"{section.kernel}{grouping}; the weights hold "
+            f"{format_bytes(section.weight_bytes)} (unquantized "
+            f"{format_bytes(section.unquantized_bytes)}){kept_text}")
 
 
 def generation_detail_lines(record: RunRecord) -> list[str]:
     cases = [c for c in record.cases if c.mode == "generate" and c.ok and c.generation]
     lines = protocol_lines(record)
-    quantized = [(c, c.generation["quantization"]) for c in cases if c.generation
-                 and isinstance(c.generation.get("quantization"), dict)]
+    quantized = [(c, c.generation.quantization) for c in cases
+                 if c.generation and c.generation.quantization is not None]
     if quantized:
         lines.append("weight-only quantization:")
         lines += list(dict.fromkeys(_quantization_line(case, section) for case, section in quantized))
         lines.append(f"  reading: {QUANTIZED_READING}")
-    tokens = [f"{_who(c)} {c.prompt_len}+{c.new_tokens}: {describe(c.generation.get('tokens'), full=True)}"
-              for c in cases if c.generation and c.generation.get("tokens")]
+    tokens = [f"{_who(c)} {c.prompt_len}+{c.new_tokens}: {describe(c.generation.tokens.to_dict(), full=True)}"
+              for c in cases if c.generation and c.generation.tokens]
     if tokens:
         lines.append("greedy tokens against the fp64 CPU reference's (shipped hashes): "
                      + "; ".join(tokens))
     for case in cases:
-        budget = case.generation.get("mlperf_interactive") if case.generation else None
-        if isinstance(budget, dict):
-            verdict = "meets" if budget.get("meets") else "misses"
+        budget = case.generation.mlperf_interactive if case.generation else None
+        if budget is not None:
+            verdict = "meets" if budget.meets else "misses"
             lines.append(f"{_who(case)}: {verdict} MLPerf Inference's interactive budget for "
-                         f"{budget.get('shape')} ({tail_label(case.generation, 'ttft_p99_s')} "
-                         f"{format_seconds(budget.get('ttft_p99_s'))} of 500 ms, "
+                         f"{budget.shape} ({tail_label(case.generation, 'ttft_p99_s')} "
+                         f"{format_seconds(budget.ttft_p99_s)} of 500 ms, "
                          f"{tail_label(case.generation, 'tpot_p99_s')} "
-                         f"{format_seconds(budget.get('tpot_p99_s'))} of 30 ms, "
-                         f"over {budget.get('rounds')} rounds)")
+                         f"{format_seconds(budget.tpot_p99_s)} of 30 ms, "
+                         f"over {budget.rounds} rounds)")
     return lines
 
 
@@ -130,9 +131,9 @@ def quality_lines(record: RunRecord) -> list[str]:
 
     lines = []
     for case in record.cases:
-        parity = (case.generation or {}).get("parity")
-        quality = parity.get("quality") if isinstance(parity, dict) else None
-        if isinstance(quality, dict):
+        parity = case.generation.parity if case.generation else None
+        quality = parity.quality if parity is not None else None
+        if quality is not None:
             lines.append(f"{_who(case)} prompt {case.prompt_len} +{case.new_tokens}: "
                          f"{describe_quality(quality)}")
     return lines

@@ -5,40 +5,37 @@ measure/generation/decode_bytes.judge_decode). Read from the stored sections, ne
 
 from __future__ import annotations
 
-from typing import Any
-
 from accelbench.render.format import format_seconds
 from accelbench.results import CaseResult, RunRecord
+from accelbench.results.generation import Execution, Generation
 
 
 def _who(case: CaseResult) -> str:
     return f"{case.workload} {case.device} {case.precision}"
 
 
-def execution_words(section: Any) -> str:
+def execution_words(section: Execution | None) -> str:
     """"cache static, kept; prefill eager; decode compiled, fullgraph (inductor:reduce-overhead);
     CUDA graphs: captured (CUDA graphs)"; "" for a result without the section."""
-    if not isinstance(section, dict):
+    if section is None:
         return ""
-    compile_text = section.get("compile") or "not compiled"
-    return (f"cache {section.get('kv_cache', '?')}; prefill {section.get('prefill', '?')}; decode "
-            f"{section.get('decode', '?')} ({compile_text}); CUDA graphs: "
-            f"{section.get('cuda_graphs', '?')}")
+    compile_text = section.compile or "not compiled"
+    return (f"cache {section.kv_cache or '?'}; prefill {section.prefill or '?'}; decode "
+            f"{section.decode or '?'} ({compile_text}); CUDA graphs: {section.cuda_graphs or '?'}")
 
 
-def bound_words(generation: dict[str, Any]) -> str:
+def bound_words(generation: Generation) -> str:
     """"overhead-bound (host launches, <CPU>): 12x the bandwidth floor of 21 µs/token" or
     "bandwidth-bound: 64% of measured bandwidth (floor 0.4 ms/token)"; "" where not judged."""
-    words, floor = generation.get("decode_bound_words"), generation.get("decode_floor_s")
-    if not isinstance(words, str) or not isinstance(floor, int | float):
+    words, floor = generation.decode_bound_words, generation.decode_floor_s
+    if words is None or floor is None:
         return ""
     return f"{words} (floor {format_seconds(floor)}/token)"
 
 
-def short_bound(generation: dict[str, Any]) -> str:
+def short_bound(generation: Generation) -> str:
     """One word for a table cell: "overhead" or "bw-bound"; "" where not judged."""
-    bound = generation.get("decode_bound")
-    return {"overhead": "overhead", "bandwidth": "bw-bound"}.get(str(bound), "")
+    return {"overhead": "overhead", "bandwidth": "bw-bound"}.get(generation.decode_bound or "", "")
 
 
 def execution_lines(record: RunRecord) -> list[str]:
@@ -48,7 +45,7 @@ def execution_lines(record: RunRecord) -> list[str]:
         generation = case.generation if case.mode == "generate" else None
         if not case.ok or not generation:
             continue
-        parts = [p for p in (execution_words(generation.get("execution")), bound_words(generation)) if p]
+        parts = [p for p in (execution_words(generation.execution), bound_words(generation)) if p]
         if parts:
             lines.append(f"  {_who(case)}: {'; '.join(parts)}")
     return ["execution and decode bound (TPOT over 3x the bandwidth floor = overhead-bound):", *lines] \

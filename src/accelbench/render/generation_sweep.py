@@ -48,16 +48,16 @@ def prompt_sweep_rows(record: RunRecord, error_width: int = 60) -> list[list[str
             if not case.ok or figures is None:
                 rows.append([*head, case.status.upper(), shorten(case.error, error_width), "", "", ""])
                 continue
-            rows.append([*head, format_seconds(figures.get("ttft_s")),
-                         format_rate(figures.get("prefill_tokens_per_s")),
-                         format_rate(figures.get("decode_tokens_per_s")),
-                         format_bytes(figures.get("kv_cache_bytes") or 0), memory_cell(case)])
+            rows.append([*head, format_seconds(figures.ttft_s),
+                         format_rate(figures.prefill_tokens_per_s),
+                         format_rate(figures.decode_tokens_per_s),
+                         format_bytes(figures.kv_cache_bytes or 0), memory_cell(case)])
     return rows
 
 
 def _decode(case: CaseResult) -> float | None:
-    value = (case.generation or {}).get("decode_tokens_per_s") if case.ok else None
-    return float(value) if isinstance(value, int | float) and value > 0 else None
+    value = case.generation.decode_tokens_per_s if case.ok and case.generation else None
+    return value if value is not None and value > 0 else None
 
 
 def prompt_sweep_lines(record: RunRecord) -> list[str]:

@@ -16,6 +16,7 @@ from accelbench.render.generation_execution import execution_lines, short_bound
 from accelbench.render.words import shorten
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.catalogue import BY_NAME, max_of
+from accelbench.results.generation import Generation
 
 
 def generation_cases(record: RunRecord) -> list[CaseResult]:
@@ -49,40 +50,40 @@ WIDE_COLUMNS = ("TTFT p90/p99", "TPOT p99", "weights", "tokens", "rounds")
 
 def _label(case: CaseResult) -> str:
     label = f"{case.workload} {case.device} {case.precision}"
-    figures = case.generation or {}
+    figures = case.generation or Generation()
     # Compiled and eager rows must not look alike: the compile back end and mode, and whether
     # CUDA graphs were captured (the execution recipe, measure/generation/recipe.py).
     if case.compile_backend:
         label += f" compile:{case.compile_backend}"
-    execution = figures.get("execution")
-    if isinstance(execution, dict) and str(execution.get("cuda_graphs", "")).startswith("captured"):
+    if figures.execution is not None and figures.execution.cuda_graphs.startswith("captured"):
         label += " +graphs"
-    if figures.get("streamed"):
+    if figures.streamed:
         label += " streamed"
-    protocol = figures.get("protocol")
-    if isinstance(protocol, dict):
-        name, test = protocol.get("name"), protocol.get("test")
+    protocol = figures.protocol
+    if protocol is not None:
+        name, test = protocol.name, protocol.test
         label += f" [{name}]" if test == name else f" [{name} {test}]"
     elif case.protocol:
         label += f" [{case.protocol}]"
     return label
 
 
-def _wide_cells(figures: dict) -> list[str]:
+def _wide_cells(figures: Generation) -> list[str]:
     p90, p99 = (format_tail(figures, name) for name in ("ttft_p90_s", "ttft_p99_s"))
     # Both the maximum of the same rounds: one figure, said once.
     ttft = p99 if p90 == p99 and max_of(figures, "ttft_p99_s") else f"{p90} / {p99}"
-    rounds = figures.get("rounds") or ()
-    reason = figures.get("stop_reason")
+    rounds = figures.rounds or ()
+    reason = figures.stop_reason
     return [ttft, format_tail(figures, "tpot_p99_s"),
-            format_bytes(figures["weights_memory_bytes"]) if figures.get("weights_memory_bytes") else "",
-            describe(figures.get("tokens")), f"{len(rounds)} ({reason})" if reason else str(len(rounds))]
+            format_bytes(figures.weights_memory_bytes) if figures.weights_memory_bytes else "",
+            describe(figures.tokens.to_dict() if figures.tokens else None),
+            f"{len(rounds)} ({reason})" if reason else str(len(rounds))]
 
 
-def _request_cells(figures: dict) -> list[str]:
+def _request_cells(figures: Generation) -> list[str]:
     """End-to-end latency and output tokens/s (blank in a result written before they were kept)."""
-    e2e = figures.get("e2e_s")
-    return [format_seconds(e2e), format_rate(figures.get("output_tokens_per_s"))] if e2e else ["", ""]
+    e2e = figures.e2e_s
+    return [format_seconds(e2e), format_rate(figures.output_tokens_per_s)] if e2e else ["", ""]
 
 
 def _mark_protocol(case: CaseResult, row: list[str]) -> None:
@@ -97,12 +98,12 @@ def _mark_protocol(case: CaseResult, row: list[str]) -> None:
 def itl_cell(case: CaseResult) -> str:
     """"351 µs / 679 µs" (p50 / p99); "—" for a case that makes one token (no inter-token gap:
     a llama-bench pp case); "windows" where the steps were timed in windows, not one by one."""
-    figures = case.generation or {}
+    figures = case.generation or Generation()
     if case.new_tokens <= 1:
         return NO_DECODE
-    if figures.get("itl_p99_s") is None:
+    if figures.itl_p99_s is None:
         return "windows"
-    return f"{format_seconds(figures['itl_median_s'])} / {format_tail(figures, 'itl_p99_s')}"
+    return f"{format_seconds(figures.itl_median_s)} / {format_tail(figures, 'itl_p99_s')}"
 
 
 def generation_rows(record: RunRecord, wide: bool = False) -> list[list[str]]:
@@ -117,15 +118,15 @@ def generation_rows(record: RunRecord, wide: bool = False) -> list[list[str]]:
             rows.append([label, shape, shorten(f"{case.status}: {case.error}", 60),
                          *["-"] * (len(GENERATION_COLUMNS) - 3 + extra)])
             continue
-        share = figures.get("bandwidth_share")
-        flag = "!" if "measurement error" in str(figures.get("bandwidth_verdict")) else ""
-        row = [label, shape, format_seconds(figures["ttft_s"]),
-               format_rate(figures["prefill_tokens_per_s"]),
-               format_rate(figures.get("decode_tokens_per_s")) + (" noisy" if figures.get("noisy") else ""),
-               format_rate(figures.get("decode_tokens_per_s_total")), *_request_cells(figures),
-               itl_cell(case), format_bytes(figures["kv_cache_bytes"]),
-               format_bytes(figures["bytes_per_step"]),
-               format_bytes_rate(figures.get("effective_bandwidth_bytes_per_s")),
+        share = figures.bandwidth_share
+        flag = "!" if "measurement error" in str(figures.bandwidth_verdict) else ""
+        row = [label, shape, format_seconds(figures.ttft_s),
+               format_rate(figures.prefill_tokens_per_s),
+               format_rate(figures.decode_tokens_per_s) + (" noisy" if figures.noisy else ""),
+               format_rate(figures.decode_tokens_per_s_total), *_request_cells(figures),
+               itl_cell(case), format_bytes(figures.kv_cache_bytes),
+               format_bytes(figures.bytes_per_step),
+               format_bytes_rate(figures.effective_bandwidth_bytes_per_s),
                f"{share:.0%}{flag}" if share is not None else "n/a", short_bound(figures)]
         if case.new_tokens <= 1:
             for column in DECODE_COLUMNS:
@@ -152,7 +153,7 @@ def generation_table(record: RunRecord, wide: bool = False) -> FittedTable:
 def generation_notes(record: RunRecord) -> list[str]:
     """How the cases were timed (device events, windows on MPS, host clock), once per method;
     then the protocols' figures, the quantized layers, the tokens and MLPerf's budget."""
-    methods = sorted({str(case.generation.get("timing_method", "")) for case in
+    methods = sorted({case.generation.timing_method or "" for case in
                       generation_cases(record) if case.generation})
     lines = [f"generation timed by: {method}" for method in methods if method]
     if any(case.ok and case.generation for case in generation_cases(record)):
@@ -166,16 +167,16 @@ def generation_notes(record: RunRecord) -> list[str]:
 def rounds_lines(record: RunRecord) -> list[str]:
     """Per stop rule (the result's ``stop_rule``): how many rounds the cases timed and why they
     stopped, so a budget that settled a case and one that ran out read apart."""
-    by_rule: dict[str, list[dict]] = {}
+    by_rule: dict[str, list[Generation]] = {}
     for case in generation_cases(record):
-        if case.ok and case.generation and case.generation.get("rounds"):
+        if case.ok and case.generation and case.generation.rounds:
             by_rule.setdefault(case.stop_rule, []).append(case.generation)
     lines = []
     for rule, sections in by_rule.items():
-        counts = sorted(len(g["rounds"]) for g in sections)
+        counts = sorted(len(g.rounds or ()) for g in sections)
         timed = f"{counts[0]}" if counts[0] == counts[-1] else f"{counts[0]}-{counts[-1]}"
         # A fixed count's reason ("rounds") says nothing the rule does not.
-        reasons = [str(g.get("stop_reason") or "") for g in sections]
+        reasons = [g.stop_reason or "" for g in sections]
         why = ", ".join(f"{reason} ({reasons.count(reason)})" if len(sections) > 1 else reason
                         for reason in dict.fromkeys(reasons) if reason and reason != FIXED_COUNT)
         lines.append(f"generation rounds: {timed} timed" + (f", stopped by {why}" if why else "")

@@ -107,14 +107,15 @@ def generation_rows(runs: Sequence[LabelledRun]) -> list[tuple[str, ...]]:
                                  item[1].batch_size, item[1].new_tokens, item[1].prompt_len))
     rows = []
     for run, case in found:
-        g = case.generation or {}
-        itl = (f"{format_seconds(g.get('itl_median_s'))} / {format_tail(g, 'itl_p99_s')}"
-               if g.get("itl_p99_s") is not None else "windows (no per-token times)")
-        share = g.get("bandwidth_share")
+        g = case.generation
+        assert g is not None  # found holds generation cases only
+        itl = (f"{format_seconds(g.itl_median_s)} / {format_tail(g, 'itl_p99_s')}"
+               if g.itl_p99_s is not None else "windows (no per-token times)")
+        share = g.bandwidth_share
         rows.append((run.label, case.workload, case.device, case.precision, str(case.batch_size),
-                     str(case.prompt_len), str(case.new_tokens), format_seconds(g.get("ttft_s")),
-                     format_rate(g.get("prefill_tokens_per_s")), format_rate(g.get("decode_tokens_per_s")),
-                     format_rate(g.get("decode_tokens_per_s_total")), itl,
-                     format_bytes(g.get("kv_cache_bytes")), format_bytes(g.get("bytes_per_step")),
-                     f"{share:.0%}" if share is not None else str(g.get("bandwidth_verdict", "n/a"))))
+                     str(case.prompt_len), str(case.new_tokens), format_seconds(g.ttft_s),
+                     format_rate(g.prefill_tokens_per_s), format_rate(g.decode_tokens_per_s),
+                     format_rate(g.decode_tokens_per_s_total), itl,
+                     format_bytes(g.kv_cache_bytes), format_bytes(g.bytes_per_step),
+                     f"{share:.0%}" if share is not None else g.bandwidth_verdict or "n/a"))
     return rows

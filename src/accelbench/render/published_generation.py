@@ -58,8 +58,8 @@ def _mine(case: CaseResult, label: str) -> tuple[str, ...]:
     and, for gpt-fast, its bandwidth achieved; else the decode rate per sequence (the published
     rows are batch 1) and the decode bandwidth."""
     figures = case_figures(case)
-    protocol = (case.generation or {}).get("protocol")
-    named = protocol.get("test") if isinstance(protocol, dict) else None
+    protocol = case.generation.protocol if case.generation else None
+    named = protocol.test if protocol is not None else None
     test = str(named or f"{case.prompt_len}+{case.new_tokens}")
     rate = case.throughput() if case.protocol else figures.get("decode_tokens_per_s")
     own = figures.get("gpt_fast_bandwidth_bytes_per_s") is not None

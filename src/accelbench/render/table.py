@@ -101,8 +101,8 @@ def notes_cell(case: CaseResult) -> str:
 def noisy(case: CaseResult) -> bool:
     """The case's samples spread more than results/stats.NOISY_REL_IQR: a generation case's
     rounds (as stored: ``round_spread``), else its steps."""
-    if case.generation and "noisy" in case.generation:
-        return bool(case.generation["noisy"])
+    if case.generation and case.generation.noisy is not None:
+        return case.generation.noisy
     summary = case.summary()
     return bool(summary and summary.noisy)
 
@@ -176,9 +176,9 @@ def stop_cell(case: CaseResult) -> str:
 
 def generation_precision(case: CaseResult) -> float | None:
     """The median TPOT's 95% interval half-width (the wider side) over the median, as stored."""
-    figures = case.generation or {}
-    tpot, interval = figures.get("tpot_s"), figures.get("tpot_ci_s")
-    if not isinstance(tpot, int | float) or tpot <= 0 or not isinstance(interval, list) or len(interval) != 2:
+    tpot = case.generation.tpot_s if case.generation else None
+    interval = case.generation.tpot_ci_s if case.generation else None
+    if tpot is None or tpot <= 0 or interval is None:
         return None
     return max(tpot - interval[0], interval[1] - tpot) / tpot
 

@@ -23,13 +23,49 @@ site read for it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from accelbench.measure.loop.median_ci import NOISY_REL_IQR
-from accelbench.results.records import CaseResult
+from accelbench.results.figures import Energy, Flops
+from accelbench.results.first_use import BreakEven, FirstUse
+from accelbench.results.generation import Generation, ProtocolSection
+from accelbench.results.stats import Summary
+from accelbench.results.sustained import SustainedRecord
 from accelbench.workloads.protocols import reported_figure
+
+
+class CaseView(Protocol):
+    """What the catalogue reads of a case (results/records.CaseResult, which reads its own rate
+    and writes its figures through this module, so the catalogue names only what it reads)."""
+
+    mode: str
+    protocol: str
+    new_tokens: int
+    batch_size: int
+    step_times: list[float]
+    peak_memory_bytes: int | None
+    setup_peak_memory_bytes: int | None
+    generation: Generation | None
+    sustained: SustainedRecord | None
+    break_even: BreakEven | None
+    flops: Flops | None
+    energy: Energy | None
+
+    def throughput(self) -> float | None: ...
+
+    def tokens_per_s(self) -> float | None: ...
+
+    def summary(self) -> Summary | None: ...
+
+    def epoch_time(self) -> tuple[float, float, float, str] | None: ...
+
+    def first_use(self) -> FirstUse: ...
+
+    def input_fraction(self) -> float | None: ...
+
 
 TRAIN_EVAL = ("train", "eval")
 GENERATE = ("generate",)
@@ -47,56 +83,67 @@ class Figure:
     #: How it was measured, in a sentence.
     method: str
     modes: tuple[str, ...]
-    read: Callable[[CaseResult], Any]
+    read: Callable[[CaseView], Any]
 
 
-def _generation(name: str) -> Callable[[CaseResult], Any]:
-    def read(case: CaseResult) -> Any:
-        value = (case.generation or {}).get(name)
-        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+def _number(value: Any) -> Any:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _field(record: type, name: str) -> str:
+    """``name``, checked to be a field of ``record`` when the catalogue is defined."""
+    if name not in {spec.name for spec in dataclasses.fields(record)}:
+        raise AssertionError(f"{record.__name__} has no field {name!r}")
+    return name
+
+
+def _generation(name: str) -> Callable[[CaseView], Any]:
+    """A figure of the case's ``generation`` section (results/generation.Generation)."""
+    attribute = _field(Generation, name)
+
+    def read(case: CaseView) -> Any:
+        return _number(getattr(case.generation, attribute)) if case.generation else None
     return read
 
 
-def _protocol(figure: str, name: str) -> Callable[[CaseResult], Any]:
+def _protocol(figure: str, name: str) -> Callable[[CaseView], Any]:
     """A --protocol figure, on a case whose protocol test reports it (workloads/protocols.py)."""
-    def read(case: CaseResult) -> Any:
-        section = (case.generation or {}).get("protocol")
-        if not isinstance(section, Mapping) or section.get("figure") != figure:
+    attribute = _field(ProtocolSection, name)
+
+    def read(case: CaseView) -> Any:
+        section = case.generation.protocol if case.generation else None
+        if section is None or section.figure != figure:
             return None
-        value = section.get(name)
-        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+        return _number(getattr(section, attribute))
     return read
 
 
-def _protocol_share(case: CaseResult) -> Any:
+def _protocol_share(case: CaseView) -> Any:
     """gpt-fast's bandwidth achieved over the bandwidth the device measured (both stored)."""
     achieved = _protocol("decode", "bandwidth_bytes_per_s")(case)
     reference = _generation("bandwidth_reference_bytes_per_s")(case)
     return achieved / reference if achieved is not None and reference else None
 
 
-def _sub(record: str, name: str) -> Callable[[CaseResult], Any]:
-    def read(case: CaseResult) -> Any:
+def _sub(record: str, name: str) -> Callable[[CaseView], Any]:
+    def read(case: CaseView) -> Any:
         section = getattr(case, record)
-        if section is None:
-            return None
-        value = section.get(name) if isinstance(section, Mapping) else getattr(section, name, None)
-        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+        return _number(getattr(section, name, None)) if section is not None else None
     return read
 
 
-def _sustained(name: str, per_sample: bool) -> Callable[[CaseResult], Any]:
+def _sustained(name: str, per_sample: bool) -> Callable[[CaseView], Any]:
     """A sustained figure; the rates in the case's own unit (the series counts steps, each of
     ``batch_size`` samples: ``render/steady.sustained_lines`` shows them so)."""
-    def read(case: CaseResult) -> Any:
+    def read(case: CaseView) -> Any:
         record = case.sustained
         value = getattr(record.figures, name, None) if record is not None else None
         return value * case.batch_size if per_sample and value is not None else value
     return read
 
 
-def _first_use(name: str) -> Callable[[CaseResult], Any]:
-    def read(case: CaseResult) -> Any:
+def _first_use(name: str) -> Callable[[CaseView], Any]:
+    def read(case: CaseView) -> Any:
         if not case.step_times:
             return None
         cost = getattr(case.first_use(), name, None)
@@ -104,17 +151,17 @@ def _first_use(name: str) -> Callable[[CaseResult], Any]:
     return read
 
 
-def _epoch(case: CaseResult) -> float | None:
+def _epoch(case: CaseView) -> float | None:
     epoch = case.epoch_time()
     return epoch[0] if epoch else None
 
 
-def _median_step(case: CaseResult) -> float | None:
+def _median_step(case: CaseView) -> float | None:
     summary = case.summary()
     return summary.median if summary else None
 
 
-def _break_even(case: CaseResult) -> Any:
+def _break_even(case: CaseView) -> Any:
     return case.break_even.steps if case.break_even is not None else None
 
 
@@ -308,7 +355,7 @@ def headline(mode: str, protocol: str = "", new_tokens: int = 0) -> Figure:
     return BY_NAME[PROTOCOL_HEADLINES.get(kind or "", "decode_tokens_per_s_total")]
 
 
-def case_headline(case: CaseResult) -> Figure:
+def case_headline(case: CaseView) -> Figure:
     return headline(case.mode, case.protocol, case.new_tokens)
 
 
@@ -344,21 +391,21 @@ ACROSS_CASES: tuple[AcrossCases, ...] = (
 )
 
 
-def max_of(generation: Mapping[str, Any] | None, name: str) -> str:
+def max_of(generation: Generation | None, name: str) -> str:
     """"max of 12" where a generation case's tail figure ``name`` (``ttft_p99_s`` ...) is the
     maximum of values too few for its percentile (the case's stored ``tail_statistics``), else ""
     (a result written before they were kept says nothing)."""
-    stated = ((generation or {}).get("tail_statistics") or {}).get(name)
+    stated = ((generation.tail_statistics if generation else None) or {}).get(name)
     return stated if isinstance(stated, str) and stated.startswith("max of ") else ""
 
 
-def tail_label(generation: Mapping[str, Any] | None, name: str) -> str:
+def tail_label(generation: Generation | None, name: str) -> str:
     """A tail figure's name for this case: its label ("TTFT p99"), or "TTFT max of 12"."""
     label, stated = BY_NAME[name].label, max_of(generation, name)
     return f"{label.rsplit(' ', 1)[0]} {stated}" if stated else label
 
 
-def case_figures(case: CaseResult) -> dict[str, Any]:
+def case_figures(case: CaseView) -> dict[str, Any]:
     """Every catalogue figure of the case's mode, by name (None where the case has none): what
     ``--json``, bundles and exports carry."""
     return {f.name: f.read(case) for f in FIGURES if case.mode in f.modes}

@@ -29,7 +29,7 @@ compile that hit a cache says so.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -37,6 +37,7 @@ import numpy as np
 
 from accelbench.measure.loop.median_ci import CONFIDENCE, median_ci
 from accelbench.measure.loop.timing import Timing
+from accelbench.results.generation import Generation, Round
 from accelbench.results.stats import MIN_EFFECT
 from accelbench.results.validate import Record
 
@@ -153,23 +154,23 @@ class Phases:
     first_s: float | None
 
 
-def _round_seconds(rounds: Sequence[Mapping[str, Any]]) -> list[float]:
-    return [float(r["ttft_s"]) + float(r["decode_s"]) for r in rounds]
+def _round_seconds(rounds: Sequence[Round]) -> list[float]:
+    return [r.ttft_s + r.decode_s for r in rounds]
 
 
-def phases(timing: Timing, generation: Mapping[str, Any] | None = None) -> Phases:
+def phases(timing: Timing, generation: Generation | None = None) -> Phases:
     """Steps for a training or eval case; whole rounds for a generation case (its ``generation``
     figures): each round's time to first token plus its decode. A generation record written
     before the warm-up rounds were kept has no warm-up here (its first use is unknown)."""
-    if generation is None or "rounds" not in generation:
+    if generation is None or generation.rounds is None:
         return Phases(STEP, list(timing.step_times), timing.warmup_time_s, timing.warmup_steps,
                       timing.time_to_first_step_s)
-    warm = _round_seconds(generation.get("warmup", ()))
-    return Phases(GENERATION, _round_seconds(generation["rounds"]), sum(warm) if warm else None,
+    warm = _round_seconds(generation.warmup or ())
+    return Phases(GENERATION, _round_seconds(generation.rounds), sum(warm) if warm else None,
                   len(warm), warm[0] if warm else None)
 
 
-def warmup_excess(timing: Timing, generation: Mapping[str, Any] | None = None,
+def warmup_excess(timing: Timing, generation: Generation | None = None,
                   confidence: float = CONFIDENCE) -> Cost | None:
     """The warm-up less as many steady steps (or rounds): a compiled case's compile time, an
     uncompiled one's first-use costs over its whole warm-up."""
@@ -178,13 +179,13 @@ def warmup_excess(timing: Timing, generation: Mapping[str, Any] | None = None,
 
 
 def compile_time(timing: Timing, confidence: float = CONFIDENCE,
-                 generation: Mapping[str, Any] | None = None) -> Cost | None:
+                 generation: Generation | None = None) -> Cost | None:
     """A compiled case's compile time: its warm-up less as many steady steps (or rounds)."""
     return warmup_excess(timing, generation, confidence)
 
 
 def first_use_cost(timing: Timing, confidence: float = CONFIDENCE,
-                   generation: Mapping[str, Any] | None = None) -> Cost | None:
+                   generation: Generation | None = None) -> Cost | None:
     """A case's first step (or generation) less a steady one (a device's first-use cost, in a
     fresh process)."""
     found = phases(timing, generation)
@@ -300,7 +301,7 @@ class FirstUse:
     caveat: str = ""
 
     @classmethod
-    def of(cls, timing: Timing, compiled: bool, generation: Mapping[str, Any] | None = None,
+    def of(cls, timing: Timing, compiled: bool, generation: Generation | None = None,
            start: Start | None = None) -> FirstUse:
         found = phases(timing, generation)
         return cls(found.first_s, found.warmup_s, found.warmup_count,

@@ -17,8 +17,10 @@ from accelbench.measure.loop.median_ci import relative_median_ci_half_width
 from accelbench.measure.loop.timing import Timing
 from accelbench.measure.trackers.profile_figures import Profile
 from accelbench.results.case_key import CaseKey
+from accelbench.results.catalogue import case_figures, case_headline
 from accelbench.results.figures import Energy, Flops, Parity, ProcessRun, ScaleFigures, Sensors
 from accelbench.results.first_use import BreakEven, FirstUse, Start
+from accelbench.results.generation import Generation, protocol_rate_ci
 from accelbench.results.probe import DeviceProbe
 from accelbench.results.schema import SCHEMA_VERSION, upgrade
 from accelbench.results.stats import Summary, drift, geometric_ci, mean_ci, summarize
@@ -29,7 +31,7 @@ from accelbench.results.validate import build, dump, field_path
 #: the loader, not the device, then limits throughput.
 INPUT_BOUND_FRACTION = 0.2
 #: The case's sections that write their own JSON form (``to_dict``).
-SECTIONS = ("break_even", "start")
+SECTIONS = ("generation", "break_even", "start")
 STATUSES = ("ok", "failed", "oom", "nan", "unsupported", "unavailable", "crashed", "timeout",
             "interrupted")
 
@@ -108,9 +110,10 @@ class CaseResult(Timing, _CaseHead):
     sensors: Sensors | None = None
     scale: ScaleFigures | None = None
     profile: Profile | None = None
-    #: Mode "generate": the figures of measure/generation/rounds.py (GenerationFigures.to_dict(): time
-    #: to first token, prefill and decode tokens/s, inter-token latency, KV cache, bytes/token).
-    generation: dict[str, Any] | None = None
+    #: Mode "generate": the figures of its timed rounds (time to first token, prefill and decode
+    #: tokens/s, inter-token latency, KV cache, bytes/token) and the sections beside them
+    #: (results/generation.py); ``check --mode generate``: the parity verdict alone.
+    generation: Generation | None = None
     #: --sustained: the time series and its verdict (burst, sustained, their ratio with its
     #: interval, holds / throttles / can't tell, cause).
     sustained: SustainedRecord | None = None
@@ -155,8 +158,6 @@ class CaseResult(Timing, _CaseHead):
         batch, B / median TPOT (``rate_unit``), the figure its generation table shows, or a
         --protocol case's stored rate as its peer publishes it (llama-bench's pp or tg ...)."""
         if self.mode == "generate":
-            from accelbench.results.catalogue import case_headline  # the catalogue reads this module
-
             return _positive(case_headline(self).read(self))
         summary = self.summary()
         return self.batch_size / summary.median if summary else None
@@ -164,8 +165,6 @@ class CaseResult(Timing, _CaseHead):
     def rate_unit(self) -> str:
         """What ``throughput()`` counts: ``rate_unit(mode)``, or a --protocol case's own rate."""
         if self.protocol and self.mode == "generate":
-            from accelbench.results.catalogue import case_headline
-
             return case_headline(self).label
         return rate_unit(self.mode)
 
@@ -191,17 +190,15 @@ class CaseResult(Timing, _CaseHead):
     def _generation_rate_ci(self) -> tuple[float, float] | None:
         """B / TPOT's interval: across processes (their TPOTs) with --repeat, else the median
         TPOT's order-statistic interval across rounds; a --protocol case's is its own rate's
-        (results/protocol_summary.protocol_rate_ci)."""
+        (results/generation.protocol_rate_ci)."""
         if self.protocol:
-            from accelbench.results.protocol_summary import protocol_rate_ci
-
             return protocol_rate_ci(self.generation)
         tpots = [r.tpot_s for r in self.repeats if r.ok and r.tpot_s is not None]
         if len(tpots) >= 2:
             low, high = geometric_ci(tpots)
         else:
-            interval = (self.generation or {}).get("tpot_ci_s")
-            if not isinstance(interval, list) or len(interval) != 2 or min(interval) <= 0:
+            interval = self.generation.tpot_ci_s if self.generation else None
+            if interval is None or min(interval) <= 0:
                 return None
             low, high = interval
         return self.batch_size / high, self.batch_size / low
@@ -283,9 +280,7 @@ class CaseResult(Timing, _CaseHead):
             "drift": self.drift(),
             "first_use": self.first_use().to_dict() if self.step_times else None,
         }
-        # Every catalogue figure by name, as every surface reads it (results/catalogue.py sits
-        # above this module: it reads cases through the accessors defined here).
-        from accelbench.results.catalogue import case_figures
+        # Every catalogue figure by name, as every surface reads it.
         data["derived"]["figures"] = case_figures(self)
         return data
 

@@ -123,10 +123,10 @@ def _figures(case: CaseResult) -> dict[str, Any]:
 
 def _limits(case: CaseResult) -> dict[str, Any]:
     """The measured ceilings the figures were held against (readers flag a figure above them)."""
-    generation = case.generation or {}
+    generation = case.generation
     flops = case.flops
-    limits = {"bandwidth_bytes_per_s": generation.get("bandwidth_reference_bytes_per_s"),
-              "last_level_cache_bytes": generation.get("last_level_cache_bytes"),
+    limits = {"bandwidth_bytes_per_s": generation.bandwidth_reference_bytes_per_s if generation else None,
+              "last_level_cache_bytes": generation.last_level_cache_bytes if generation else None,
               "peak_flops": flops.peak_flops if flops else None,
               # what that peak was (issue 34): what held its clock, why it was busy or re-checked busy
               "peak_limited_by": (", ".join(flops.peak_limited_by) or None) if flops else None,
@@ -150,9 +150,10 @@ def _validity(case: CaseResult, selftest: Mapping[str, Any] | None, seed: int = 
                 "noisy": bool(summary.noisy) if summary else None,
                 "drift": bool(trend["drifting"]) if trend else None,
                 "precision_reached": case.precision_reached(), "stop_reason": case.stop_reason}
-    generation = case.generation or {}
-    validity.update({name: _scalar(generation[name]) for name in TOKEN_FACTS if name in generation})
-    if "tokens_hash" in generation:
+    generation = case.generation
+    facts = {name: getattr(generation, name) for name in TOKEN_FACTS} if generation else {}
+    validity.update({name: _scalar(value) for name, value in facts.items() if value is not None})
+    if generation is not None and generation.tokens_hash is not None:
         # The tokens follow from the weights' seed: a reader looks the reference up by it.
         validity["tokens_seed"] = seed
     return validity

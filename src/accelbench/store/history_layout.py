@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from accelbench.results import CaseResult
+from accelbench.results.generation import Generation
 from accelbench.results.key import KEY_DEFAULTS, KEY_FIELDS, comparability_key, key_json
 from accelbench.results.schema import upgrade
 from accelbench.store.jsonfile import clean_for_json
@@ -151,7 +152,7 @@ def _migrate_5_to_6(conn: sqlite3.Connection) -> None:
             continue
         case = CaseResult(workload=str(data.get("workload", "")), mode="generate", device="",
                           batch_size=1, protocol=str(protocol), new_tokens=int(data.get("new_tokens") or 0),
-                          generation=generation)
+                          generation=Generation.from_dict(generation, "generation"))
         conn.execute("UPDATE cases SET throughput = ? WHERE run_id = ? AND position = ?",
                      (case.throughput(), run_id, position))
 
