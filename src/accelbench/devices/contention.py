@@ -62,7 +62,8 @@ class Conditions:
     def from_dict(cls, data: Any) -> Conditions | None:
         if not isinstance(data, dict) or not isinstance(data.get("seconds"), int | float):
             return None
-        return cls(**{name: data.get(name) for name in cls.__dataclass_fields__})
+        values: dict[str, Any] = {name: data.get(name) for name in cls.__dataclass_fields__}
+        return cls(**values)
 
 
 def _busy_seconds(times: Any) -> tuple[float, float]:

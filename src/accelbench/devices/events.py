@@ -27,9 +27,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import torch
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 from accelbench.devices.base import Device
 
@@ -37,7 +40,7 @@ from accelbench.devices.base import Device
 class TimingEvent(Protocol):
     def record(self) -> None: ...
 
-    def elapsed_time(self, end_event: TimingEvent) -> float:
+    def elapsed_time(self, end_event: Self, /) -> float:
         """Milliseconds from this event to ``end_event`` (both complete)."""
         ...
 

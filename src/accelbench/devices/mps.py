@@ -93,11 +93,13 @@ class MpsAdapter(DeviceAdapter):
         self._counted: bool | None = None
 
     @property
-    def memory_source(self) -> str:  # type: ignore[override]
-        return {True: COUNTED_SOURCE, False: SAMPLED_SOURCE}.get(self._counted, UNKNOWN_SOURCE)
+    def memory_source(self) -> str:  # type: ignore[override]  # read-only over the base's class attribute
+        if self._counted is None:
+            return UNKNOWN_SOURCE
+        return COUNTED_SOURCE if self._counted else SAMPLED_SOURCE
 
     @property
-    def memory_is_lower_bound(self) -> bool:  # type: ignore[override]
+    def memory_is_lower_bound(self) -> bool:  # type: ignore[override]  # as memory_source
         return self._counted is not True
 
     @property

@@ -25,6 +25,7 @@ is set here too: on for ``run``, ``sweep`` and ``scale`` unless ``--no-cudnn-ben
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -153,7 +154,8 @@ def _wide_switches() -> list[Any]:
         return []
     modules = [torch.backends] + [getattr(torch.backends, name)
                                   for name in dict.fromkeys(_WIDE_SWITCHES.values())]
-    return [module for module in modules if _read(lambda m=module: m.fp32_precision) is not None]
+    return [module for module in modules
+            if _read(functools.partial(getattr, module, "fp32_precision")) is not None]
 
 
 def _set_wide(module: Any, value: str) -> None:

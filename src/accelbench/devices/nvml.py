@@ -181,7 +181,7 @@ def _mig_enabled(pynvml: Any, handle: Any) -> bool:
 
 def _slices(pynvml: Any, gpu: Any) -> list[Any]:
     """The MIG devices NVML lists on ``gpu`` (an empty place answers NOT_FOUND: skipped)."""
-    found = []
+    found: list[Any] = []
     try:
         count = int(pynvml.nvmlDeviceGetMaxMigDeviceCount(gpu))
     except (pynvml.NVMLError, AttributeError):

@@ -172,12 +172,14 @@ def power_differences(env_a: dict[str, Any], env_b: dict[str, Any]) -> str:
     notes = []
     for name in dict.fromkeys([*a, *b]):
         fact_a, fact_b = a.get(name), b.get(name)
-        both_known = all(isinstance(f, dict) and "value" in f for f in (fact_a, fact_b))
-        if both_known and name == "load_per_cpu":
+        if not (isinstance(fact_a, dict) and "value" in fact_a
+                and isinstance(fact_b, dict) and "value" in fact_b):
+            continue  # both runs must state the fact
+        if name == "load_per_cpu":
             # The load always differs a little; only a change of half a busy CPU per CPU matters.
             if _load_differs(fact_a["value"], fact_b["value"]):
                 notes.append(f"load per CPU {fact_a['value']} vs {fact_b['value']}")
-        elif both_known and fact_a["value"] != fact_b["value"]:
+        elif fact_a["value"] != fact_b["value"]:
             notes.append(f"{name.replace('_', ' ')} {describe_fact(fact_a)} vs {describe_fact(fact_b)}")
     return "; ".join(notes)
 

@@ -58,7 +58,7 @@ class DeviceSet:
         return cls(discover())
 
     def available_devices(self) -> list[Device]:
-        devices = []
+        devices: list[Device] = []
         for kind, status in self.availability.items():
             if status.available:
                 devices.extend(
