@@ -10,7 +10,7 @@ record's ``reason`` or ``error``; a record is never a bag of optional keys. NaN 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from accelbench.results.sustained import SustainedFigures
 from accelbench.results.validate import Record, check_choice
@@ -198,9 +198,3 @@ class ProcessRun(Record):
     @property
     def ok(self) -> bool:
         return self.status == "ok"
-
-    def get(self, name: str, default: Any = None) -> Any:
-        """A field by its key in the file, as readers written against the stored dict read it
-        (sharing/build.py)."""
-        value = getattr(self, name, None)
-        return default if value is None else value

@@ -176,12 +176,11 @@ def case_id(record: RunRecord, case: CaseResult) -> str:
 def _processes(case: CaseResult) -> list[dict[str, Any]]:
     out = []
     for process in case.repeats:
-        times = process.get("step_times") or []
-        out.append({"status": str(process.get("status", "ok")),
-                    "median_step_s": _scalar(process.get("median_step_s")),
-                    "mean_step_s": _scalar(process.get("mean_step_s")),
+        times = process.step_times
+        out.append({"status": process.status, "median_step_s": _scalar(process.median_step_s),
+                    "mean_step_s": _scalar(process.mean_step_s),
                     "p10_step_s": process_figure(times) if times else None,
-                    "measured_steps": _scalar(process.get("measured_steps"))})
+                    "measured_steps": _scalar(process.measured_steps)})
     return out
 
 
@@ -220,7 +219,7 @@ def case_line(record: RunRecord, case: CaseResult, machine_id: str,
     if case.repeats:
         line["processes"] = _processes(case)
     if with_samples and case.ok:
-        line["samples"] = ([list(p.get("step_times") or []) for p in case.repeats] if case.repeats
+        line["samples"] = ([list(p.step_times) for p in case.repeats] if case.repeats
                            else [list(case.step_times)])
     return _rounded(clean_for_json(line))  # type: ignore[no-any-return]
 
