@@ -121,9 +121,10 @@ class BertBase(SentenceClassifier):
         from transformers import BertConfig
 
         p = self.preset
+        # Two labels, as the data's: a config's default (transformers 5 declares no num_labels).
         return BertConfig(vocab_size=p.vocab, hidden_size=p.hidden, num_hidden_layers=p.layers,
                           num_attention_heads=p.heads, intermediate_size=p.ffn,
-                          max_position_embeddings=p.max_len, num_labels=2)
+                          max_position_embeddings=p.max_len)
 
     def build_model(self) -> nn.Module:
         reason = transformers_missing()

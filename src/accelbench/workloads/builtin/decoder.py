@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -264,6 +265,10 @@ class Decoder(nn.Module):
     so that ``torch.compile(model)`` compiles it too: a compiled module's other methods are the
     original module's, uncompiled."""
 
+    # Llama's rotary tables, registered as buffers (nn.Module's attribute lookup finds them).
+    rope_cos: torch.Tensor
+    rope_sin: torch.Tensor
+
     def __init__(self, config: DecoderConfig) -> None:
         super().__init__()
         self.config = config
@@ -379,6 +384,11 @@ class Decoder(nn.Module):
 
 
 
+def original(model: nn.Module) -> Decoder:
+    """The :class:`Decoder` that ``model`` is, or that it wraps when compiled (``_orig_mod``)."""
+    return cast(Decoder, getattr(model, "_orig_mod", model))
+
+
 def _check_length(length: int, limit: int) -> None:
     if not 0 < length <= limit:
         raise ValueError(f"{length} positions do not fit: this model/cache holds 1 to {limit}")
@@ -415,7 +425,7 @@ def greedy_generate(model: nn.Module, prompt: torch.Tensor, new_tokens: int) -> 
     new token, so ``new_tokens`` tokens take ``new_tokens - 1`` decode steps (as gpt-fast's
     ``generate``). ``model`` is a :class:`Decoder` or its compiled module. Returns the new tokens
     (B, new_tokens)."""
-    cache = model.new_cache(prompt.shape[1] + new_tokens)
+    cache = original(model).new_cache(prompt.shape[1] + new_tokens)
     token = prefill(model, prompt, cache).argmax(dim=-1)
     generated = [token]
     for _ in range(new_tokens - 1):

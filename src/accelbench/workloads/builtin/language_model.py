@@ -107,7 +107,7 @@ class DecoderLM(Workload):
     # Through the decoder's functions, which call the model: a compiled model runs its graphs
     # (model.prefill on a compiled module would be the original module's method, uncompiled).
     def prefill(self, model: nn.Module, prompt: torch.Tensor, max_len: int) -> tuple[torch.Tensor, KVCache]:
-        cache = model.new_cache(max_len)
+        cache = decoder.original(model).new_cache(max_len)
         return decoder.prefill(model, prompt, cache), cache
 
     def decode_step(self, model: nn.Module, tokens: torch.Tensor,
@@ -121,7 +121,7 @@ class DecoderLM(Workload):
     kv_cache_kind: ClassVar[str] = "static"
 
     def keep_cache(self, model: nn.Module) -> None:
-        getattr(model, "_orig_mod", model).keep_cache()
+        decoder.original(model).keep_cache()
 
     def decoder_shape(self) -> dict[str, int]:
         """Layers, width, heads, key/value heads, MLP width and vocabulary: what a published

@@ -192,6 +192,7 @@ class HFCausalLM(HFModel):
     def decode_step(self, model: nn.Module, tokens: torch.Tensor,
                     cache: object) -> tuple[torch.Tensor, object]:
         if isinstance(cache, KeptStaticCache):
+            assert cache.position is not None  # the prefill set it
             out = model(input_ids=tokens[:, None], past_key_values=cache.cache,
                         cache_position=cache.position, use_cache=True)
             cache.position = cache.position + 1  # a new tensor: the captured graph copies it in
@@ -205,7 +206,7 @@ class HFCausalLM(HFModel):
         marked static by transformers; decoding passes ``cache_position``, as generate() does."""
         if not hasattr(_transformers(), "StaticCache"):
             super().keep_cache(model)
-        self.kv_cache_kind = "static"  # type: ignore[misc]
+        self.kv_cache_kind = "static"  # type: ignore[misc]  # this instance's, from keep_cache on
         self._static: dict[tuple[int, int], KeptStaticCache] = {}
 
     def _kept_static(self, model: nn.Module, prompt: torch.Tensor, max_len: int) -> KeptStaticCache | None:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from types import ModuleType
+
 from torch import nn
 
 from accelbench.errors import UsageError
@@ -10,7 +12,7 @@ from accelbench.workloads.named.images import NamedImageClassifier, image_class
 from accelbench.workloads.named.shared import import_library, version_number
 
 
-def _timm():  # noqa: ANN202  (the module)
+def _timm() -> ModuleType:
     return import_library("timm", "timm", "timm")
 
 
