@@ -51,7 +51,7 @@ class _SampleCache:
             self.key, self.values = key, {}
         if name not in self.values:
             self.values[name] = compute(samples)
-        return self.values[name]  # type: ignore[no-any-return]
+        return self.values[name]
 
 
 #: The order in which a result file lists the case's head (the key's fields among the rest, as
@@ -140,8 +140,8 @@ class CaseResult(Timing, _CaseHead):
 
     # --- derived figures (computed once per set of samples) ---------------------------------------
     def _cache(self, name: str) -> _SampleCache:
-        caches = self.__dict__.setdefault("_derived", {})
-        return caches.setdefault(name, _SampleCache())  # type: ignore[no-any-return]
+        caches: dict[str, _SampleCache] = self.__dict__.setdefault("_derived", {})
+        return caches.setdefault(name, _SampleCache())
 
     @property
     def ok(self) -> bool:

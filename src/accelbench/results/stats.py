@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from accelbench.measure.loop.median_ci import CONFIDENCE, NOISY_REL_IQR, median_ci, relative_iqr
+from accelbench.measure.loop.median_ci import CONFIDENCE, NOISY_REL_IQR, Samples, median_ci, relative_iqr
 
 #: Differences smaller than this (either way) are noise on the machines accelbench runs on: the
 #: verdicts' band (compare/verdict.py), the sustained verdict and the compile break-even use it.
@@ -54,7 +54,7 @@ class Summary:
         return cls(**{name: data[name] for name in cls.__dataclass_fields__})
 
 
-def t_interval(values: Sequence[float], minus: Sequence[float] | None = None,
+def t_interval(values: Samples, minus: Samples | None = None,
                confidence: float = CONFIDENCE) -> tuple[float, float, float]:
     """(centre, low, high): Student's t interval of the mean of ``values``; with ``minus``,
     Welch's interval of mean(values) - mean(minus) (unequal variances; Welch-Satterthwaite
@@ -87,7 +87,7 @@ def wider_than_figure(value: float, low: float, high: float) -> bool:
     return max(value - low, high - value) > value
 
 
-def mean_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+def mean_ci(samples: Samples, confidence: float = CONFIDENCE) -> tuple[float, float]:
     _, low, high = t_interval(samples, confidence=confidence)
     return low, high
 

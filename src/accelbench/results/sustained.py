@@ -329,9 +329,10 @@ class SustainedRecord(Record):
     def beside(self, stored_burst: float | None) -> SustainedRecord:
         """This record held against the stored burst figure ``stored_burst`` (its share)."""
         valid = stored_burst is not None and stored_burst == stored_burst and stored_burst > 0
-        share = (self.figures.sustained / stored_burst
-                 if valid and self.figures.sustained is not None else None)
-        return replace(self, stored_burst=stored_burst if valid else None, share_of_stored_burst=share)
+        burst = stored_burst if valid else None
+        sustained = self.figures.sustained
+        share = sustained / burst if burst is not None and sustained is not None else None
+        return replace(self, stored_burst=burst, share_of_stored_burst=share)
 
     @classmethod
     def pooled(cls, records: Sequence[SustainedRecord]) -> SustainedRecord:

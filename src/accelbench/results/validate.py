@@ -26,7 +26,7 @@ class Record:
     JSON_NAMES: ClassVar[dict[str, str]] = {}
 
     def to_dict(self) -> dict[str, Any]:
-        return dump(self)  # type: ignore[no-any-return]
+        return dump(self)
 
     @classmethod
     def from_dict(cls: type[T], data: Any, where: str = "") -> T:
@@ -36,7 +36,7 @@ class Record:
 def build(cls: type[T], data: Any, where: str = "", skipped: list[str] | None = None) -> T:
     """An instance of the record ``cls`` from its dict form, or a UsageError naming the field;
     the paths of keys that are no field go to ``skipped``."""
-    return decode(cls, data, strict=False, where=where, skipped=skipped)  # type: ignore[no-any-return]
+    return decode(cls, data, strict=False, where=where, skipped=skipped)
 
 
 #: The JSON form of a record (recursively); tuples become lists.

@@ -17,9 +17,11 @@ CONFIDENCE = 0.95
 #: Samples whose interquartile range is more than this share of their median are flagged noisy
 #: (a step case's samples, a generation case's rounds): results/stats.py and the rounds read it.
 NOISY_REL_IQR = 0.10
+#: What the statistics read: the samples as a sequence of floats, or already as an array.
+Samples = Sequence[float] | np.ndarray
 
 
-def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float]:
+def median_ci(samples: Samples, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Order-statistic confidence interval of the median (exact, distribution-free).
 
     With fewer than 6 samples no pair of ranks reaches 95% coverage; the interval is then the
@@ -41,7 +43,7 @@ def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple
     return float(ordered[j - 1]), float(ordered[n - j])
 
 
-def relative_median_ci_half_width(samples: Sequence[float],
+def relative_median_ci_half_width(samples: Samples,
                                   confidence: float = CONFIDENCE) -> float:
     """The precision of the median: the larger distance from the median to an end of its
     confidence interval, as a fraction of the median (the interval is asymmetric; the larger
@@ -56,7 +58,7 @@ def relative_median_ci_half_width(samples: Sequence[float],
     return max(median - low, high - median) / median
 
 
-def relative_iqr(samples: Sequence[float]) -> float:
+def relative_iqr(samples: Samples) -> float:
     """The spread of the samples: their interquartile range over their median (0 for a
     non-positive median); above NOISY_REL_IQR they are noisy."""
     values = np.asarray(samples, dtype=float)

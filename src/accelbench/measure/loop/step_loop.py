@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from contextlib import ExitStack
 from typing import Any
 
@@ -413,7 +413,7 @@ class StepLoop:
         return synced_seconds(self.device, lambda: self.result.metrics.update(epoch_end()))
 
     def _run_epochs(self, epochs: int, k: int) -> None:
-        per_epoch = len(self.epoch) if hasattr(self.epoch, "__len__") else 0
+        per_epoch = len(self.epoch) if isinstance(self.epoch, Sized) else 0
         for epoch in range(epochs):
             feed = Feed(iter(self.epoch).__next__, self.wait)
             in_epoch = 0
