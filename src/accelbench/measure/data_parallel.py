@@ -100,7 +100,8 @@ def wrap(model: nn.Module, strategy: str) -> nn.Module:
         for child in model.children():
             if any(True for _ in child.parameters()):
                 fully_shard(child)
-        return fully_shard(model)  # type: ignore[no-any-return]
+        fully_shard(model)  # in place: the module's class becomes an FSDP one
+        return model
     from torch.nn.parallel import DistributedDataParallel
 
     # device_ids=None: the module is on one device already and the step moves each batch.
@@ -135,7 +136,7 @@ class RankHooks(CaseHooks):
         if not train:  # only training synchronises gradients
             return model
         self.model = wrap(model, self.strategy)
-        return self.model  # type: ignore[no-any-return]
+        return self.model
 
     def data_seed(self, seed: int) -> int:
         return seed + self.rank

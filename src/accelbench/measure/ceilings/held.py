@@ -4,6 +4,7 @@ measurement (``measure/loop/sustained.py``), one series per figure (``roofline -
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -83,7 +84,7 @@ def hold_peaks(device: Device, duration_s: float, interval_s: float = DEFAULT_IN
     works: dict[str, tuple[Callable[[], Work], str]] = {}
     for name in precisions:
         if not unsupported_reason(device, get_precision(name)):
-            works[f"matmul_{name}"] = ((lambda name=name: matmul_work(device, name)), "FLOP")
+            works[f"matmul_{name}"] = (functools.partial(matmul_work, device, name), "FLOP")
     works["bandwidth"] = ((lambda: copy_work(device)), "bytes")
     held = {}
     for figure, (make, unit) in works.items():

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, TypeGuard
 
 import torch
 
@@ -212,7 +212,7 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def _valid(entry: Any) -> bool:
+def _valid(entry: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(entry, dict) and isinstance(entry.get("flops"), int | float) \
         and not isinstance(entry.get("flops"), bool) and entry["flops"] > 0
 

@@ -31,6 +31,7 @@ carries no ``profile_memory`` overhead.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import statistics
 import tempfile
@@ -80,8 +81,8 @@ def _cpu_op_times(ops: list[dict[str, Any]]) -> tuple[dict[str, float], list[flo
     self_time: dict[str, float] = defaultdict(float)
     leaves: list[float] = []
     by_thread: dict[Any, list[dict[str, Any]]] = defaultdict(list)
-    for op in ops:
-        by_thread[(op.get("pid"), op.get("tid"))].append(op)
+    for event in ops:
+        by_thread[(event.get("pid"), event.get("tid"))].append(event)
     for thread_ops in by_thread.values():
         thread_ops.sort(key=lambda e: (e["ts"], -e["dur"]))
         stack: list[dict[str, Any]] = []  # open ops; each carries its children's total time
@@ -110,26 +111,27 @@ def analyse_trace(trace: dict[str, Any], steps: int, device_is_cpu: bool,
         end = max(end, max(e["ts"] + e["dur"] for e in device))
     window = max(end - start, 1e-9)
     in_window = lambda e: start <= e["ts"] < end  # noqa: E731
-    common = {"steps": steps, "step_s": window / steps / 1e6, "parameter_bytes": parameter_bytes,
-              "allocated_bytes_per_step": _allocated(events, in_window, device_is_cpu) / steps}
+    figures = functools.partial(
+        ProfileFigures, steps=steps, step_s=window / steps / 1e6, parameter_bytes=parameter_bytes,
+        allocated_bytes_per_step=_allocated(events, in_window, device_is_cpu) / steps)
     if device:
         per_name: dict[str, float] = defaultdict(float)
         for e in device:
             per_name[_short_kernel_name(str(e.get("name", "?")))] += e["dur"]
         kernels = [e["dur"] for e in device if e.get("cat") == "kernel"]
         busy = _union_length((max(e["ts"], start), e["ts"] + e["dur"]) for e in device)
-        return ProfileFigures(source="device", busy_fraction=min(busy / window, 1.0),
-                              kernels_per_step=len(kernels) / steps,
-                              median_kernel_s=statistics.median(kernels) / 1e6 if kernels else None,
-                              top_ops=_top(per_name, steps), **common)
+        return figures(source="device", busy_fraction=min(busy / window, 1.0),
+                       kernels_per_step=len(kernels) / steps,
+                       median_kernel_s=statistics.median(kernels) / 1e6 if kernels else None,
+                       top_ops=_top(per_name, steps))
     ops = [e for e in _complete(events, "cpu_op") if in_window(e)]
     self_time, leaves = _cpu_op_times(ops)
     busy = _union_length((e["ts"], e["ts"] + e["dur"]) for e in ops) / window
-    return ProfileFigures(source="cpu" if device_is_cpu else "host-only",
-                          busy_fraction=min(busy, 1.0) if device_is_cpu else None,
-                          kernels_per_step=len(leaves) / steps,
-                          median_kernel_s=statistics.median(leaves) / 1e6 if leaves else None,
-                          top_ops=_top(self_time, steps), **common)
+    return figures(source="cpu" if device_is_cpu else "host-only",
+                   busy_fraction=min(busy, 1.0) if device_is_cpu else None,
+                   kernels_per_step=len(leaves) / steps,
+                   median_kernel_s=statistics.median(leaves) / 1e6 if leaves else None,
+                   top_ops=_top(self_time, steps))
 
 
 def _step_window(events: list[dict[str, Any]]) -> tuple[float, float]:
@@ -189,7 +191,7 @@ def profiled_trace(step: Callable[[Any], Any], next_batch: Callable[[], Any], de
     with tempfile.TemporaryDirectory(prefix="accelbench-profile-") as folder:
         path = Path(folder) / "trace.json"
         prof.export_chrome_trace(str(path))
-        return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+        return json.loads(path.read_text(encoding="utf-8"))
 
 
 def profile_steps(step: Callable[[Any], Any], next_batch: Callable[[], Any], device: Device,
