@@ -141,7 +141,7 @@ def _is_packed(tensor: torch.Tensor) -> bool:
 
 
 def _inner_tensors(tensor: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
-    names, _ = tensor.__tensor_flatten__()  # type: ignore[attr-defined]
+    names, _ = tensor.__tensor_flatten__()  # type: ignore[attr-defined]  # a subclass's (_is_packed)
     return [(name, getattr(tensor, name)) for name in names]
 
 

@@ -236,7 +236,7 @@ class EnergyTracker(Tracker):
         self.meter.prepare()
 
     @property
-    def min_window_s(self) -> float:  # type: ignore[override]
+    def min_window_s(self) -> float:  # type: ignore[override]  # the base's class attribute, read live
         return float(self.meter.min_seconds or 0.0)
 
     def start(self) -> None:
