@@ -114,8 +114,8 @@ class RunOptions(Codec):
             raise UsageError(f"--mode {','.join(self.modes)!r} is not allowed{hint}; allowed: train, "
                              "eval, generate, or a comma list of them")
         for flag, lengths in (("--prompt-len", self.prompt_lens), ("--new-tokens", self.new_tokens)):
-            for value in lengths:
-                check_number(flag, value, whole=True, zero_ok=False)
+            for length in lengths:
+                check_number(flag, length, whole=True, zero_ok=False)
         _check_flag("--stream", self.stream)
         if self.stream and "generate" not in self.modes and self.suite is None:
             raise UsageError("--stream reads each generated token to the host: it goes with --mode "

@@ -88,7 +88,8 @@ class BenchKeywords(MeasureKeywords, total=False):
 
 def keyword_names(kind: type) -> tuple[str, ...]:
     """The keywords a TypedDict above declares (with those it inherits)."""
-    return tuple(sorted(kind.__required_keys__ | kind.__optional_keys__))  # type: ignore[attr-defined]
+    keys = kind.__required_keys__ | kind.__optional_keys__  # type: ignore[attr-defined]  # a TypedDict class
+    return tuple(sorted(keys))
 
 
 def reject_unknown(function: str, given: Mapping[str, Any], kind: type) -> None:
