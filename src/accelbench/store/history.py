@@ -22,7 +22,7 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -207,7 +207,7 @@ class HistoryDB:
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (record.run_id, record.created_at, record.kind, record_hostname(record),
                  record.accelbench_version, SCHEMA_VERSION, _json(record.command),
-                 _json(record.environment), _json(record.options)))
+                 _json(record.environment), _json(record.options.to_dict())))
             for position, case in enumerate(record.cases):
                 summary = case.summary()
                 # The key's columns (one per key field, and config_key) follow the key's fields.
@@ -324,7 +324,9 @@ class HistoryDB:
             params.append(f"%{machine.lower()}%")
         with self._guard("read"):
             rows = self._conn.execute(sql, params).fetchall()
-        points = [TimelinePoint(*row[:-2], noisy=noisy_figure(json.loads(row[-2]), json.loads(row[-1])))
+        # The first eight columns are the point's first eight fields; the last two judge it noisy.
+        points = [replace(TimelinePoint(*row[:-2]),
+                          noisy=noisy_figure(json.loads(row[-2]), json.loads(row[-1])))
                   for row in rows]
         points.sort(key=lambda p: (_sort_time(p.created_at), p.run_id))
         return points
