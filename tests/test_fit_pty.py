@@ -35,9 +35,10 @@ from rich.cells import cell_len
 from test_table import _widest_record
 
 from accelbench.cli import COMMANDS
+from accelbench.measure.generation.execution import Execution
 from accelbench.measure.generation.rounds import GenerationFigures, GenerationRound
 from accelbench.results import CaseResult, Parity, ParityTolerance, RunRecord
-from accelbench.results.generation import Execution, Generation
+from accelbench.results.generation import Generation
 
 REPO = Path(__file__).resolve().parent.parent
 WIDTHS = (80, 100, 160)

@@ -74,8 +74,8 @@ class DecodeDiagnosis:
     @classmethod
     def of_generation(cls, generation: Mapping[str, Any] | None, figures: Mapping[str, Any] | None = None,
                       ) -> DecodeDiagnosis | None:
-        """From a result's generation section (or a line's decode section, with the line's figures
-        for the floor); None where nothing of it was recorded."""
+        """From a shared line's decode section, with the line's figures for the floor (a case's
+        typed section: ``of_case``); None where nothing of it was recorded."""
         if not isinstance(generation, Mapping):
             return None
         numbers = figures if figures is not None else generation

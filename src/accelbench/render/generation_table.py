@@ -55,7 +55,7 @@ def _label(case: CaseResult) -> str:
     # CUDA graphs were captured (the execution recipe, measure/generation/recipe.py).
     if case.compile_backend:
         label += f" compile:{case.compile_backend}"
-    if figures.execution is not None and figures.execution.cuda_graphs.startswith("captured"):
+    if figures.execution is not None and figures.execution.graphs_captured:
         label += " +graphs"
     if figures.streamed:
         label += " streamed"

@@ -18,6 +18,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from accelbench.measure.generation.execution import Execution
 from accelbench.results.stats import mean_ci
 from accelbench.results.validate import Record, dump
 
@@ -126,19 +127,6 @@ class TokenCheck(Record):
     tie_tolerance: float | None = None
     reference: str = ""
     hashed: str = ""
-
-
-@dataclass(frozen=True)
-class Execution(Record):
-    """How the case generated, as the file keeps it (measure/generation/recipe.Execution, which
-    imports torch: results stay importable without it)."""
-
-    kv_cache: str = ""
-    compile: str = ""
-    prefill: str = ""
-    decode: str = ""
-    cuda_graphs: str = ""
-    settings: str = ""
 
 
 @dataclass(frozen=True)

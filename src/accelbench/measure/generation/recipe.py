@@ -30,32 +30,7 @@ from torch import nn
 from accelbench.devices import Device
 from accelbench.devices.compilation import INDUCTOR, CompileSpec
 from accelbench.measure.compiled import compile_module, cudagraph_skips
-
-
-@dataclass(frozen=True)
-class Execution:
-    """The ``execution`` section of a generation result."""
-
-    #: "static" or "dynamic" (Workload.kv_cache_kind); "static, kept" when one cache served
-    #: every round.
-    kv_cache: str
-    #: The case's --compile value ("" not compiled; "inductor:reduce-overhead").
-    compile: str
-    #: What ran the prompt and what ran each token: "eager", "compiled", "compiled, fullgraph".
-    prefill: str
-    decode: str
-    #: "not asked", "captured", or why not ("none: cpu has no graph capture", "skipped ...").
-    cuda_graphs: str
-    #: Inductor settings the recipe compiled under (gpt-fast's), "" for torch's defaults.
-    settings: str = ""
-
-    @property
-    def graphs_captured(self) -> bool:
-        return self.cuda_graphs.startswith("captured")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kv_cache": self.kv_cache, "compile": self.compile, "prefill": self.prefill,
-                "decode": self.decode, "cuda_graphs": self.cuda_graphs, "settings": self.settings}
+from accelbench.measure.generation.execution import Execution
 
 
 @dataclass
