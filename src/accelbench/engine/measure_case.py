@@ -255,7 +255,7 @@ def _measure_generation(case: Case, workload: Workload, options: RunOptions,
         with torch.no_grad(), autocast(case.device, precision), runner.settings(), \
                 case_settings(quantized):
             figures = measure_generation(
-                workload, runner.prefill, case.device, batch_size=case.batch_size,  # type: ignore[arg-type]
+                workload, runner.prefill, case.device, batch_size=case.batch_size,
                 prompt_len=case.prompt_len, new_tokens=case.new_tokens, rounds=rounds,
                 warmup_rounds=warmup, seed=options.seed, memory=memory,
                 stream=options.stream or reads_each_token(options.protocol, case.new_tokens),

@@ -34,8 +34,10 @@ DONE_PREFIX = "@@accelbench-done"
 class Work(Protocol):
     """What a launcher launches: a subcommand's per-case work, as far as a launcher sees it."""
 
-    #: The subcommand's function that runs one case in another process, as ``module:function``.
-    worker: str
+    @property
+    def worker(self) -> str:
+        """The subcommand's function that runs one case in another process, as ``module:function``
+        (a class attribute of each work; read only)."""
 
     def skeleton(self, item: Any) -> Any:
         """The result that names the case before anything ran."""

@@ -80,7 +80,8 @@ def as_rank(spec: CaseSpec, env: RankEnv, report_to: Report) -> RankReport:
     from accelbench.engine.case import status_of
     from accelbench.engine.launchers.backends import rank_device
 
-    if spec.rank is None:
+    plan = spec.rank
+    if plan is None:
         raise ValueError(f"the spec of {spec.work} has no rank plan: it is not a rank's")
     report = RankReport(rank=env.rank, node_rank=env.node_rank, world_size=env.world_size,
                         host=socket.gethostname())
@@ -89,8 +90,8 @@ def as_rank(spec: CaseSpec, env: RankEnv, report_to: Report) -> RankReport:
             device = rank_device(DeviceSet.current(), spec.case.device, env.local_rank)
             spec = replace(spec, case=replace(spec.case, device=device))
             report.device = device.name
-        env.join(spec.rank)
-        spec = replace(spec, rank=replace(spec.rank, rank=env.rank, world_size=env.world_size))
+        env.join(plan)
+        spec = replace(spec, rank=replace(plan, rank=env.rank, world_size=env.world_size))
         result: CaseResult = worker_function(spec.work)(spec, report_to)
         report.result = result
         mine = result.scale.ranks if result.scale is not None else []
