@@ -14,6 +14,7 @@ from accelbench.devices.base import Device
 from accelbench.devices.cpu import CpuAdapter
 from accelbench.engine.case import Case, skeleton_result
 from accelbench.engine.measure_case import _measure
+from accelbench.measure.data_parallel import CaseHooks
 from accelbench.measure.loop.step_loop import NonFiniteError, StepLoop
 from accelbench.measure.trackers.energy import EnergyMeter, EnergySource
 from accelbench.measure.trackers.region import (
@@ -193,7 +194,7 @@ def test_the_runner_measures_through_the_trackers_and_resets_memory_at_the_start
     adapter.peak_memory_bytes = peak_memory_bytes  # type: ignore[method-assign]
     case = Case(workload="mnist", mode="train", device=device, batch_size=8)
     result = skeleton_result(case, options)
-    _measure(case, get_workload_class("mnist")("tiny"), options, result, None)
+    _measure(case, get_workload_class("mnist")("tiny"), options, result, None, CaseHooks())
     assert adapter.resets[0] == 0  # before any work (no synchronisation yet)
     # The set-up's peak is read where the warm-up ended, the counter reset right after it; the
     # steady state's is read after the measured steps.
@@ -284,7 +285,7 @@ def test_the_runner_sets_the_device_resident_pool_aside_and_labels_it() -> None:
                              stop=StopRule("steps", 2), warmup_steps=1, isolation="none", data=mode)
         case = Case(workload="mnist", mode="train", device=device, batch_size=8)
         result = skeleton_result(case, options)
-        _measure(case, get_workload_class("mnist")("tiny"), options, result, None)
+        _measure(case, get_workload_class("mnist")("tiny"), options, result, None, CaseHooks())
         results[mode] = result
     assert results["synthetic"].peak_memory_bytes == model + activations
     assert results["synthetic-device"].peak_memory_bytes == model + activations
