@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
 from rich.text import Text
 
@@ -98,3 +99,18 @@ def test_a_table_with_no_row_name_stacks_its_rows_as_blocks() -> None:
     assert any(line.startswith("workload") and "transformer-small" in line for line in lines)
     assert any("20,699 ±0.8%" in line for line in lines)
     assert all(len(line) <= 30 for line in lines)
+
+
+def test_a_saved_path_is_never_folded_and_leaves_no_trailing_blank(monkeypatch: pytest.MonkeyPatch) -> None:
+    """'Saved to PATH' at 80 columns once broke as 'Saved to ' (a trailing blank) and folded the
+    path mid-name: the label now goes alone and the path whole on the next line."""
+    from accelbench.cli.console import make_console, print_path
+
+    monkeypatch.setenv("COLUMNS", "40")
+    console = make_console()
+    console.file = io.StringIO()
+    long_path = "/tmp/home/results/20261127T183328Z-run-e581ef090018.json"
+    print_path(console, "Saved to", long_path)
+    print_path(console, "Saved to", "/tmp/r.json")
+    lines = console.file.getvalue().splitlines()
+    assert lines == ["Saved to", long_path, "Saved to /tmp/r.json"]

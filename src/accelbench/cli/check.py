@@ -9,7 +9,7 @@ from typing import Any
 
 from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import add_json_argument, add_saving_arguments
-from accelbench.cli.console import make_console
+from accelbench.cli.console import make_console, print_path
 from accelbench.cli.driven import run_driven, show_json
 from accelbench.devices import DeviceSet
 from accelbench.options.check import (
@@ -81,6 +81,6 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
 
         for line in quality_lines(record):  # a quantized precision's cost, in full
             out.print(Prose(line))
-        out.print(f"Saved to {saved}")
+        print_path(out, "Saved to", saved)
 
     return run_driven(drive, args.output, args.db, show)

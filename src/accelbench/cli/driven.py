@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from accelbench.cli.console import make_console
+from accelbench.cli.console import make_console, print_path
 from accelbench.results import RunRecord
 from accelbench.store.jsonfile import save_record
 from accelbench.store.keep import store_everywhere
@@ -30,8 +30,8 @@ def show_json(record: RunRecord, saved: Path, output: Path | None = None,
     sys.stdout.write(dumps({**record_view(record), **(extra or {})}))
     notes = make_console(stderr=True, highlight=False)
     if output:
-        notes.print(f"Result written to {output}")
-    notes.print(f"Saved to {saved}")
+        print_path(notes, "Result written to", output)
+    print_path(notes, "Saved to", saved)
 
 
 def all_ok(record: RunRecord) -> int:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import add_json_argument, add_saving_arguments
-from accelbench.cli.console import make_console
+from accelbench.cli.console import make_console, print_path
 from accelbench.cli.driven import run_driven, show_json
 from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
@@ -109,5 +109,5 @@ def _show(record: RunRecord, saved: Path, output: Path | None, as_json: bool) ->
     notes = make_console()
     notes.print(probe_table(record))
     if output:
-        notes.print(f"Result written to {output}", highlight=False)
-    notes.print(f"Saved to {saved}", highlight=False)
+        print_path(notes, "Result written to", output)
+    print_path(notes, "Saved to", saved)

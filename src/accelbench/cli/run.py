@@ -103,7 +103,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
 def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool, against: list[str],
           as_json: bool = False) -> None:
     from accelbench.cli.compare import print_against
-    from accelbench.cli.console import make_console
+    from accelbench.cli.console import make_console, print_path
     from accelbench.render.run_output import run_renderables
 
     if as_json:  # stdout holds the JSON only; with --against, the placement among peers in it
@@ -118,7 +118,7 @@ def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool, again
     for part in run_renderables(record, wide):
         out.print(part)
     if output:
-        out.print(f"Result written to {output}")
-    out.print(f"Saved to {saved}")
+        print_path(out, "Result written to", output)
+    print_path(out, "Saved to", saved)
     if against:
         print_against(out, [(record.run_id, record)], against)

@@ -15,7 +15,7 @@ from accelbench.cli.common import (
     positive_float,
     positive_int,
 )
-from accelbench.cli.console import make_console
+from accelbench.cli.console import make_console, print_path
 from accelbench.cli.driven import run_driven, show_json
 from accelbench.options.scale import DEFAULT_TIMEOUT_S, Rendezvous, ScaleOptions
 from accelbench.options.values import stop_rule
@@ -106,7 +106,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         out = make_console()
         out.print(scale_table(record))
         if args.output:
-            out.print(f"Result written to {args.output}")
-        out.print(f"Saved to {saved}")
+            print_path(out, "Result written to", args.output)
+        print_path(out, "Saved to", saved)
 
     return run_driven(drive, args.output, args.db, show)

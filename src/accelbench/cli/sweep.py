@@ -10,7 +10,7 @@ from typing import Any
 
 from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import add_json_argument, add_saving_arguments
-from accelbench.cli.console import make_console
+from accelbench.cli.console import make_console, print_path
 from accelbench.cli.driven import run_driven, show_json
 from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
@@ -139,5 +139,5 @@ def _show(record: RunRecord, saved: Path, output: Path | None, as_json: bool = F
         out.print(Prose(line))
     out.print(Prose(note, "dim"))
     if output:
-        out.print(f"Result written to {output}")
-    out.print(f"Saved to {saved}")
+        print_path(out, "Result written to", output)
+    print_path(out, "Saved to", saved)
