@@ -100,7 +100,8 @@ def _train_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor, dtype: torch
     """
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     scaler = torch.amp.GradScaler(kind, enabled=dtype == torch.float16)
-    before = model[0].weight.detach().clone()
+    weight = next(model.parameters())  # the first layer's
+    before = weight.detach().clone()
     with torch.autocast(device_type=kind, dtype=dtype or torch.float32, enabled=dtype is not None):
         out = model(x)
     if dtype is not None and out.dtype != dtype:
@@ -109,7 +110,7 @@ def _train_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor, dtype: torch
     scaler.scale(loss).backward()
     scaler.step(optimizer)
     scaler.update()
-    return loss.detach(), model[0].weight.detach() - before
+    return loss.detach(), weight.detach() - before
 
 
 def _autocast_feature(dtype: torch.dtype) -> Feature:
@@ -296,7 +297,7 @@ def _functional_call_reference() -> torch.Tensor:
 
 def _forward_ad(device: str) -> Trial:
     x, v = randn(256, seed=70).float().to(device), randn(256, seed=71).float().to(device)
-    _, tangent = torch.func.jvp(lambda t: torch.sin(t) * t, (x,), (v,))
+    tangent = torch.func.jvp(lambda t: torch.sin(t) * t, (x,), (v,))[1]
     return Trial([result(tangent)])
 
 
@@ -346,7 +347,8 @@ _MPS_SAMPLE_OPS: dict[str, Callable[[str], Any]] = {
     "grid_sample 3d": lambda d: F.grid_sample(torch.ones(1, 1, 2, 2, 2, device=d),
                                                torch.zeros(1, 1, 1, 1, 3, device=d), align_corners=False),
     "ctc_loss": lambda d: F.ctc_loss(torch.zeros(4, 1, 3, device=d).log_softmax(2),
-                                     torch.ones(1, 2, dtype=torch.long, device=d), [4], [2]),
+                                     torch.ones(1, 2, dtype=torch.long, device=d),
+                                     torch.tensor([4]), torch.tensor([2])),
 }
 
 
