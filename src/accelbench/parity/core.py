@@ -106,7 +106,7 @@ def _disable_attention_dropout(module: nn.Module) -> None:
     multi_head_attention_forward) that draw their own random numbers on the device, so it cannot
     be made identical: it is switched off on both sides instead (they still match each other)."""
     if isinstance(getattr(module, "dropout", None), float):
-        module.dropout = 0.0  # nn.MultiheadAttention keeps its probability as a float
+        module.dropout = 0.0  # type: ignore[assignment]  # nn.MultiheadAttention's is a float
     elif isinstance(getattr(module, "dropout", None), nn.Dropout):
         module.dropout = nn.Dropout(0.0)  # HF attention reads self.dropout.p for its kernel
 

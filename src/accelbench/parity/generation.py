@@ -31,6 +31,7 @@ size). Verdicts, per sequence, the worst one reported:
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -167,25 +168,25 @@ def judge_generation(reference_tokens: torch.Tensor, reference_logits: torch.Ten
     finite = torch.isfinite(candidate).all(dim=-1)
     relative = ((candidate - reference).abs().amax(dim=-1) / scale).where(finite, torch.inf)
     relative = relative.where(compared, 0.0)
-    base = {"precision": precision, "tolerance": tolerance, "new_tokens": new_tokens,
-            "reference": reference_kind}
+    parity = functools.partial(GenerationParity, precision=precision, tolerance=tolerance,
+                               new_tokens=new_tokens, reference=reference_kind)
 
     bad = ~finite & compared
     if bad.any():
         sequence, position = (int(i) for i in bad.nonzero()[bad.nonzero()[:, 1].argmin()])
-        return GenerationParity("non-finite", position=position, sequence=sequence, **base)
+        return parity("non-finite", position=position, sequence=sequence)
     flat = int(relative.argmax())
     worst_diff, worst_at = float(relative.flatten()[flat]), flat % new_tokens
-    base.update(max_logit_diff=worst_diff, max_logit_diff_position=worst_at)
+    parity = functools.partial(parity, max_logit_diff=worst_diff, max_logit_diff_position=worst_at)
     logits_verdict = ("pass" if worst_diff <= tolerance.passed
                       else "drift" if worst_diff <= tolerance.drift else "diverged")
 
     if not differs.any():
-        position = None
+        left_drift: int | None = None
         if logits_verdict == "diverged":  # name where the logits first left the drift tolerance
             beyond = (relative > tolerance.drift).nonzero()
-            position = int(beyond[beyond[:, 1].argmin(), 1])
-        return GenerationParity(logits_verdict, position=position, **base)
+            left_drift = int(beyond[beyond[:, 1].argmin(), 1])
+        return parity(logits_verdict, position=left_drift)
     sequences = [b for b in range(batch) if first[b] < new_tokens]
     verdicts = {}
     for b in sequences:
@@ -198,8 +199,8 @@ def judge_generation(reference_tokens: torch.Tensor, reference_logits: torch.Ten
     # Report the worst sequence; among equals, the earliest difference.
     chosen = min(sequences, key=lambda b: (-ORDER.index(verdicts[b][0]), verdicts[b][1], b))
     verdict, position, ref_token, cand_token, gap, tie = verdicts[chosen]
-    return GenerationParity(verdict, position=position, sequence=chosen, reference_token=ref_token,
-                            candidate_token=cand_token, reference_gap=gap, tie_tolerance=tie, **base)
+    return parity(verdict, position=position, sequence=chosen, reference_token=ref_token,
+                  candidate_token=cand_token, reference_gap=gap, tie_tolerance=tie)
 
 
 # --- running both sides ---------------------------------------------------------------------------

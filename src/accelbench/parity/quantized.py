@@ -101,11 +101,11 @@ def _dequantised(module: nn.Module, original: torch.Tensor | None) -> torch.Tens
     weight = getattr(module, "weight", None)
     if isinstance(scales, torch.Tensor) and isinstance(weight, torch.Tensor) and weight.dtype == torch.int8:
         return weight.float() * scales.float()[:, None]
-    packed = getattr(module, "scales_and_zeros", None)
-    if isinstance(packed, torch.Tensor) and original is not None:
+    packed, group = getattr(module, "scales_and_zeros", None), getattr(module, "group", None)
+    if isinstance(packed, torch.Tensor) and isinstance(group, int) and original is not None:
         # The packed values are in the kernel's own layout: the 4-bit values are the original
         # weight's, quantized as quantize.py does; the scales and zero points are the layer's.
-        group, n = int(module.group), original.shape[0]
+        n = original.shape[0]
         values, _ = int4_weights(original, group, packed.dtype)
         return dequantized_int4(values, packed[:, :n], group)
     dequantize = getattr(weight, "dequantize", None)

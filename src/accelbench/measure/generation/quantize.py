@@ -94,6 +94,10 @@ class _QuantizedLinear(nn.Module):
 
 
 class Int8WeightOnlyLinear(_QuantizedLinear):
+    # Buffers (registered in __init__; nn.Module's attribute lookup finds them).
+    weight: torch.Tensor
+    scales: torch.Tensor
+
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, kernel: Int8Kernel) -> None:
         super().__init__(weight.shape[1], weight.shape[0], bias)
         q, scales = int8_weights(weight, weight.dtype)
@@ -110,6 +114,10 @@ class Int8WeightOnlyLinear(_QuantizedLinear):
 class Int4WeightOnlyLinear(_QuantizedLinear):
     """``padded_rows`` rows of zeros complete the outputs to the kernel's multiple; the product's
     extra columns are dropped."""
+
+    # Buffers, as Int8WeightOnlyLinear's.
+    weight: torch.Tensor
+    scales_and_zeros: torch.Tensor
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, kernel: Int4Kernel,
                  group: int, padded_rows: int = 0) -> None:
