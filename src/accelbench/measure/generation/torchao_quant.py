@@ -60,7 +60,7 @@ MATMUL_PRECISION = "torch.float32_matmul_precision"
 def torchao_api() -> Any:
     """torchao's quantization API, or NotImplementedError (the case's status: unsupported)."""
     try:
-        from torchao import quantization  # type: ignore[import-not-found]
+        from torchao import quantization
     except ImportError:
         raise NotImplementedError("torchao is not installed (an optional extra: pip install torchao); "
                                   "int8-wo and int4-wo use PyTorch's own kernels without it") from None
@@ -68,7 +68,7 @@ def torchao_api() -> Any:
 
 
 def torchao_version() -> str:
-    import torchao  # type: ignore[import-not-found]
+    import torchao
 
     return str(getattr(torchao, "__version__", "unknown"))
 
@@ -76,14 +76,14 @@ def torchao_version() -> str:
 def _cpu_int4_config(group: int) -> tuple[Any, str]:
     """torchao's CPU form of tinygemm's int4 (``Int4OpaqueTensor``): a packing format of
     ``Int4WeightOnlyConfig`` until torchao 0.17, a prototype config of its own from 0.18."""
-    from torchao.quantization.quantize_.workflows import Int4PackingFormat  # type: ignore[import-not-found]
+    from torchao.quantization.quantize_.workflows import Int4PackingFormat
 
     if "opaque" in {f.value for f in Int4PackingFormat}:
         words = f"group_size={group}, int4_packing_format='opaque', int4_choose_qparams_algorithm='tinygemm'"
         return (torchao_api().Int4WeightOnlyConfig(group_size=group, int4_packing_format="opaque",
                                                    int4_choose_qparams_algorithm="tinygemm"),
                 f"Int4WeightOnlyConfig({words})")
-    from torchao.prototype.quantization.int4 import (  # type: ignore[import-not-found]
+    from torchao.prototype.quantization.int4 import (
         PrototypeInt4WeightOnlyConfig,
     )
 
