@@ -261,7 +261,8 @@ def compact(specs: list[str], out: Path, warn: Warn, workers: int | None = None)
     work = _prepare(out)
     report, refused = Compacted(), []
     try:
-        tasks, inline = [], []
+        tasks: list[tuple[_Document, Iterator[tuple[int, bytes]] | None]] = []
+        inline: list[tuple[_Document, Iterator[tuple[int, bytes]] | None]] = []
         for document, lines in _documents(specs):
             (inline if lines is not None else tasks).append((document, lines))
         count = max(1, min(workers or os.cpu_count() or 1, len(tasks)))

@@ -109,8 +109,9 @@ def _band(item: Any, where: str) -> Band:
     kind = item.get("device_class")
     if kind not in DEVICE_CLASSES:
         raise UsageError(f"{where}: 'device_class' must be one of {', '.join(DEVICE_CLASSES)}")
-    counts = [item.get(name) for name in ("machines", "results")]
-    if not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in counts):
+    counts = [c for c in (item.get("machines"), item.get("results"))
+              if isinstance(c, int) and not isinstance(c, bool) and c > 0]
+    if len(counts) != 2:
         raise UsageError(f"{where}: 'machines' and 'results' must be positive integers")
     texts = [str(item.get(name) or "")[:400] for name in ("first_date", "last_date", "published",
                                                           "decode_class", "recipe", "decode")]

@@ -191,7 +191,8 @@ def _tokens(line: dict[str, Any], key: dict[str, Any]) -> str:
     line names) wins over the one the line names itself, which a forger controls; a line that
     names another reference than the shipped one is caught too. Tokens that differ are judged
     by the precision (``_differing_tokens``)."""
-    validity = line.get("validity") if isinstance(line.get("validity"), dict) else {}
+    stated = line.get("validity")
+    validity: dict[str, Any] = stated if isinstance(stated, dict) else {}
     mine = line.get("tokens_hash", validity.get("tokens_hash"))
     said = validity.get("tokens_match") is False
     if not said and (not isinstance(mine, str) or not mine):

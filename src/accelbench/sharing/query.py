@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from accelbench.compare.bands import PERCENTILES, Band, band_order
@@ -211,7 +212,8 @@ def shard_collection(connection: Any, rel: str) -> Collection:
     for row in _model_groups(connection, rel, by="model_key, decode_class"):
         summary = collection.keys.setdefault(tuple(row[:width]), KeySummary())
         recipe, bound = words.get(tuple(row[:width + 2]), ("", ""))
-        summary.groups.append(ModelGroup(*row[width + 2:], recipe=recipe, decode=bound))
+        # The group's first fields are the row's last columns; its recipe and decode, the words.
+        summary.groups.append(replace(ModelGroup(*row[width + 2:]), recipe=recipe, decode=bound))
     for row in connection.execute(
             f"SELECT {keys}, implausible, outlier, count(*) FROM {rel} "
             "WHERE implausible <> '' OR outlier <> '' GROUP BY ALL").fetchall():

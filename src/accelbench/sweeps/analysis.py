@@ -27,7 +27,8 @@ def parse_batch_sizes(text: str | Sequence[int], flag: str = "--batch-size") -> 
     """``"1,4,16"``, or ``"1,2,4,...,256"`` (continuing the last two values' ratio, or their step
     when the ratio is not a whole number), as sorted distinct positive values (batch sizes, or
     the prompt lengths of ``sweep --prompt-len``: ``flag`` names the option in errors)."""
-    items = [i.strip() for i in text.split(",") if i.strip()] if isinstance(text, str) else list(text)
+    items: list[str | int] = ([i.strip() for i in text.split(",") if i.strip()] if isinstance(text, str)
+                              else list(text))
     values: list[int] = []
     for index, item in enumerate(items):
         if item == ELLIPSIS:
