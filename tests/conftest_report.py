@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from accelbench.options.recorded import RecordedRun
 from accelbench.results import CaseResult, RunRecord
 
 HOSTILE_MACHINE = "<script>window.__pwned=1</script>"
@@ -36,7 +37,7 @@ def record(run_id: str, cases: list[CaseResult], machine: str = "box", created_a
                    "devices": {"cpu": {"name": "Test CPU", "physical_cores": 4,
                                        "memory_total_bytes": 16 * 2**30}}}
     return RunRecord(run_id=run_id, created_at=created_at, accelbench_version="0.1.0",
-                     command=["accelbench", "run"], options={"steps": 30}, environment=environment,
+                     command=["accelbench", "run"], options=RecordedRun(), environment=environment,
                      cases=cases, kind=kind)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from accelbench.options.recorded import RecordedRun
 from accelbench.results import CaseResult, RunRecord
 from accelbench.sharing.build import build_bundle
 
@@ -71,7 +72,7 @@ def result(model: str, throughput: float, *, seed: int = 0, threads: int = 64, f
 
 def run(run_id: str, cases: list[CaseResult], env: dict[str, Any], **fields: Any) -> RunRecord:
     return RunRecord(run_id=run_id, created_at="2025-03-04T05:06:07+00:00", accelbench_version="0.1.0",
-                     command=["accelbench", "run", "mnist"], options={"workers": 0}, environment=env,
+                     command=["accelbench", "run", "mnist"], options=RecordedRun(), environment=env,
                      cases=cases, **fields)
 
 

@@ -118,7 +118,7 @@ def test_run_steps_run_in_fp32_with_cudnn_benchmark_as_asked(recorder, cudnn_def
     assert read_seen(seen)[:3] == [fp32_seen(benchmark)] * 3
     assert case.backend_flags["cudnn_benchmark"] is benchmark
     assert case.backend_flags["cudnn_allow_tf32"] is False
-    assert record.options["cudnn_benchmark"] is benchmark
+    assert record.options.run_options().cudnn_benchmark is benchmark
     # Put back after the case.
     assert torch.backends.cudnn.allow_tf32 is True and torch.backends.cudnn.benchmark is False
 

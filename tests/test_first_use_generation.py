@@ -159,7 +159,7 @@ def test_a_negative_first_use_reads_approximately_zero_with_why_everywhere(tmp_p
                        time_to_first_step_s=0.0684)
     generation = _case(_figures([(0.001, 0.01)], [(0.010, 0.020)] * 3))  # first generation quicker
     record = RunRecord(run_id="neg", created_at="2026-01-01T00:00:00+00:00", accelbench_version="0",
-                       command=[], options={}, environment={}, cases=[train, generation])
+                       command=[], environment={}, cases=[train, generation])
     loaded = load_record(save_record(record, tmp_path / "neg.json"))
     for case, unit in zip(loaded.cases, ("step", "generation"), strict=True):
         cost = case.first_use().first_use

@@ -37,6 +37,7 @@ from test_table import _widest_record
 from accelbench.cli import COMMANDS
 from accelbench.measure.generation.execution import Execution
 from accelbench.measure.generation.rounds import GenerationFigures, GenerationRound
+from accelbench.options.recorded import RecordedCheck
 from accelbench.results import CaseResult, Parity, ParityTolerance, RunRecord
 from accelbench.results.generation import Generation
 
@@ -156,7 +157,7 @@ def _check_record() -> RunRecord:
                   error="RuntimeError: CUDA error: an illegal memory access was encountered at "
                         "step 3 of 5 (allocated 17.2 GB, reserved 18.1 GB)")]
     checked = record("check0123456", cases, kind="check")
-    return replace(checked, options={"reference": "cpu-fp64", "check_steps": 5})
+    return replace(checked, options=RecordedCheck(reference="cpu-fp64", check_steps=5))
 
 
 def _sweep_record() -> RunRecord:

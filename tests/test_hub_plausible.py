@@ -18,6 +18,8 @@ from conftest_share import EPYC_MODEL, H100_MODEL, environment, result, run, wri
 from accelbench.compare.outliers import OUTLIER_MIN_MACHINES, mark_outliers
 from accelbench.compare.peers import PeerResult, place
 from accelbench.measure.generation.rounds import GenerationFigures, GenerationRound
+from accelbench.options import RunOptions
+from accelbench.options.recorded import RecordedRun
 from accelbench.results.figures import Flops
 from accelbench.results.generation import Generation
 from accelbench.results.records import RunRecord
@@ -197,7 +199,7 @@ def test_the_shipped_reference_wins_over_the_one_a_line_names() -> None:
 
     def line(tokens_hash: str, seed: int = 0, **validity: Any) -> PeerResult:
         record = _generate_record(tokens_hash=tokens_hash, **validity)
-        record.options["seed"] = seed
+        record.options = RecordedRun(RunOptions(seed=seed))
         case = record.cases[0]
         case.batch_size, case.prompt_len, case.new_tokens = 1, 16, 16
         rounds = tuple(GenerationRound(0.004, 15 * 0.002, (0.002,) * 15) for _ in range(5))

@@ -115,7 +115,7 @@ def test_scale_runs_inline_with_no_code_of_its_own(monkeypatch) -> None:
     assert [rank.status for rank in scale.ranks] == ["ok"]
     assert case.step_times == scale.ranks[0].step_times and len(case.step_times) == 3
     assert len(scale.ranks[0].nosync_step_times) == 3 and math.isfinite(scale.comm_fraction)
-    assert record.options["scale"]["run"]["isolation"] == "none"
+    assert record.options.scale.run.isolation == "none"
     assert not dist.is_initialized()
 
 

@@ -197,8 +197,8 @@ def test_a_run_through_the_api_records_the_options_it_was_given() -> None:
     record = accelbench.run("mnist", device="cpu", modes="train", size="tiny", time_budget=0.5,
                             target_ci=5, auto_batch=True, isolation="none", warmup=1)
     assert [case.status for case in record.cases] == ["ok"]
-    stored = RunOptions.from_dict(record.options)
-    assert stored.stop == StopRule("time", 0.5, 5) and stored.auto_batch
+    stored = record.options.run_options()
+    assert stored is not None and stored.stop == StopRule("time", 0.5, 5) and stored.auto_batch
 
 
 def test_no_module_shadows_an_api_function() -> None:

@@ -206,7 +206,7 @@ def test_a_device_index_is_refused_before_any_device_is_looked_at(monkeypatch) -
     monkeypatch.setattr(DeviceSet, "current", classmethod(lambda cls: four_gpus))
     monkeypatch.setattr(work, "drive", launched)
     monkeypatch.setattr(work, "new_record", lambda *args: work.RunRecord(
-        run_id="x", created_at="", accelbench_version="", command=[], options={}, environment={}))
+        run_id="x", created_at="", accelbench_version="", command=[], environment={}))
     with pytest.raises(UsageError, match="'cuda:3': scale takes a device kind without an index"):
         run_scale(ScaleOptions.of("mnist", (2,), device="cuda:3"), ["accelbench"])
     assert ScaleOptions.of("mnist", (2,), device="cuda").run.device == "cuda"

@@ -10,6 +10,8 @@ import pytest
 from conftest_report import assert_one_line_error
 from conftest_share import EPYC_MODEL, H100_MODEL, environment, result, run
 
+from accelbench.options import RunOptions
+from accelbench.options.recorded import RecordedRun
 from accelbench.results import ProcessRun
 from accelbench.results.generation import Generation
 from accelbench.sharing.build import build_bundle
@@ -58,8 +60,8 @@ def _planted(monkeypatch: pytest.MonkeyPatch):
     record = run("planted01", [good, crashed, named], env)
     record.command = ["accelbench", "run", "--workload-file", SECRETS["workload file"], "--data-dir",
                       SECRETS["data dir"], "-o", f"{SECRETS['home']}/out.json"]
-    record.options.update({"data_dir": SECRETS["data dir"], "workload_files": [SECRETS["workload file"]],
-                           "env": {"ALICE_API_TOKEN": SECRETS["env var"]}})
+    record.options = RecordedRun(RunOptions(data_dir=Path(SECRETS["data dir"]),
+                                            workload_files=(SECRETS["workload file"],)))
     return record
 
 

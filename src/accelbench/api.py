@@ -27,6 +27,7 @@ from accelbench.engine.runner import run_plan
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
 from accelbench.options.declared import DEFAULTS
+from accelbench.options.recorded import RecordedRun
 from accelbench.options.values import (
     BenchKeywords,
     PathLike,
@@ -284,7 +285,8 @@ def bench(
     how = f"inline: {inline_reason}" if inline_reason else "process"
 
     def mark(record: RunRecord) -> None:
-        record.options["bench_isolation"] = how
+        if isinstance(record.options, RecordedRun):
+            record.options = replace(record.options, bench_isolation=how)
         for case in record.cases:
             case.isolation = how
 

@@ -20,7 +20,15 @@ without one is an error. Per class: ``JSON_NAMES`` maps a field to its key where
 (``pass`` is a Python keyword), ``JSON_ORDER`` lists fields that come first in the file (the order
 older files have). Per field (``metadata``): ``{"stored": False}`` leaves it out (a display switch
 such as ``--debug``'s echo; it takes its default when read back), ``{"codec": FieldCodec(...)}``
-writes and reads a value that is not plain data (a device by its name, settings with their type).
+writes and reads a value that is not plain data (a device by its name, settings with their type),
+``{"inline": True}`` writes a dataclass field's own fields into its parent's object (a record's
+options: the run options' keys beside the kind's own), ``{"omit_none": True}`` writes the field
+only where it is not None (a key some records of a kind have and others not).
+
+``checked=False`` (reading a record's options: what ran, not what is to run) builds each
+dataclass without its own checks (``__post_init__``), so a file whose value this accelbench no
+longer accepts (a data folder of another machine, a precision since renamed) still loads; the
+annotations are still checked.
 """
 
 from __future__ import annotations
@@ -64,6 +72,24 @@ def _stored(spec: dataclasses.Field[Any]) -> bool:
     return bool(spec.metadata.get("stored", True))
 
 
+def _inline(spec: dataclasses.Field[Any]) -> bool:
+    return bool(spec.metadata.get("inline", False))
+
+
+@functools.cache
+def _keys(cls: type) -> frozenset[str]:
+    """The keys an object of ``cls`` may hold: its fields' (an inline field's own keys) and
+    ``JSON_EXTRA``."""
+    names: dict[str, str] = getattr(cls, "JSON_NAMES", {})
+    keys = set(getattr(cls, "JSON_EXTRA", ()))
+    for spec in dataclasses.fields(cls):
+        if _inline(spec):
+            keys |= _keys(_hints(cls)[spec.name])
+        else:
+            keys.add(names.get(spec.name, spec.name))
+    return frozenset(keys)
+
+
 def field_path(where: str, name: str) -> str:
     return f"{where}.{name}" if where else name
 
@@ -85,6 +111,11 @@ def encode(value: Any) -> Any:
             if not _stored(spec):
                 continue
             item = getattr(value, spec.name)
+            if item is None and spec.metadata.get("omit_none"):
+                continue
+            if _inline(spec):
+                out.update(encode(item))
+                continue
             codec: FieldCodec | None = spec.metadata.get("codec")
             stored = encode(item) if codec is None or item is None else codec.encode(item)
             out[names.get(spec.name, spec.name)] = stored
@@ -111,11 +142,12 @@ class _Reading:
     """One reading: the switch, how an error names a field ("result field 'cases[0].status'",
     "field 'RunOptions.seed'"), where skipped keys go, and the fields' codecs' context."""
 
-    __slots__ = ("context", "noun", "skipped", "strict")
+    __slots__ = ("checked", "context", "noun", "skipped", "strict")
 
     def __init__(self, strict: bool, noun: str, skipped: list[str] | None,
-                 context: Mapping[str, Any]) -> None:
+                 context: Mapping[str, Any], checked: bool = True) -> None:
         self.strict, self.noun, self.skipped, self.context = strict, noun, skipped, context
+        self.checked = checked
 
     def wrong(self, value: Any, hint: Any, where: str) -> DecodeError:
         return DecodeError(f"{self.noun} {where!r} has the wrong type: {type(value).__name__} "
@@ -198,11 +230,15 @@ class _Reading:
                               f"got {type(data).__name__}")
         names: dict[str, str] = getattr(cls, "JSON_NAMES", {})
         hints = _hints(cls)
-        values, known = {}, set(getattr(cls, "JSON_EXTRA", ()))
+        values, known = {}, _keys(cls)
         for spec in dataclasses.fields(cls):
             key = names.get(spec.name, spec.name)
-            known.add(key)
             if not _stored(spec):
+                continue
+            if _inline(spec):  # its keys sit in this object: the part of it that is theirs
+                inner = hints[spec.name]
+                values[spec.name] = self.build(inner, {k: v for k, v in data.items()
+                                                       if k in _keys(inner)}, where)
                 continue
             path = field_path(where, key)
             if key not in data:
@@ -220,12 +256,31 @@ class _Reading:
                               f"{', '.join(map(repr, unknown))}; its fields: {fields}")
         if unknown and self.skipped is not None:
             self.skipped.extend(field_path(where, str(key)) for key in unknown)
+        if not self.checked:
+            return _unchecked(cls, values)
         try:
             return cls(**values)
         except UsageError as error:  # the class's own check (an unknown verdict, say)
             if self.strict:
                 raise
             raise DecodeError(f"{self.noun} {where or cls.__name__!r}: {error}") from None
+
+
+def _unchecked(cls: type[D], values: dict[str, Any]) -> D:
+    """An instance of ``cls`` holding ``values`` (the rest their defaults), its own checks
+    (``__post_init__``) not run."""
+    instance = cls.__new__(cls)
+    for spec in dataclasses.fields(cls):
+        if spec.name in values:
+            value = values[spec.name]
+        elif spec.default is not dataclasses.MISSING:
+            value = spec.default
+        elif spec.default_factory is not dataclasses.MISSING:
+            value = spec.default_factory()
+        else:
+            continue
+        object.__setattr__(instance, spec.name, value)
+    return instance
 
 
 def _expected(hint: Any) -> str:
@@ -251,15 +306,18 @@ def _same_shape(value: Any, option: Any) -> bool:
 
 
 def decode(kind: Any, value: Any, *, strict: bool = True, where: str | None = None,
-           skipped: list[str] | None = None, context: Mapping[str, Any] | None = None) -> Any:
+           skipped: list[str] | None = None, context: Mapping[str, Any] | None = None,
+           checked: bool = True) -> Any:
     """The value of type ``kind`` (a dataclass, or any annotation) that :func:`encode` wrote as
     ``value``, checked field by field. ``strict``: a key that is no field is an error naming its
     path; otherwise it is skipped and its path appended to ``skipped``. ``where``: the path of
     ``value`` in its file (by default, strict: the class's name; lenient: none). ``context``:
-    what the fields' own codecs read (``FieldCodec.decode``)."""
+    what the fields' own codecs read (``FieldCodec.decode``). ``checked=False``: the dataclasses'
+    own checks are not run (a record's options)."""
     if where is None:
         where = getattr(kind, "__name__", "") if strict else ""
-    reading = _Reading(strict, "field" if strict else "result field", skipped, context or {})
+    reading = _Reading(strict, "field" if strict else "result field", skipped, context or {},
+                       checked)
     return reading.convert(value, kind, where)
 
 

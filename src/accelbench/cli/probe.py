@@ -15,6 +15,7 @@ from accelbench.cli.driven import run_driven, show_json
 from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
 from accelbench.options.probe import ProbeOptions
+from accelbench.options.recorded import RecordedProbe
 from accelbench.results import RunRecord
 from accelbench.store.jsonfile import check_writable
 
@@ -86,8 +87,8 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     features = chosen_features(list(options.feature_patterns) or None, options.skip_compile)
     devices = DeviceSet.current()
     chosen = devices.select(options.device)
-    recorded = {"device": options.device, "features": [f.name for f in features],
-                "skip_compile": options.skip_compile, "isolation": options.isolation}
+    recorded = RecordedProbe(options.device, tuple(f.name for f in features),
+                             options.skip_compile, options.isolation)
 
     def drive(on_case: Callable[[RunRecord], None]) -> RunRecord:
         return probe_record(devices, chosen, features, ["accelbench", *argv], recorded,

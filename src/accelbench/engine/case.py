@@ -23,6 +23,7 @@ from accelbench.measure.generation.settle import RoundRule
 from accelbench.measure.loop.step_loop import NonFiniteError
 from accelbench.measure.loop.stop import StopRule
 from accelbench.options import RunOptions
+from accelbench.options.recorded import RecordedRun
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.case_key import CaseKey, key_values
 from accelbench.workloads.base import Workload, generates
@@ -184,7 +185,7 @@ def new_record(options: RunOptions, devices: DeviceSet, command: list[str]) -> R
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         accelbench_version=__version__,
         command=command,
-        options=options.to_dict(),
+        options=RecordedRun(options),
         environment=collect_environment(devices),
     )
 

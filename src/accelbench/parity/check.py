@@ -28,6 +28,7 @@ from accelbench.engine.runner import launch_plan
 from accelbench.engine.spec import CaseSpec, model_files_for
 from accelbench.engine.work import CaseWork
 from accelbench.options.check import CheckOptions
+from accelbench.options.recorded import RecordedCheck
 from accelbench.parity.core import run_parity
 from accelbench.results import CaseResult, Parity, RunRecord
 from accelbench.results.generation import Generation, TokenParity
@@ -166,8 +167,8 @@ def check_from_spec(spec: CaseSpec, report: Report) -> CaseResult:
 def check_record(options: CheckOptions, devices: DeviceSet, command: list[str]) -> RunRecord:
     record = new_record(options.run, devices, command)
     record.kind = "check"
-    record.options["reference"] = options.reference
-    record.options["check_steps"] = options.steps
+    record.options = RecordedCheck(options.run, reference=options.reference,
+                                   check_steps=options.steps)
     return record
 
 

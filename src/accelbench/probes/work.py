@@ -28,6 +28,7 @@ from accelbench.engine.spec import CaseSpec
 from accelbench.engine.work import CaseWork
 from accelbench.errors import UsageError
 from accelbench.options import DEFAULT_CASE_TIMEOUT_S
+from accelbench.options.recorded import RecordedProbe
 from accelbench.probes import Feature
 from accelbench.probes.cells import Cell, References, device_probe, probe_device
 from accelbench.results import DeviceProbe, ProbeCell, RunRecord
@@ -165,7 +166,7 @@ def probe_on(device: Device, features: Sequence[Feature], cpu: Device, progress:
 
 
 def probe_record(devices: DeviceSet, chosen: list[Device], features: list[Feature],
-                 command: list[str], options: dict[str, Any],
+                 command: list[str], options: RecordedProbe,
                  progress: ItemProgress | None = None,
                  on_case: Callable[[RunRecord], None] | None = None, *,
                  isolation: str = "none", timeout: float = DEFAULT_CASE_TIMEOUT_S,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from accelbench.options.recorded import RecordedCheck
 from accelbench.parity.shown import judged_label, verdict_of
 from accelbench.render.fit import FittedTable
 from accelbench.render.table import config_label
@@ -62,7 +63,9 @@ def checked_words(record: RunRecord) -> str:
     generation check: its tokens against the reference's), or both."""
     parts = []
     if any(case.mode != "generate" for case in record.cases):
-        parts.append(f"{record.options.get('check_steps', '?')} training steps")
+        options = record.options
+        steps = options.check_steps if isinstance(options, RecordedCheck) else "?"
+        parts.append(f"{steps} training steps")
     shapes = dict.fromkeys((case.new_tokens, case.prompt_len) for case in record.cases
                            if case.mode == "generate")
     if len(shapes) == 1:
@@ -74,7 +77,7 @@ def checked_words(record: RunRecord) -> str:
 
 
 def check_table(record: RunRecord) -> FittedTable:
-    reference = record.options.get("reference", "?")
+    reference = record.options.reference if isinstance(record.options, RecordedCheck) else "?"
     notes = [JUDGED_NOTE] if any(judged_label(case.parity) for case in record.cases) else []
     return FittedTable(f"accelbench check {record.run_id}: candidate vs {reference}, "
                        f"{checked_words(record)}", COLUMNS,

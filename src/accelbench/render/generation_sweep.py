@@ -5,6 +5,7 @@ out; rows shared by the terminal table and the HTML report."""
 from __future__ import annotations
 
 from accelbench.measure.trackers.memory import format_bytes
+from accelbench.options.recorded import RecordedSweep
 from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_rate, format_seconds
 from accelbench.render.table import memory_cell
@@ -22,7 +23,9 @@ Line = tuple[str, list[tuple[int, float, tuple[float, float] | None]], None]
 
 
 def is_prompt_sweep(record: RunRecord) -> bool:
-    return record.kind == "sweep" and (record.options.get("sweep") or {}).get("axis") == "prompt_len"
+    options = record.options
+    return (record.kind == "sweep" and isinstance(options, RecordedSweep)
+            and options.sweep is not None and options.sweep.axis == "prompt_len")
 
 
 def _config(case: CaseResult) -> str:

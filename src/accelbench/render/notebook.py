@@ -19,6 +19,7 @@ COLUMNS = ("workload", "mode", "device", "config", "batch", "status", "samples/s
 
 def record_html(record: RunRecord) -> str:
     rows = []
+    run = record.options.run_options()
     for case in record.cases:
         summary = case.summary()
         rows.append((
@@ -29,7 +30,7 @@ def record_html(record: RunRecord) -> str:
             format_seconds(summary.median if summary else None),
             f"{summary.rel_iqr:.1%}" if summary else "n/a",
             format_bytes(case.peak_memory_bytes) if case.peak_memory_bytes else "n/a",
-            case.isolation or str(record.options.get("isolation", "")),
+            case.isolation or (run.isolation if run else ""),
         ))
     caption = f"accelbench {record.kind} {record.run_id} ({record.created_at})"
     lines: list[str] = []

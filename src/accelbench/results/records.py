@@ -16,6 +16,7 @@ from accelbench.errors import UsageError
 from accelbench.measure.loop.median_ci import relative_median_ci_half_width
 from accelbench.measure.loop.timing import Timing
 from accelbench.measure.trackers.profile_figures import Profile
+from accelbench.options.recorded import Recorded, from_stored
 from accelbench.results.case_key import CaseKey
 from accelbench.results.catalogue import case_figures, case_headline
 from accelbench.results.figures import Energy, Flops, Parity, ProcessRun, ScaleFigures, Sensors
@@ -319,7 +320,9 @@ class RunRecord:
     created_at: str
     accelbench_version: str
     command: list[str] = field(default_factory=list)
-    options: dict[str, Any] = field(default_factory=dict)
+    #: The kind's options (options/recorded.py: the run options, and a check's reference, a
+    #: sweep's plan ...), written as the flat object files have always held.
+    options: Recorded = field(default_factory=Recorded)
     environment: dict[str, Any] = field(default_factory=dict)
     cases: list[CaseResult] = field(default_factory=list)
     #: "run", "check", "probe", "scale" or "sweep".
@@ -342,7 +345,7 @@ class RunRecord:
             "created_at": self.created_at,
             "accelbench_version": self.accelbench_version,
             "command": self.command,
-            "options": self.options,
+            "options": self.options.to_dict(),
             "environment": self.environment,
             "cases": [case.to_dict() for case in self.cases],
             "probes": [probe.to_dict() for probe in self.probes],
@@ -358,7 +361,9 @@ class RunRecord:
         if not isinstance(cases, list):
             raise UsageError("result field 'cases' must be a list")
         unknown: list[str] = []
-        record = build(cls, {**data, "cases": []}, skipped=unknown)
+        stored = {key: value for key, value in data.items() if key != "options"}
+        record = build(cls, {**stored, "cases": []}, skipped=unknown)
+        record.options = from_stored(record.kind, data.get("options", {}), unknown)
         record.cases = [CaseResult.from_dict(case, f"cases[{i}]", unknown) for i, case in enumerate(cases)]
         record.unknown_keys = unknown
         return record

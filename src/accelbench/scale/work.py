@@ -35,6 +35,7 @@ from accelbench.engine.spec import CaseSpec, model_files_for
 from accelbench.engine.work import CaseWork
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
+from accelbench.options.recorded import RecordedScale
 from accelbench.options.scale import ScaleOptions
 from accelbench.results import CaseResult, RunRecord
 from accelbench.workloads.catalogue import get_workload_class, load_workload_file
@@ -120,7 +121,7 @@ def run_scale(options: ScaleOptions, command: list[str], progress: ItemProgress 
     run_options = options.run_options(device)
     record = new_record(run_options, devices, command)
     record.kind = "scale"
-    record.options["scale"] = options.to_dict()
+    record.options = RecordedScale(run_options, scale=options)
 
     def keep(grown: RunRecord) -> None:
         fill_efficiency(grown.cases)

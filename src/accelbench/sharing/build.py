@@ -159,11 +159,6 @@ def _validity(case: CaseResult, selftest: Mapping[str, Any] | None, seed: int = 
     return validity
 
 
-def _seed(options: Mapping[str, Any]) -> int:
-    seed = options.get("seed", 0)
-    return seed if isinstance(seed, int) and not isinstance(seed, bool) else 0
-
-
 def case_id(record: RunRecord, case: CaseResult) -> str:
     """Which case of which run the line is, without saying anything about either: the same case
     shared twice (after a selftest changed its validity, by a newer accelbench) is one result
@@ -198,6 +193,7 @@ def _rounded(value: Any) -> Any:
 def case_line(record: RunRecord, case: CaseResult, machine_id: str,
               selftest: Mapping[str, Any] | None = None, with_samples: bool = False) -> dict[str, Any]:
     """The shareable dict of one case (not yet scrubbed or hashed)."""
+    run = record.options.run_options()
     line: dict[str, Any] = {
         "machine_id": machine_id, "case_id": case_id(record, case),
         "accelbench_version": record.accelbench_version,
@@ -206,10 +202,10 @@ def case_line(record: RunRecord, case: CaseResult, machine_id: str,
         "device": _device(record, case), "limits": _limits(case), "host": _host(record.environment),
         "software": _software(record.environment),
         "settings": {"backend_flags": {str(k): _scalar(v) for k, v in case.backend_flags.items()},
-                     "threads": case.threads, "loader_workers": _scalar(record.options.get("workers")),
+                     "threads": case.threads, "loader_workers": run.workers if run else None,
                      "power": _power(record.environment)},
         "figures": _figures(case),
-        "validity": _validity(case, selftest, _seed(record.options)),
+        "validity": _validity(case, selftest, run.seed if run else 0),
     }
     decode = DecodeDiagnosis.of_case(case)
     if decode is not None:

@@ -75,10 +75,9 @@ def identifying_tokens(record: RunRecord) -> set[str]:
         if isinstance(argument, str) and ("/" in argument or "\\" in argument
                                           or argument.lower().endswith(_FILE_SUFFIXES)):
             tokens |= set(_path_parts(argument.split("=", 1)[-1]))
-    options = record.options
-    for name in ("data_dir", "workload_files", "output", "db"):
-        value = options.get(name)
-        for item in value if isinstance(value, list) else [value]:
+    run = record.options.run_options()
+    if run is not None:
+        for item in (str(run.data_dir) if run.data_dir else "", *run.workload_files):
             tokens |= set(_path_parts(item))
     python = record.environment.get("python")
     if isinstance(python, dict):

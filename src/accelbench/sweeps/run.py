@@ -19,6 +19,7 @@ from accelbench.engine.driver import Interrupted
 from accelbench.engine.runner import run_plan
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
+from accelbench.options.recorded import RecordedSweep, SweepPlan
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.case_key import key_values
 from accelbench.sweeps.analysis import SATURATION_FRACTION
@@ -74,8 +75,9 @@ def run_sweep(options: RunOptions, devices: DeviceSet, batch_sizes: Sequence[int
             on_case(record)
     assert record is not None
     values = sorted(batch_sizes)
-    record.options["sweep"] = ({"batch_sizes": values, "saturation_fraction": SATURATION_FRACTION}
-                               if axis == "batch_size" else {"axis": axis, "prompt_lens": values})
+    swept = (SweepPlan(batch_sizes=tuple(values), saturation_fraction=SATURATION_FRACTION)
+             if axis == "batch_size" else SweepPlan(axis=axis, prompt_lens=tuple(values)))
+    record.options = RecordedSweep(record.options.run_options() or options, sweep=swept)
     return record
 
 
