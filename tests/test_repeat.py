@@ -105,8 +105,8 @@ _STORED_PROCESS = {"status": "ok", "error": "", "batch_size": 64, "step_times": 
 
 def test_each_repeat_process_is_a_typed_run_stored_as_before(tmp_path: Path) -> None:
     """Issue 27 (one typed spec): each --repeat process's record is a ProcessRun, not a dict;
-    its stored keys are the ones result files have always held (plus tpot_s and sustained,
-    null where the case has none), and a file written before the type loads into it."""
+    its stored keys are the ones result files have always held (plus tpot_s, protocol_rate and
+    sustained, null where the case has none), and a file written before the type loads into it."""
     from accelbench.results import ProcessRun
     from accelbench.store.jsonfile import load_record, save_record
 
@@ -114,8 +114,8 @@ def test_each_repeat_process_is_a_typed_run_stored_as_before(tmp_path: Path) -> 
     assert all(isinstance(run, ProcessRun) for run in merged.repeats)
     assert merged.repeats[0].median_step_s == pytest.approx(0.10, rel=0.05)
     stored = merged.to_dict()["repeats"][0]
-    assert set(stored) == set(_STORED_PROCESS) | {"tpot_s", "sustained"}
-    assert stored["tpot_s"] is None and stored["sustained"] is None
+    assert set(stored) == set(_STORED_PROCESS) | {"tpot_s", "protocol_rate", "sustained"}
+    assert stored["tpot_s"] is None and stored["protocol_rate"] is None and stored["sustained"] is None
     path = tmp_path / "old.json"
     old = RunRecord("r", "2025-01-01", "0", cases=[case()])
     data = old.to_dict()

@@ -5,7 +5,9 @@ starts, so slow drift of the machine (heat, a neighbour's job) spreads over ever
 landing on the last one. Each process's samples and figures are kept in ``CaseResult.repeats``;
 the per-process figure (``results/process.py``) is the unit that ``compare`` judges.
 The top-level fields of the merged result are the pooled view (all samples together); with
-``--sustained`` the verdict pools every process's burst and sustained intervals.
+``--sustained`` the verdict pools every process's burst and sustained intervals; a ``--protocol``
+case's protocol figures are recomputed over every process's repetitions, and each process keeps its
+own (``ProcessRun.protocol_rate``), the samples of the rate's interval.
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from dataclasses import replace
 import numpy as np
 
 from accelbench.measure.generation.decode_bytes import decode_judgements
+from accelbench.measure.generation.protocols import protocol_figures
 from accelbench.measure.generation.rounds import GenerationFigures
 from accelbench.results import CaseResult, ProcessRun
-from accelbench.results.generation import Generation
+from accelbench.results.catalogue import case_headline
+from accelbench.results.generation import Generation, ProtocolSection
 from accelbench.results.sustained import SustainedRecord
+from accelbench.workloads.protocols import PER_TOKEN_READ, ProtocolTest
 
 
 def interleaved(case_count: int, repeat: int) -> Iterator[tuple[int, int]]:
@@ -44,9 +49,18 @@ def process_run(result: CaseResult) -> ProcessRun:
         mean_step_s=float(np.mean(times)) if times else None,
         # A generation case's per-process figure (results/process.py): its TPOT.
         tpot_s=result.generation.tpot_s if result.generation else None,
+        # A --protocol case's: its own protocol figure (the catalogue headline it reports).
+        protocol_rate=case_headline(result).read(result) if result.protocol and result.ok else None,
         # --sustained: this process's own burst/sustained figures and verdict.
         sustained=result.sustained.figures if result.sustained else None,
     )
+
+
+def _test_of(section: ProtocolSection, figures: GenerationFigures) -> ProtocolTest:
+    """The protocol test a case ran, as its stored section names it."""
+    return ProtocolTest(section.test, section.figure, figures.prompt_len, figures.new_tokens,
+                        scaled_from=section.scaled_from or "",
+                        reads_each_token=section.clock == PER_TOKEN_READ)
 
 
 def merge_repeats(results: Sequence[CaseResult]) -> CaseResult:
@@ -80,6 +94,12 @@ def merge_repeats(results: Sequence[CaseResult]) -> CaseResult:
         if reference and reference > 0 and effective and pooled.tpot_s:
             sections.update(decode_judgements(effective, pooled.tpot_s, pooled.bytes_per_step, reference,
                                               first.last_level_cache_bytes, first.host_cpu or ""))
+        if first.protocol is not None:
+            # The protocol's figure over every process's repetitions, as the peer would report
+            # it for all of them (llama-bench -r 10 from two processes of 5); its interval is
+            # across the processes' own figures (CaseResult._generation_rate_ci).
+            sections["protocol"] = protocol_figures(first.protocol.name, _test_of(first.protocol, pooled),
+                                                    pooled)
         merged.generation = Generation.from_dict({**first.to_dict(), **sections}, "generation")
     peaks = [r.peak_memory_bytes for r in finished if r.peak_memory_bytes is not None]
     merged.peak_memory_bytes = max(peaks) if peaks else merged.peak_memory_bytes

@@ -192,6 +192,10 @@ class ProcessRun(Record):
     mean_step_s: float | None = None
     #: A generation case's per-process figure (results/process.py): its TPOT; None otherwise.
     tpot_s: float | None = None
+    #: A --protocol case's per-process figure: this process's own protocol rate (its catalogue
+    #: headline: llama-bench's pp or tg mean, gpt-fast's tokens/s, MLPerf Client's 2nd+ token
+    #: rate); None otherwise, and in files written before it was kept.
+    protocol_rate: float | None = None
     #: --sustained: this process's own burst/sustained figures and verdict; None otherwise.
     sustained: SustainedFigures | None = None
 

@@ -15,11 +15,12 @@ before lacks takes None.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from accelbench.measure.generation.execution import Execution
-from accelbench.results.stats import mean_ci
+from accelbench.results.stats import geometric_ci, mean_ci
 from accelbench.results.validate import Record, dump
 
 #: The metadata key naming a field's group (see :func:`present`).
@@ -249,14 +250,19 @@ class Generation(Sparse):
     parity: TokenParity | None = present()
 
 
-def protocol_rate_ci(generation: Generation | None) -> tuple[float, float] | None:
+def protocol_rate_ci(generation: Generation | None,
+                     process_rates: Sequence[float] = ()) -> tuple[float, float] | None:
     """The 95% interval of a --protocol case's rate (its catalogue headline), of the statistic it
     is: the mean of the per-repetition rates (llama-bench, gpt-fast), or 1 / the mean of the
-    iterations' time per token after the first (MLPerf Client's 2nd+ token rate). None with fewer
-    than two rounds, or a section without them."""
+    iterations' time per token after the first (MLPerf Client's 2nd+ token rate). With
+    ``--repeat`` (two or more ``process_rates``, each process's own protocol figure) the interval
+    is across the processes (their geometric mean's), as a re-run would see it; else across the
+    rounds. None with fewer than two rounds, or a section without them."""
     section = generation.protocol if generation else None
     if generation is None or section is None:
         return None
+    if len(process_rates) >= 2:  # on logarithms, as a step case's processes (CaseResult.throughput_ci)
+        return geometric_ci([float(r) for r in process_rates])
     if section.figure == "category":
         rounds, new_tokens = generation.rounds, generation.new_tokens
         if rounds is None or new_tokens is None or new_tokens < 2:

@@ -27,9 +27,13 @@ def process_step_times(case: CaseResult) -> list[float]:
 
     A result without repeats is one process (its own samples). A generation case's figure is
     B / its rate (results/catalogue.headline): its TPOT, the statistic its decode rate is, or the
-    time per token of a --protocol case's own rate (llama-bench's pp or tg ...), so a verdict
+    time per token of a --protocol case's own rate (llama-bench's pp or tg ...; each process's own
+    with --repeat), so a verdict
     judges the figure its rows show."""
     if case.mode == "generate":
+        rates = [r.protocol_rate for r in case.repeats if r.ok and r.protocol_rate] if case.protocol else []
+        if rates:  # each process's own protocol figure, as time per token
+            return [case.batch_size / rate for rate in rates]
         if case.repeats:
             return [float(r.tpot_s) for r in case.repeats if r.ok and r.tpot_s is not None]
         rate = case.throughput()

@@ -190,10 +190,11 @@ class CaseResult(Timing, _CaseHead):
 
     def _generation_rate_ci(self) -> tuple[float, float] | None:
         """B / TPOT's interval: across processes (their TPOTs) with --repeat, else the median
-        TPOT's order-statistic interval across rounds; a --protocol case's is its own rate's
-        (results/generation.protocol_rate_ci)."""
+        TPOT's order-statistic interval across rounds; a --protocol case's is its own rate's,
+        across the processes' own protocol figures with --repeat (results/generation.protocol_rate_ci)."""
         if self.protocol:
-            return protocol_rate_ci(self.generation)
+            return protocol_rate_ci(self.generation, [r.protocol_rate for r in self.repeats
+                                                      if r.ok and r.protocol_rate])
         tpots = [r.tpot_s for r in self.repeats if r.ok and r.tpot_s is not None]
         if len(tpots) >= 2:
             low, high = geometric_ci(tpots)
