@@ -162,7 +162,8 @@ def _earliest_pair(case: CaseResult, pairs: list[Pair], earlier: list[str]) -> P
     mine = [p for p in pairs if p.b is case and p.a_label in earlier]
     mine.sort(key=lambda p: earlier.index(p.a_label))
     comparable = [p for p in mine if p.verdict.verdict != NOT_COMPARABLE]
-    return (comparable or mine or [None])[0]
+    found = comparable or mine
+    return found[0] if found else None
 
 
 def vs_cell(row: MachineRow, group: WorkloadComparison, letters: dict[str, str], notes: Footnotes) -> str:
@@ -285,7 +286,7 @@ def comparison_layout(comparisons: list[WorkloadComparison]) -> Layout:
 
 def comparison_renderable(comparisons: list[WorkloadComparison]) -> Group:
     layout = comparison_layout(comparisons)
-    parts: list[FittedTable | Text] = []
+    parts: list[FittedTable | Text | Prose] = []
     for table in layout.tables:
         right = [name for name in table.columns if name in RIGHT or name.startswith(("CPU\n", "accel.\n"))]
         parts += [FittedTable(table.title, table.columns, table.rows,

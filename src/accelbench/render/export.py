@@ -34,7 +34,7 @@ RATE_COLUMNS = ("rate", "rate_name", "rate_unit", "rate_ci_low", "rate_ci_high")
 #: per-token and per-round figures are the catalogue's: ttft_s, tpot_s, itl_p50_s, round_spread).
 STEP_COLUMNS = ("samples", "median_step_s", "iqr_step_s", "rel_iqr", "noisy", "epoch_time_s",
                 "epoch_time_kind")
-CSV_COLUMNS = (*KEY_COLUMNS, *RATE_COLUMNS, *STEP_COLUMNS)
+CSV_COLUMNS: tuple[str, ...] = (*KEY_COLUMNS, *RATE_COLUMNS, *STEP_COLUMNS)
 #: Then every catalogue figure by its name (results/catalogue.py), empty where the case's kind of
 #: work has none, and what the peak behind fraction_of_peak was (render/peak_marks.py: "" where
 #: nothing marks it).

@@ -202,7 +202,8 @@ def timeline_plot(points: Sequence[TimelinePoint], workload: str, mode: str) -> 
     fig = Figure(figsize=(9, TIMELINE_AXES_IN + LEGEND_LINE_IN * len(lines) + 0.6), layout="constrained")
     ax = fig.add_subplot()
     for name, values in lines.items():
-        ax.plot([t for t, _ in values], [v for _, v in values], marker="o", label=label(name))
+        times, rates = [t for t, _ in values], [v for _, v in values]
+        ax.plot(times, rates, marker="o", label=label(name))  # type: ignore[arg-type]  # datetimes, converted
     ax.set_ylim(bottom=0, top=max(v for values in lines.values() for _, v in values) * 1.15)
     ax.set_ylabel(f"{rate_unit(mode)} (axis from 0)")
     ax.set_title(label(f"History: {workload} {mode}"))

@@ -5,6 +5,7 @@ template (``templates/report.html.j2``) shows them as escaped text."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from accelbench.compare import LabelledRun
 from accelbench.measure.trackers.memory import format_bytes
@@ -20,8 +21,10 @@ def machine_facts(run: LabelledRun) -> list[tuple[str, str]]:
         value = env.get(section)
         return str(value.get(key, "n/a")) if isinstance(value, dict) else "n/a"
 
-    devices_info = env.get("devices") if isinstance(env.get("devices"), dict) else {}
-    cpu = devices_info.get("cpu") if isinstance(devices_info.get("cpu"), dict) else {}
+    found = env.get("devices")
+    devices_info: dict[str, Any] = found if isinstance(found, dict) else {}
+    found = devices_info.get("cpu")
+    cpu: dict[str, Any] = found if isinstance(found, dict) else {}
     devices = ", ".join(f"{name}: {info.get('name', '')}" if isinstance(info, dict) else str(name)
                         for name, info in devices_info.items())
     return [("system", get("machine", "platform")),
@@ -65,7 +68,7 @@ DIAGNOSIS_COLUMNS = ("run", "workload", "mode", "device", "diagnosis", "figures"
 
 def diagnosis_rows(runs: Sequence[LabelledRun]) -> list[tuple[str, ...]]:
     """A row per profiled case: the diagnosis word, the figures behind it and the top ops."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for run in runs:
         for case in run.record.cases:
             if case.profile is None:
@@ -105,7 +108,7 @@ def generation_rows(runs: Sequence[LabelledRun]) -> list[tuple[str, ...]]:
              if case.mode == "generate" and case.ok and case.generation]
     found.sort(key=lambda item: (item[1].workload, item[1].device, item[1].precision,
                                  item[1].batch_size, item[1].new_tokens, item[1].prompt_len))
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for run, case in found:
         g = case.generation
         assert g is not None  # found holds generation cases only

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.text import Text
 
-from accelbench.render.fit import FittedTable
+from accelbench.render.fit import Cell, FittedTable
 from accelbench.workloads.facts_record import ModelFacts
 
 
@@ -33,11 +33,12 @@ CAPTION = ("modes: t train, e eval, g generate. fwd, train: FLOPs per sample cou
 def facts_table(facts: list[ModelFacts]) -> FittedTable:
     """Narrow enough for an 80-column terminal; descriptions, torchvision's published figures and
     caveats follow as notes."""
-    rows = [[Text(item.name) if item.available else Text(f"{item.name} (missing)", style="yellow"),
-             "".join(mode[0] for mode in item.modes), _si(item.parameters),
-             _si(item.forward_flops_per_sample), _si(item.flops_per_sample.get("train")),
-             _per_mode(item.default_batch_size), "x".join(map(str, item.input_shape)),
-             _per_mode(item.dataset_size, compact=True)] for item in facts]
+    rows: list[list[Cell]] = [
+        [Text(item.name) if item.available else Text(f"{item.name} (missing)", style="yellow"),
+         "".join(mode[0] for mode in item.modes), _si(item.parameters),
+         _si(item.forward_flops_per_sample), _si(item.flops_per_sample.get("train")),
+         _per_mode(item.default_batch_size), "x".join(map(str, item.input_shape)),
+         _per_mode(item.dataset_size, compact=True)] for item in facts]
     return FittedTable("accelbench workloads", COLUMNS, rows, right=COLUMNS[2:], whole=COLUMNS[1:],
                        stack=("workload",), notes=[CAPTION])
 

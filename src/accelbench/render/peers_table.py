@@ -135,7 +135,7 @@ def peers_layout(comparisons: Sequence[PeerComparison]) -> tuple[list[PlainTable
 
 def peers_renderable(comparisons: Sequence[PeerComparison]) -> Group:
     tables, notes = peers_layout(comparisons)
-    parts: list[FittedTable | Text] = []
+    parts: list[FittedTable | Text | Prose] = []
     for table in tables:
         styles = ["bold", *("dim italic" if p else "" for p in table.published[1:])]
         parts += [FittedTable(table.title, table.columns, table.rows, styles, RIGHT,

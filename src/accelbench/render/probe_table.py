@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from accelbench.render.fit import FittedTable
+from accelbench.render.fit import Cell, FittedTable
 from accelbench.render.words import shorten
 from accelbench.results import ProbeCell, RunRecord
 
@@ -41,8 +41,8 @@ def probe_table(record: RunRecord) -> FittedTable:
     """Pure: the record's cells as a fitted table (features never probed on a device say so)."""
     columns = [(probe.device, probe.cells) for probe in record.probes]
     features = list(dict.fromkeys(name for _, cells in columns for name in cells))
-    rows = [[feature, *(_cell_text(cells.get(feature)) for _, cells in columns)]
-            for feature in features]
+    rows: list[list[Cell]] = [[feature, *(_cell_text(cells.get(feature)) for _, cells in columns)]
+                              for feature in features]
     return FittedTable(f"accelbench probe {record.run_id}",
                        ["feature", *(device for device, _ in columns)], rows, whole=("feature",),
                        stack=("feature",), notes=[CAPTION])

@@ -99,7 +99,7 @@ def published_view(runs: Sequence[tuple[str, RunRecord]]) -> dict[str, Any]:
     """``compare --published --json``: the table's rows by column, each of yours with its decode
     diagnosis and the reasons it is not the published recipe (empty where it is)."""
     rows = published_rows(runs) if runs else [_published(r) for r in decode_references()]
-    views = [dict(zip(COLUMNS, row, strict=True)) for row in rows]
+    views: list[dict[str, Any]] = [dict(zip(COLUMNS, row, strict=True)) for row in rows]
     mine = iter(_generation_cases(runs))
     for view in views:
         if view["whose"] != "published":
