@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from accelbench.devices import DeviceSet
 from accelbench.engine.case import Case, CaseProgress, plan, skeleton_result
@@ -52,7 +53,8 @@ def run_sweep(options: RunOptions, devices: DeviceSet, batch_sizes: Sequence[int
     record: RunRecord | None = None
     ran_out: dict[tuple[object, ...], int] = {}
     for batch in sorted(batch_sizes):
-        cases = [replace(case, **{axis: batch}) for case in base_cases]
+        point: dict[str, Any] = {axis: batch}  # the swept field: batch_size or prompt_len
+        cases = [replace(case, **point) for case in base_cases]
         skipped = [case for case in cases if _key(case, axis) in ran_out]
         runnable = [case for case in cases if _key(case, axis) not in ran_out]
 
