@@ -217,7 +217,7 @@ def case_line(record: RunRecord, case: CaseResult, machine_id: str,
     if with_samples and case.ok:
         line["samples"] = ([list(p.step_times) for p in case.repeats] if case.repeats
                            else [list(case.step_times)])
-    return _rounded(clean_for_json(line))  # type: ignore[no-any-return]
+    return _rounded(clean_for_json(line))
 
 
 def build_bundle(records: Sequence[RunRecord], machine_id: str, selftest: SelftestLookup | None = None,
