@@ -16,6 +16,7 @@ from conftest_share import EPYC_MODEL, TF32_OFF, environment, result, run, write
 from rich.console import Console
 
 from accelbench.cli import COMMANDS, build_parser
+from accelbench.options.recorded import RecordedCheck
 from accelbench.render.format import format_rate
 from accelbench.results import Parity, ParityTolerance, RunRecord
 from accelbench.store.jsonfile import save_record
@@ -93,7 +94,7 @@ def _check_record() -> RunRecord:
     parity = Parity("drift", [1, 2, 3], [1.0] * 3, [1.0] * 3, tolerance=ParityTolerance(1e-2, 5e-2),
                     max_rel_loss_diff=8.52e-3, output_rel_diff=1.3e-4, first_bad_step=2)
     made = record("chk000000001", [case(parity=parity)], kind="check")
-    made.options = {"reference": "cpu-fp64", "check_steps": 3}
+    made.options = RecordedCheck(reference="cpu-fp64", check_steps=3)
     return made
 
 
