@@ -32,6 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peers import timed  # noqa: E402
 
+from accelbench.options.recorded import RecordedRun  # noqa: E402
 from accelbench.results import CaseResult, RunRecord  # noqa: E402
 from accelbench.sharing.build import build_bundle  # noqa: E402
 from accelbench.sharing.bundle import canonical, parse_line  # noqa: E402
@@ -55,7 +56,7 @@ def _template() -> list[str]:
                    "devices": {"cpu": {"name": MODELS[0], "physical_cores": 8, "memory_total_bytes": 2**36}},
                    "power": {"power_source": {"value": "AC"}, "load_per_cpu": {"value": 0.1}}}
     record = RunRecord("poison000001", "2026-01-01T00:00:00+00:00", "0.1.0", environment=environment,
-                       cases=[case], options={"workers": 0})
+                       cases=[case], options=RecordedRun())
     line: dict[str, Any] = json.loads(build_bundle([record], "0" * 16).lines[0])
     content = {k: v for k, v in line.items() if k not in ("hash", "machine_id", "samples")}
     content["device"]["model"] = "@model@"

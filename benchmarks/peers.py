@@ -28,6 +28,7 @@ from typing import Any
 
 import psutil
 
+from accelbench.options.recorded import RecordedRun
 from accelbench.results import CaseResult, RunRecord
 from accelbench.sharing.build import build_bundle
 from accelbench.sharing.bundle import dump_line
@@ -54,7 +55,7 @@ def _record(workload: str = "mnist", batch: int = 64, precision: str = "fp32") -
                                "cuda:0": {"name": MODELS[0], "memory_total_bytes": 2**36}},
                    "power": {"power_source": {"value": "AC"}, "load_per_cpu": {"value": 0.1}}}
     return RunRecord("bench0000001", "2025-01-01T00:00:00+00:00", "0.1.0", environment=environment,
-                     cases=[case], options={"workers": 0})
+                     cases=[case], options=RecordedRun())
 
 
 def generate(folder: Path, count: int, same_work: bool, seed: int = 0) -> None:
