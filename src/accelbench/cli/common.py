@@ -63,7 +63,8 @@ class OneLineParser(argparse.ArgumentParser):
         listed = hint or f" (choose from {', '.join(map(repr, action.choices))})"
         raise argparse.ArgumentError(action, f"invalid choice: {value!r}{listed}")
 
-    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+    def parse_args(  # type: ignore[override]  # one signature for typeshed's overloads
+            self, args: Any = None, namespace: Any = None) -> argparse.Namespace:
         # argparse reports unknown flags from the top parser ("see 'accelbench --help'"): here
         # they are reported by the (sub)command's own parser, which knows the flags to suggest.
         parsed, extras = self.parse_known_args(args, namespace)
