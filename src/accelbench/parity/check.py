@@ -107,7 +107,7 @@ def _check_generation(case: Case, options: CheckOptions, result: CaseResult) -> 
     workload = get_workload_class(case.workload)(options.run.size)
     with precision_settings(precision, case.device):
         verdict = run_generation_check(
-            workload, workload.build_model, case.device, precision,  # type: ignore[arg-type]
+            workload, workload.build_model, case.device, precision,
             batch_size=case.batch_size, prompt_len=case.prompt_len, new_tokens=case.new_tokens,
             seed=options.run.seed, reference=options.reference,
             compile_backend=case.compile_backend)

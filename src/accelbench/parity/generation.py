@@ -54,11 +54,16 @@ ORDER = ("pass", "drift", "diverged", "non-finite", "failed")
 
 
 class PrecisionLike(Protocol):
-    """What the check needs of a precision (``Precision`` from the precision table)."""
+    """What the check needs of a precision (``Precision`` from the precision table), read only."""
 
-    name: str
-    param_dtype: torch.dtype
-    autocast_dtype: torch.dtype | None
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def param_dtype(self) -> torch.dtype: ...
+
+    @property
+    def autocast_dtype(self) -> torch.dtype | None: ...
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ class ProbeWork(CaseWork[Device]):
     def label(self, device: Device) -> str:
         return f"probe {device.name}"
 
-    def skeleton(self, device: Device) -> DeviceProbe:  # type: ignore[override]
+    def skeleton(self, device: Device) -> DeviceProbe:  # type: ignore[override]  # not a CaseResult
         return device_probe(device, {})
 
     def interrupted(self, device: Device, error: str) -> None:
@@ -67,7 +67,8 @@ class ProbeWork(CaseWork[Device]):
     def collection(self, record: RunRecord) -> list[DeviceProbe]:
         return record.probes
 
-    def inline(self, device: Device, progress: Progress | None) -> DeviceProbe:  # type: ignore[override]
+    def inline(  # type: ignore[override]  # a probe's result is a DeviceProbe, not a CaseResult
+            self, device: Device, progress: Progress | None) -> DeviceProbe:
         return device_probe(device, probe_on(device, self.features, self.cpu, progress,
                                              self.references, self._traceback_shower(device)))
 
