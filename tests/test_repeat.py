@@ -25,7 +25,8 @@ def test_rounds_interleave_cases() -> None:
 def test_run_plan_runs_each_case_once_per_round_and_keeps_every_process(monkeypatch) -> None:
     calls: list[tuple[str, int]] = []
 
-    def fake_run(work: runner.RunWork, case: runner.Case, progress: object) -> CaseResult:
+    def fake_launch(work: runner.RunWork, launcher: object, case: runner.Case,
+                    progress: object) -> CaseResult:
         calls.append((case.mode, case.batch_size))
         result = case_for(case)
         if case.mode == "train" and len(calls) == 1:
@@ -35,7 +36,7 @@ def test_run_plan_runs_each_case_once_per_round_and_keeps_every_process(monkeypa
     def case_for(c: runner.Case) -> CaseResult:
         return case(mode=c.mode, batch_size=c.batch_size, median=0.1 + 0.01 * len(calls), seed=len(calls))
 
-    monkeypatch.setattr(runner.RunWork, "run", fake_run)
+    monkeypatch.setattr(runner.RunWork, "launch", fake_launch)
     monkeypatch.setattr(runner, "new_record", lambda *a: RunRecord("r", "2025-01-01", "0"))
     options = RunOptions(modes=("train", "eval"), repeat=3, stop=StopRule("steps", 3))
     devices = DeviceSet.current()
