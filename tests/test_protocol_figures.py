@@ -23,6 +23,7 @@ from accelbench.measure.generation.generation_clocks import STREAMED
 from accelbench.measure.generation.protocols import protocol_figures
 from accelbench.measure.generation.rounds import GenerationFigures, GenerationRound
 from accelbench.render.compare_table import comparison_renderable, rate_cell
+from accelbench.render.export import export
 from accelbench.render.format import format_rate, format_seconds
 from accelbench.render.generation_table import (
     GENERATION_COLUMNS,
@@ -38,7 +39,7 @@ from accelbench.results import CaseResult, RunRecord
 from accelbench.results.catalogue import BY_NAME, case_figures, case_headline, headline, markdown_table
 from accelbench.results.generation import Generation
 from accelbench.results.process import process_step_times
-from accelbench.results.protocol_summary import mlperf_client_overall
+from accelbench.results.protocol_summary import geometric_mean, mlperf_client_overall
 from accelbench.results.stats import geometric_ci
 from accelbench.sharing.against import compare_against
 from accelbench.sharing.build import build_bundle
@@ -318,3 +319,43 @@ def test_repeat_s_rate_is_the_protocol_s_figure_and_its_interval_is_across_proce
     stored = RunRecord.from_dict(json.loads(json.dumps(written)))
     (again,) = stored.cases
     assert again.throughput() == merged.throughput() and again.throughput_ci() == merged.throughput_ci()
+
+
+def test_a_real_mlperf_client_run_s_overall_is_stored_once_and_read_alike(cli, tmp_path: Path) -> None:
+    """MLPerf Client's overall figures (the geometric means over its categories) are computed once
+    when the run's cases are in and stored in the record; the run's lines, --json, compare (table
+    and --json) and export read the stored figures: a file whose stored figures are changed shows
+    the changed ones on every surface (none recomputes them from the cases)."""
+    out = tmp_path / "run.json"
+    done = cli("run", "gpt2", "--mode", "generate", "--protocol", "mlperf-client", "--size", "tiny",
+               "--device", "cpu", "--steps", "2", "--warmup", "0", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    data = json.loads(out.read_text())
+    (stored,) = data["protocol_overall"]
+    record = RunRecord.from_dict(data)
+    (computed,) = mlperf_client_overall(record.cases)
+    assert stored == computed.to_dict() and not stored["missing"] and len(stored["categories"]) == 5
+    assert stored["mlperf_token_rate_geomean"] == pytest.approx(geometric_mean(
+        [c.throughput() for c in record.cases]))
+    flat = " ".join(done.stdout.split())
+    assert (f"TTFT {format_seconds(stored['mlperf_ttft_geomean_s'])}, 2nd+ token rate "
+            f"{format_rate(stored['mlperf_token_rate_geomean'])} tokens/s") in flat
+    # Figures only a stored value could give: every surface must show these.
+    stored.update(mlperf_ttft_geomean_s=0.0777, mlperf_token_rate_geomean=12345.6)
+    changed = tmp_path / "changed.json"
+    changed.write_text(json.dumps(data))
+    again = RunRecord.from_dict(json.loads(changed.read_text()))
+    assert again.to_dict()["protocol_overall"] == [stored]
+    assert record_view(again)["protocol_overall"] == [stored]
+    notes = " ".join("\n".join(generation_notes(again)).split())
+    assert "TTFT 77.7 ms, 2nd+ token rate 12,346 tokens/s" in notes
+    assert "| gpt2 cpu fp32 | 5 | 77.7 ms | 12,346 tokens/s |" in export(again, "markdown")
+    assert json.loads(export(again, "json"))["protocol_overall"] == [stored]
+    compared = cli("compare", str(out), str(changed))
+    assert compared.returncode == 0, compared.stderr
+    rows = [" ".join(line.split()) for line in compared.stdout.splitlines()]
+    assert "changed.json gpt2 cpu fp32 5 77.7 ms 12,346 tokens/s" in rows
+    shown = format_rate(computed.token_rate)
+    assert f"run.json gpt2 cpu fp32 5 {format_seconds(computed.ttft_s)} {shown} tokens/s" in rows
+    view = json.loads(cli("compare", str(out), str(changed), "--json").stdout)["protocol_overall"]
+    assert view == [{"run": "run.json", **computed.to_dict()}, {"run": "changed.json", **stored}]

@@ -48,7 +48,10 @@ def sample(hint: Any, name: str, default: Any = dataclasses.MISSING, owner: str 
         (item,) = typing.get_args(hint)
         return [sample(item, name)]
     if origin is tuple:
-        return tuple(sample(item, name) for item in typing.get_args(hint))
+        items = typing.get_args(hint)
+        if len(items) == 2 and items[1] is Ellipsis:  # tuple[X, ...]: a variable-length one
+            return (sample(items[0], name),)
+        return tuple(sample(item, name) for item in items)
     if origin is dict:
         _, item = typing.get_args(hint)
         return {"k": sample(item, name)}

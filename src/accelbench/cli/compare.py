@@ -17,7 +17,8 @@ from accelbench.cli.history import add_db_option
 from accelbench.compare import LabelledRun, compare_runs
 from accelbench.errors import UsageError
 from accelbench.render.compare_table import comparison_renderable, reference_renderable
-from accelbench.render.fit import Prose
+from accelbench.render.fit import FittedTable, Prose
+from accelbench.render.generation_detail import OVERALL_COLUMNS, overall_rows
 from accelbench.render.json_views import comparison_json, comparison_view, dumps, peers_view
 from accelbench.results import RunRecord
 from accelbench.store.history import HistoryDB, default_db_path
@@ -131,9 +132,10 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
     comparisons = compare_runs(runs, with_reference=args.reference)
     if not comparisons:
         raise UsageError("the runs given hold no cases to compare")
+    labelled = [(run.label, run.record) for run in runs]
     if args.json:
         if not args.against:
-            sys.stdout.write(comparison_json(comparisons))
+            sys.stdout.write(comparison_json(comparisons, labelled))
             return 0
         placed = place_against([(run.label, run.record) for run in runs], args.against, quiet=True)
         view: dict[str, Any] = {"against": peers_view(*placed)}
@@ -143,6 +145,10 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         return 0
     if not args.against or len(runs) > 1 or args.reference:
         console.print(comparison_renderable(comparisons))
+        overall = overall_rows(labelled)
+        if overall:  # figures across cases, stored in each run (MLPerf Client's overall)
+            console.print(FittedTable("Protocol figures across cases (stored with each run)",
+                                      OVERALL_COLUMNS, overall, right=OVERALL_COLUMNS[2:]))
     if args.against:
         return print_against(console, [(run.label, run.record) for run in runs], args.against,
                              args.quiet)

@@ -23,6 +23,7 @@ from accelbench.engine.progress import ItemProgress, progress_display
 from accelbench.engine.repeat import interleaved, merge_repeats
 from accelbench.engine.work import CaseWork
 from accelbench.results import CaseResult, RunRecord
+from accelbench.results.protocol_summary import mlperf_client_overall
 
 Item = TypeVar("Item")
 #: Phases the driver itself reports: a case started; a case ended (its status follows as phase).
@@ -130,6 +131,8 @@ def _drive(work: CaseWork[Item], launcher: Launcher, items: Sequence[Item], reco
                 else:
                     results.append(merged)
                 running = None
+                # Figures across cases (MLPerf Client's overall), once the case is in.
+                record.protocol_overall = mlperf_client_overall(record.cases) or None
                 if progress is not None:
                     progress(index, getattr(merged, "status", "ok"), 1.0, 1.0)
                 if on_case is not None:

@@ -12,6 +12,7 @@ import csv
 import io
 import json
 
+from accelbench.render.generation_detail import OVERALL_COLUMNS, overall_rows
 from accelbench.render.generation_execution import execution_words
 from accelbench.render.peak_marks import PEAK_COLUMNS, mark_words, peak_rows
 from accelbench.results import CaseResult, RunRecord
@@ -155,7 +156,8 @@ def _generation_rows(record: RunRecord, cases: list[CaseResult]) -> list[str]:
 def to_markdown(record: RunRecord) -> str:
     """One table per kind of work, its columns named by the figure catalogue: training and
     evaluation (samples/s, the median step, the epoch); generation (the case's lengths, protocol
-    and execution, its rate with the figure it is, TTFT, TPOT, ITL p50, E2E latency)."""
+    and execution, its rate with the figure it is, TTFT, TPOT, ITL p50, E2E latency); figures across
+    cases (MLPerf Client's overall geometric means), as the record stores them."""
     machine = record.environment.get("machine", {})
     host = machine.get("hostname", "") if isinstance(machine, dict) else ""
     lines = [f"# accelbench run {_md(record.run_id)}", "",
@@ -167,6 +169,11 @@ def to_markdown(record: RunRecord) -> str:
         lines += ["", "## Training and evaluation", "", *_step_rows(record, steps)]
     if generating:
         lines += ["", "## Generation", "", *_generation_rows(record, generating)]
+    overall = overall_rows([(record.run_id, record)])
+    if overall:  # figures across cases, as stored in the record (MLPerf Client's overall)
+        cells: list[list[object]] = [[*row[1:]] for row in overall]
+        lines += ["", "## Protocol figures across cases", "",
+                  *_table([*OVERALL_COLUMNS[1:]], ["---", "---:", "---:", "---:"], cells)]
     flops = peak_rows(record.cases)
     if flops:  # the run table's --wide cell, and what the peak behind each % peak was
         lines += ["", "## FLOP/s against the measured peak", "", "| " + " | ".join(PEAK_COLUMNS) + " |",

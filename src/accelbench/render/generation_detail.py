@@ -6,15 +6,17 @@ Llama-3.1-8B-shaped model ran. Pure: every number is a stored figure."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from accelbench.measure.trackers.memory import format_bytes
 from accelbench.reference.expected_tokens import describe
 from accelbench.render.format import format_bytes_rate, format_rate, format_seconds
 from accelbench.results import CaseResult, RunRecord
-from accelbench.results.catalogue import BY_NAME, tail_label
+from accelbench.results.catalogue import ACROSS_CASES, BY_NAME, tail_label
 from accelbench.results.generation import ProtocolSection, Quantization
-from accelbench.results.protocol_summary import mlperf_client_overall
+from accelbench.results.protocol_overall import Overall
+from accelbench.results.protocol_summary import stored_overall
 
 #: Marks a table cell that holds a --protocol figure (the generation table's PROTOCOL_CELLS).
 PROTOCOL_MARK = "*"
@@ -58,6 +60,32 @@ def _figure(case: CaseResult, name: str) -> Any:
     return BY_NAME[name].read(case)
 
 
+def _overall_who(overall: Overall) -> str:
+    """Workload, device, then precision (and compile), as every case is named: "llama-1b cpu int4-wo"."""
+    workload, _, rest = overall.label.partition(" ")
+    return " ".join(part for part in (workload, overall.device, rest) if part)
+
+
+#: The columns of the overall figures' table (compare, export): each figure by its catalogue label.
+OVERALL_COLUMNS = ("run", "case", "categories", *(f.label for f in ACROSS_CASES))
+
+
+def overall_rows(runs: Sequence[tuple[str, RunRecord]]) -> list[list[str]]:
+    """A row per run and group of its stored overall figures (results/protocol_overall.py), in
+    the words the run's lines under its table use; empty where no run has any."""
+    rows = []
+    for label, record in runs:
+        for overall in stored_overall(record):
+            complete = not overall.missing
+            rows.append([label, _overall_who(overall),
+                         str(len(overall.categories)) if complete
+                         else f"missing: {', '.join(overall.missing)}",
+                         format_seconds(overall.ttft_s) if complete and overall.ttft_s else "n/a",
+                         f"{format_rate(overall.token_rate)} tokens/s" if complete and overall.token_rate
+                         else "n/a"])
+    return rows
+
+
 def protocol_lines(record: RunRecord) -> list[str]:
     cases = [c for c in record.cases if c.mode == "generate" and c.ok and c.generation]
     by_protocol: dict[str, list[str]] = {}
@@ -69,10 +97,8 @@ def protocol_lines(record: RunRecord) -> list[str]:
     for name, rows in by_protocol.items():
         lines += [f"--protocol {name}, as the peer reports it ({PROTOCOL_MARK} in the table: the case's "
                   "rate, and the figures its peer defines):", *rows]
-    for overall in mlperf_client_overall(record.cases):
-        # Workload, device, then precision (and compile), as every case is named: "llama-1b cpu int4-wo".
-        workload, _, rest = overall.label.partition(" ")
-        who = " ".join(part for part in (workload, overall.device, rest) if part)
+    for overall in stored_overall(record):
+        who = _overall_who(overall)
         if overall.missing:
             lines.append(f"  {who} overall: none (categories missing: {', '.join(overall.missing)})")
         else:

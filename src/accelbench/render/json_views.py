@@ -6,6 +6,7 @@ read."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,7 @@ from accelbench.render.table import busy_line
 from accelbench.results import CaseResult, RunRecord, rate_unit
 from accelbench.results.catalogue import case_figures, case_headline, key_headline
 from accelbench.results.key import KEY_FIELDS, comparability_key, config_label
-from accelbench.results.protocol_summary import mlperf_client_overall
+from accelbench.results.protocol_summary import stored_overall
 from accelbench.store.history import RunSummaryRow, TimelinePoint
 from accelbench.store.jsonfile import clean_for_json
 
@@ -65,7 +66,7 @@ def record_view(record: RunRecord) -> dict[str, Any]:
             stored["verdict"] = verdict_of(case)
     # The run table's footer, in the same words: a run begun on a busy machine (None otherwise).
     data["busy"] = busy_line(record) or None
-    overall = mlperf_client_overall(record.cases)
+    overall = stored_overall(record)
     if overall:  # figures across cases (catalogue ACROSS_CASES), as the lines under the table
         data["protocol_overall"] = [group.to_dict() for group in overall]
     return data
@@ -100,8 +101,19 @@ def comparison_view(comparisons: list[WorkloadComparison]) -> list[dict[str, Any
             for group in comparisons]
 
 
-def comparison_json(comparisons: list[WorkloadComparison]) -> str:
-    return dumps({"comparisons": comparison_view(comparisons)})
+def overall_view(runs: Sequence[tuple[str, RunRecord]]) -> list[dict[str, Any]]:
+    """Each run's stored figures across cases (catalogue ACROSS_CASES: MLPerf Client's overall),
+    by the catalogue's names, as ``run --json`` shows them, with the run's label."""
+    return [{"run": label, **group.to_dict()} for label, record in runs for group in stored_overall(record)]
+
+
+def comparison_json(comparisons: list[WorkloadComparison],
+                    runs: Sequence[tuple[str, RunRecord]] = ()) -> str:
+    view: dict[str, Any] = {"comparisons": comparison_view(comparisons)}
+    overall = overall_view(runs)
+    if overall:
+        view["protocol_overall"] = overall
+    return dumps(view)
 
 
 def _placement(comparison: PeerComparison) -> dict[str, Any]:

@@ -368,8 +368,9 @@ def key_headline(key: Mapping[str, Any]) -> Figure:
 
 @dataclass(frozen=True)
 class AcrossCases:
-    """A figure of several cases together (a protocol's overall score): computed once by the
-    function ``computed_by`` names from the cases' stored figures, never stored on one case."""
+    """A figure of several cases together (a protocol's overall score): computed once, when the
+    run's cases are in, by the function ``computed_by`` names from the cases' stored figures, and
+    stored in the run's record (``RunRecord.protocol_overall``), never on one case."""
 
     name: str
     label: str

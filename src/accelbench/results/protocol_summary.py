@@ -1,7 +1,9 @@
 """Protocol figures that span several cases: MLPerf Client's overall TTFT and 2nd+ token rate, the
 geometric means over its categories (each category a case of its own prompt and output lengths;
 the catalogue's ``mlperf_ttft_geomean_s`` and ``mlperf_token_rate_geomean``, results/catalogue.py
-ACROSS_CASES).
+ACROSS_CASES). Computed once when a run's cases are in (engine/driver.py) and stored in the
+record (``RunRecord.protocol_overall``, results/protocol_overall.py); ``stored_overall`` reads it
+(and computes it for a file written before it was stored).
 
 Cases are grouped by the comparability key without the lengths (the same model, device, precision,
 compile, size ...): one overall figure per group, and only where every category of the protocol
@@ -12,12 +14,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
 from typing import Any
 
 from accelbench.results.generation import ProtocolSection
 from accelbench.results.key import KEY_FIELDS, comparability_key
-from accelbench.results.records import CaseResult
+from accelbench.results.protocol_overall import Overall
+from accelbench.results.records import CaseResult, RunRecord
 from accelbench.workloads.protocols import protocol
 
 _LENGTHS = ("prompt_len", "new_tokens")
@@ -28,24 +30,6 @@ def geometric_mean(values: list[float]) -> float | None:
     if not values or not all(v > 0 and math.isfinite(v) for v in values):
         return None
     return math.exp(statistics.fmean(math.log(v) for v in values))
-
-
-@dataclass(frozen=True)
-class Overall:
-    """One group's overall figures (None where a category is missing)."""
-
-    label: str
-    device: str
-    categories: tuple[str, ...]
-    ttft_s: float | None
-    token_rate: float | None
-    missing: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """By the catalogue's names (``--json``)."""
-        return {"protocol": "mlperf-client", "label": self.label, "device": self.device,
-                "categories": list(self.categories), "mlperf_ttft_geomean_s": self.ttft_s,
-                "mlperf_token_rate_geomean": self.token_rate, "missing": list(self.missing)}
 
 
 def _group(case: CaseResult) -> tuple[Any, ...]:
@@ -79,3 +63,11 @@ def mlperf_client_overall(cases: list[CaseResult]) -> list[Overall]:
                            geometric_mean([float(v) for v in rates if v]) if complete else None,
                            missing))
     return out
+
+
+def stored_overall(record: RunRecord) -> list[Overall]:
+    """The record's stored overall figures; a record written before they were stored (no
+    ``protocol_overall`` key) has them computed from its cases, as when they are stored."""
+    if record.protocol_overall is not None:
+        return list(record.protocol_overall)
+    return mlperf_client_overall(record.cases)

@@ -23,6 +23,7 @@ from accelbench.results.figures import Energy, Flops, Parity, ProcessRun, ScaleF
 from accelbench.results.first_use import BreakEven, FirstUse, Start
 from accelbench.results.generation import Generation, protocol_rate_ci
 from accelbench.results.probe import DeviceProbe
+from accelbench.results.protocol_overall import Overall
 from accelbench.results.schema import SCHEMA_VERSION, upgrade
 from accelbench.results.stats import Summary, drift, geometric_ci, mean_ci, summarize
 from accelbench.results.sustained import SustainedRecord
@@ -330,6 +331,10 @@ class RunRecord:
     kind: str = "run"
     #: A probe run's findings, one entry per device; empty for every other kind.
     probes: list[DeviceProbe] = field(default_factory=list)
+    #: Figures across cases (catalogue ACROSS_CASES: MLPerf Client's overall geometric means),
+    #: computed once when the cases are in (results/protocol_summary.py); written only where a
+    #: run has some; None where not computed (a file written before: read by stored_overall).
+    protocol_overall: list[Overall] | None = None
     #: Read from a file: the paths of the keys no field of this accelbench holds (a newer file's,
     #: or one written by hand), skipped; not written.
     unknown_keys: list[str] = field(default_factory=list, compare=False, repr=False,
@@ -350,6 +355,8 @@ class RunRecord:
             "environment": self.environment,
             "cases": [case.to_dict() for case in self.cases],
             "probes": [probe.to_dict() for probe in self.probes],
+            **({"protocol_overall": [group.to_dict() for group in self.protocol_overall]}
+               if self.protocol_overall else {}),
         }
 
     @classmethod
