@@ -33,7 +33,7 @@ from accelbench.render.generation_table import (
 )
 from accelbench.render.history_table import timeline_table
 from accelbench.render.json_views import comparison_json, history_json, record_view
-from accelbench.render.published_generation import published_rows
+from accelbench.render.published_generation import published_generation, published_rows, published_view
 from accelbench.render.site import render_site
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.catalogue import BY_NAME, case_figures, case_headline, headline, markdown_table
@@ -359,3 +359,7 @@ def test_a_real_mlperf_client_run_s_overall_is_stored_once_and_read_alike(cli, t
     assert f"run.json gpt2 cpu fp32 5 {format_seconds(computed.ttft_s)} {shown} tokens/s" in rows
     view = json.loads(cli("compare", str(out), str(changed), "--json").stdout)["protocol_overall"]
     assert view == [{"run": "run.json", **computed.to_dict()}, {"run": "changed.json", **stored}]
+    published = " ".join(_text(published_generation([("changed.json", again)])).split())  # --published
+    assert "changed.json gpt2 cpu fp32 5 77.7 ms 12,346 tokens/s" in published
+    labelled = [("changed.json", again)]
+    assert published_view(labelled)["protocol_overall"] == [{"run": "changed.json", **stored}]

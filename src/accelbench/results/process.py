@@ -28,8 +28,7 @@ def process_step_times(case: CaseResult) -> list[float]:
     A result without repeats is one process (its own samples). A generation case's figure is
     B / its rate (results/catalogue.headline): its TPOT, the statistic its decode rate is, or the
     time per token of a --protocol case's own rate (llama-bench's pp or tg ...; each process's own
-    with --repeat), so a verdict
-    judges the figure its rows show."""
+    with --repeat), so a verdict judges the figure its rows show."""
     if case.mode == "generate":
         rates = [r.protocol_rate for r in case.repeats if r.ok and r.protocol_rate] if case.protocol else []
         if rates:  # each process's own protocol figure, as time per token
