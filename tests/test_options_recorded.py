@@ -60,7 +60,8 @@ KINDS = [
     ("sweep-prompt", RecordedSweep(RUN, sweep=SweepPlan(axis="prompt_len", prompt_lens=(8, 16))),
      {**RUN.to_dict(), "sweep": {"axis": "prompt_len", "prompt_lens": [8, 16]}}),
     # bench() marks its record after the sweep wrote its plan.
-    ("bench-sweep", RecordedSweep(RUN, bench_isolation="process", sweep=SweepPlan((2, 4), SATURATION_FRACTION)),
+    ("bench-sweep", RecordedSweep(RUN, bench_isolation="process",
+                                  sweep=SweepPlan((2, 4), SATURATION_FRACTION)),
      {**RUN.to_dict(), "sweep": BATCH_SWEEP, "bench_isolation": "process"}),
     ("scale", RecordedScale(SCALE.run, scale=SCALE),
      {**SCALE.run.to_dict(), "scale": SCALE.to_dict()}),
