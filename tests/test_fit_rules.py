@@ -106,11 +106,13 @@ def test_a_saved_path_is_never_folded_and_leaves_no_trailing_blank(monkeypatch: 
     path mid-name: the label now goes alone and the path whole on the next line."""
     from accelbench.cli.console import make_console, print_path
 
-    monkeypatch.setenv("COLUMNS", "40")
+    monkeypatch.setenv("COLUMNS", "60")
     console = make_console()
     console.file = io.StringIO()
     long_path = "/tmp/home/results/20261127T183328Z-run-e581ef090018.json"
     print_path(console, "Saved to", long_path)
     print_path(console, "Saved to", "/tmp/r.json")
+    print_path(console, "Saved to", "/x" * 40)  # wider than a line itself: folded at the width
     lines = console.file.getvalue().splitlines()
-    assert lines == ["Saved to", long_path, "Saved to /tmp/r.json"]
+    assert lines[:3] == ["Saved to", long_path, "Saved to /tmp/r.json"]
+    assert lines[3:] == ["Saved to", "/x" * 30, "/x" * 10]

@@ -43,10 +43,11 @@ def make_console(*, stderr: bool = False, quiet: bool = False, highlight: bool =
 
 def print_path(console: Console, label: str, path: object) -> None:
     """``label path`` on one line where it fits, else the label alone and the path on the next
-    line whole: a path is copied, so it is never folded in two, and no line ends in a blank."""
+    line: whole where it fits the width (a path is copied), folded only where it is wider than a
+    line itself; no line ends in a blank."""
     line = f"{label} {path}"
     if len(line) <= console.width:
         console.print(line, highlight=False, soft_wrap=True)
     else:
         console.print(label, highlight=False)
-        console.print(str(path), highlight=False, soft_wrap=True)
+        console.print(str(path), highlight=False, overflow="fold")
