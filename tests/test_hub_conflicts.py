@@ -231,7 +231,8 @@ def test_one_count_of_what_was_kept_apart_everywhere(tmp_path: Path, inline_cli)
 
 def test_a_push_already_on_the_hub_sends_nothing(tmp_path: Path, cli, hub_server) -> None:  # noqa: F811
     """Issue 34: the same bundle pushed again while its pull request is open opens no second pull
-    request ("already there; nothing sent"), and neither does one already merged into main; the
+    request ("already there; nothing sent"), and neither does one already merged into main, nor one
+    pushed in an earlier month (its path under that month's folder), to the Hub or a folder; the
     real huggingface_hub client against the stand-in of tests/test_hub_push.py."""
     pytest.importorskip("huggingface_hub")
     address, hub = hub_server
@@ -251,6 +252,20 @@ def test_a_push_already_on_the_hub_sends_nothing(tmp_path: Path, cli, hub_server
     merged = cli(*target, env=env)
     assert "on the main branch" in merged.stderr and "nothing sent" in merged.stderr
     assert len(hub.commits) == 1
+    # Pushed in an earlier month: its path names that month, and it is found there all the same.
+    earlier = "bundles/2025/06/" + path.split("/", 3)[3]
+    hub.files["main"] = {earlier}
+    months_ago = cli(*target, env=env)
+    assert "nothing sent" in months_ago.stderr and earlier in " ".join(months_ago.stderr.split())
+    assert len(hub.commits) == 1
+    # ... and in a folder hub alike.
+    folder = tmp_path / "hub"
+    assert cli("share", str(record), "--push", str(folder), "--yes", env=env).returncode == 0
+    (written,) = folder.rglob("*.jsonl")
+    (folder / earlier).parent.mkdir(parents=True)
+    written.rename(folder / earlier)
+    again_here = cli("share", str(record), "--push", str(folder), "--yes", env=env)
+    assert "already holds this bundle" in again_here.stderr and not written.exists()
 
 
 def test_a_line_not_in_canonical_form_is_signed_over_the_hash_it_is_written_with() -> None:

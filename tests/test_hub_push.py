@@ -139,7 +139,7 @@ def _handler(hub: _Hub, base: list[str]) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
             pass
 
-        def _reply(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        def _reply(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -180,7 +180,7 @@ def _handler(hub: _Hub, base: list[str]) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # noqa: N802 - the base's name
             url = urlparse(self.path)
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            parts = url.path.split("/")  # /api/datasets/ORG/NAME/(preupload|commit)/REVISION
+            parts = url.path.split("/")  # /api/datasets/ORG/NAME/(paths-info|preupload|commit)/REVISION
             if parts[:3] != ["", "api", "datasets"] or len(parts) != 7:
                 return self._reply(404, {"error": "not found"})
             repo, action = f"{parts[3]}/{parts[4]}", parts[5]
@@ -189,6 +189,11 @@ def _handler(hub: _Hub, base: list[str]) -> type[BaseHTTPRequestHandler]:
             if self.headers.get("Authorization") != "Bearer hf_test_token":
                 return self._reply(401, {"error": "Invalid credentials"})
             query = {k: v[0] for k, v in parse_qs(url.query).items()}
+            if action == "paths-info":  # which of the paths asked (a form) the revision holds
+                held = hub.files.get(unquote(parts[6]), set())
+                asked = parse_qs(body.decode()).get("paths", [])
+                return self._reply(200, [{"type": "file", "path": path, "size": 0, "oid": "e" * 40}
+                                         for path in asked if path in held])
             if action == "preupload":
                 payload = json.loads(body)
                 hub.preuploads.append({"payload": payload, "query": query})

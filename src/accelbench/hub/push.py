@@ -6,9 +6,10 @@ few thousand files per folder; a git checkout stays browsable)::
     bundles/<yyyy>/<mm>/<first 2 hex digits of the machine id>/<sha256 of the bundle, 16 digits>.jsonl
 
 (256 folders a month: a million submissions a month is about 4,000 files a folder). The name is
-the bundle's own hash, so the same bundle submitted twice in a month is the same file: a push
-whose file is already there (in the folder, on the dataset's main branch, or in one of its open
-pull requests) says "already there; nothing sent" and sends nothing, never a second pull request.
+the bundle's own hash, so the same bundle submitted twice is the same file name: a push whose file
+is already there, under any month's folder since ``FIRST_MONTH`` (in the folder, on the dataset's
+main branch, or in one of its open pull requests: one request per branch for every month's path)
+says "already there; nothing sent" and sends nothing, never a second pull request.
 
 Targets: ``hf://datasets/ORG/NAME`` opens a pull request on the dataset through huggingface_hub's
 commit API (``HfApi.create_commit(..., create_pr=True)``, with the user's usual login or
@@ -40,6 +41,9 @@ _HF_DATASET = re.compile(r"hf://datasets/([A-Za-z0-9][\w.-]*)/([A-Za-z0-9][\w.-]
 GIT_TIMEOUT_S = 60.0
 HTTP_TIMEOUT_S = 30.0
 OUTBOX = "outbox"
+#: The first month a bundle can have been pushed in (``share --push`` is younger): the months from
+#: it to now are where a bundle pushed before may already be.
+FIRST_MONTH = (2025, 1)
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,19 @@ def submission(text: str, machine_id: str, when: datetime | None = None) -> Subm
     return Submission(path, text, machine_id, [_row(line) for line in text.splitlines() if line.strip()])
 
 
+def every_month_path(sub: Submission, when: datetime | None = None) -> list[str]:
+    """Every path ``sub`` can have been pushed under, from its own month back to ``FIRST_MONTH``
+    (the same folder and file name under each month)."""
+    when = when or datetime.now(timezone.utc)
+    head, _, tail = sub.path.partition("/")  # bundles / yyyy/mm/<prefix>/<name>
+    rest = tail.split("/", 2)[2]
+    year, month, paths = when.year, when.month, [sub.path]
+    while (year, month) > FIRST_MONTH:
+        year, month = (year, month - 1) if month > 1 else (year - 1, 12)
+        paths.append(f"{head}/{year:04d}/{month:02d}/{rest}")
+    return paths
+
+
 def is_hf_target(target: str) -> bool:
     return target.startswith("hf://")
 
@@ -128,8 +145,9 @@ def _push_folder(folder: Path, sub: Submission) -> str:
     destination = folder / sub.path
     try:
         destination.parent.mkdir(parents=True, exist_ok=True)
-        if destination.exists() and destination.read_text(encoding="utf-8") == sub.text:
-            return f"{destination} already holds this bundle; nothing to add"
+        for path in every_month_path(sub):  # pushed this month or an earlier one
+            if (folder / path).is_file() and (folder / path).read_text(encoding="utf-8") == sub.text:
+                return f"{folder / path} already holds this bundle; nothing to add"
         write_atomic(destination, sub.text)
     except OSError as error:
         raise UsageError(f"cannot write into {folder}: {error.strerror or error}") from None
@@ -177,16 +195,24 @@ def _hf_failure(error: Exception, repo: str) -> str:
     return f"cannot reach the Hub ({type(error).__name__}{': ' + first if first else ''})"
 
 
-def _already_there(api: Any, repo: str, path: str) -> str:
-    """Where ``path`` already is on the dataset ("" where nowhere): its main branch, or an open pull
-    request (one request for the list, one per open pull request)."""
-    if api.file_exists(repo, path, repo_type="dataset"):
-        return "on the main branch"
+def _already_there(api: Any, repo: str, paths: list[str]) -> tuple[str, str]:
+    """Which of ``paths`` (one bundle under every month's folder) is already on the dataset, and
+    where (("", "") where none): its main branch, or an open pull request (one request for the list,
+    one paths-info request per branch for all the paths)."""
+    def found(revision: str | None) -> str:
+        held = {entry.path for entry in
+                api.get_paths_info(repo, paths, repo_type="dataset", revision=revision)}
+        return next((path for path in paths if path in held), "")
+
+    path = found(None)
+    if path:
+        return path, "on the main branch"
     for request in api.get_repo_discussions(repo, repo_type="dataset", discussion_type="pull_request",
                                             discussion_status="open"):
-        if api.file_exists(repo, path, repo_type="dataset", revision=request.git_reference):
-            return f"in open pull request {request.url}"
-    return ""
+        path = found(request.git_reference)
+        if path:
+            return path, f"in open pull request {request.url}"
+    return "", ""
 
 
 def _push_hf(target: str, sub: Submission) -> str:
@@ -208,9 +234,9 @@ def _push_hf(target: str, sub: Submission) -> str:
         # One request without retries first: an unknown dataset or no network is said at once
         # (the commit's own requests retry for about half a minute).
         api.dataset_info(repo, timeout=HTTP_TIMEOUT_S)
-        there = _already_there(api, repo, sub.path)
+        path, there = _already_there(api, repo, every_month_path(sub))
         if there:
-            return f"{sub.path} is already {there} of {target}: already there; nothing sent"
+            return f"{path} is already {there} of {target}: already there; nothing sent"
         info = api.create_commit(
             repo_id=repo, repo_type="dataset", create_pr=True,
             operations=[CommitOperationAdd(path_in_repo=sub.path,
