@@ -124,6 +124,22 @@ def test_a_forged_line_under_a_signed_id_keeps_the_genuine_one_out_of_nothing(tm
     assert "1 signed and verified, 0 unsigned" in " ".join(done.stderr.split())
 
 
+def test_a_tampered_line_is_caught_as_a_bundle_is_read_with_nothing_to_disagree_with(tmp_path: Path,
+                                                                                     inline_cli) -> None:
+    """Issue 34: a signed line changed and re-hashed, keeping its signature, in a real bundle file
+    where no other line shares its case: skipped as a bad signature, with a warning that names it,
+    and the file's other (genuine) line read."""
+    bundle = tmp_path / "bundle.jsonl"
+    first, second = _share(inline_cli, tmp_path, _records(2), bundle)
+    bundle.write_text(dump_line({k: v for k, v in first.items() if k not in ("bundle", "hash")}) + "\n"
+                      + _forge(second, 3.0, keep_signature=True) + "\n")
+    warnings: list[str] = []
+    loaded = load_peers([str(bundle)], warnings.append)
+    assert [peer.content_hash for peer in loaded.peers] == [first["hash"]]
+    assert loaded.skipped == {BAD_SIGNATURE: 1} and loaded.conflicts == 0
+    assert any("bundle.jsonl line 2" in w and "does not verify" in w for w in warnings), warnings
+
+
 def _unsigned_pair(tmp_path: Path) -> tuple[list[str], list[dict[str, Any]]]:
     """An old (unsigned) machine's bundle of five results, and a forged line of its first case."""
     bundle = write_bundle(tmp_path / "old.jsonl", _records(5), machine_id="0123456789abcdef")

@@ -9,9 +9,11 @@ disagree. Over every usable line read (its content-hash duplicates already dropp
 2. the lines of one machine and case (``sources.case_identity``) with one measurement (key,
    device model, headline rate: ``measurement``) are one result: the first met is kept, the
    others are duplicates (a case shared again after its validity changed);
-3. where they disagree, each signed line among them is verified (``signing.verify_signature``)
-   and one that does not verify is refused; if they still disagree, every one of them is kept
-   and quarantined (``compare/outliers.CONFLICT``: out of every band) and reported.
+3. where they disagree, each signed line among them is verified (``signing.verify_signature``;
+   ``sources.parse_result`` already refused one that does not verify as it was read: this holds
+   for shares made otherwise) and one that does not verify is refused; if they still disagree,
+   every one of them is kept and quarantined (``compare/outliers.CONFLICT``: out of every band)
+   and reported.
 
 ``hub compact`` applies the same steps in SQL (``hub/compact.py``), having verified every signature
 as it read the lines.

@@ -15,9 +15,10 @@ result do not depend on whether it was signed.
 A reader checks two things. The **binding**, a hash (microseconds): a line that claims a key must
 carry the id of that key; a forger's own key gives another id, so a line claiming a victim's id
 with the forger's key is refused. The **signature**, an Ed25519 verification (tens of
-microseconds, ``cryptography``): ``hub compact`` verifies every signed line; ``compare --against``
-and ``site`` over bundles verify where it decides something (two lines of one machine and case that
-disagree). Since an id that is the hash of a key can only have been made by that key's owner, and
+microseconds, ``cryptography``): every signed line is verified as it is read, by ``hub compact``
+and by every direct read of a bundle (``compare --against``, ``site``, ``hub aggregate``:
+``sources.parse_result``), and one that does not verify is refused (``BAD_SIGNATURE``). Since
+an id that is the hash of a key can only have been made by that key's owner, and
 the owner signs every line, an *unsigned* line under the id of a key seen in the collection is
 forged, and is refused without any verification.
 

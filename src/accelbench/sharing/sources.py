@@ -12,7 +12,9 @@ one case of one run that its machine shared twice with the same figures (``case_
 machine and case ids are public, so either may be forged, and which came first (a file's name, a
 month folder) is the submitter's choice; both are kept, quarantined out of every band, and
 reported, unless signatures settle it (``signing.py``: an unsigned line under a signed machine's
-id, or a line whose signature does not verify, is refused).
+id is refused). Every signed line's signature is verified as it is read: one that does not verify
+(a line changed and re-hashed, or signed by another key) is skipped with a warning that names it,
+counted under ``signing.BAD_SIGNATURE``, whether or not another line disagrees with it.
 
 For speed over large collections, a caller that only wants some keys passes them: a bundle line
 whose raw text names none of the wanted workloads cannot match, and is only checked against its
@@ -47,7 +49,7 @@ from accelbench.sharing.conflicts import Share, resolve
 from accelbench.sharing.loaded import Loaded
 from accelbench.sharing.peer_view import peer_of
 from accelbench.sharing.shards import REFUSED, holds_shards, remote_hf_shards, shard_files
-from accelbench.sharing.signing import claims_signature
+from accelbench.sharing.signing import claims_signature, verify_signature
 
 SOURCE_HELP = ("a bundle file, a folder of bundles (*.jsonl), an http(s) address of a bundle, or a "
                "Hugging Face dataset hf://datasets/ORG/NAME")
@@ -214,17 +216,18 @@ def case_identity(line: dict[str, Any]) -> str:
 def parse_result(raw: bytes, keys: set[tuple[Any, ...]] | None = None,
                  settings_for: set[str] | None = None) -> tuple[PeerResult | None, dict[str, Any]]:
     """The line's peer (None: a result that did not finish, or of another key) and the line as
-    the current version; BadLine (with its reason) when it cannot be used. The hash is recomputed
-    and a signature's key checked against the machine id (``signing.claims_signature``; the
-    signature itself is verified by the caller where it decides something): a forged line never
-    reaches the duplicate check."""
+    the current version; BadLine (with its reason) when it cannot be used. The hash is recomputed,
+    a signature's key checked against the machine id (``signing.claims_signature``) and the
+    signature verified (``signing.verify_signature``; not where ``cryptography`` is missing): a
+    forged or tampered line never reaches the duplicate check."""
     try:
         text = raw.decode("utf-8")
         as_written = read_line(text)
         line = upgrade(as_written)
         peer = peer_of(line, settings_for)
         verify(as_written, text)
-        claims_signature(as_written)
+        if claims_signature(as_written):
+            verify_signature(as_written)
         if peer is None or (keys is not None and peer.key not in keys):
             return None, line
         return peer, line
