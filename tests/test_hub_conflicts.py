@@ -177,6 +177,31 @@ def test_unsigned_lines_that_disagree_are_a_conflict_in_either_order(tmp_path: P
     assert "2 in conflict" in said and "0 signed and verified, 6 unsigned" in said
 
 
+def test_a_bundle_line_in_conflict_with_a_shard_row_is_one_count(tmp_path: Path) -> None:
+    """Issue 34: a machine's results compacted into shards by the real hub compact, and a bundle
+    submitted since with a forged line of one of its cases (other figures): the shard row and the
+    bundle line are a conflict, both quarantined, reported, and counted in ``Loaded.conflicts``."""
+    pytest.importorskip("duckdb")
+    from accelbench.hub.compact import compact
+    from accelbench.sharing.query import read_collection
+
+    lines, parsed = _unsigned_pair(tmp_path)
+    (tmp_path / "hub").mkdir()
+    (tmp_path / "hub" / "m.jsonl").write_text("\n".join(lines) + "\n")
+    compact([str(tmp_path / "hub")], tmp_path / "shards", lambda _: None, workers=1)
+    (tmp_path / "new").mkdir()
+    (tmp_path / "new" / "forged.jsonl").write_text(_forge(parsed[0], 1000.0) + "\n" + lines[1] + "\n")
+    warnings: list[str] = []
+    _, loaded = read_collection([str(tmp_path / "shards"), str(tmp_path / "new")], warnings.append)
+    assert loaded.conflicts == 2 and loaded.outliers == 2, loaded.summary()
+    assert "2 in conflict" in loaded.summary()
+    assert any("Parquet shard" in w and "conflict" in w for w in warnings), warnings
+    # The compacted line itself in a bundle again: one result, nothing in conflict.
+    (tmp_path / "new" / "forged.jsonl").write_text(lines[0] + "\n")
+    _, again = read_collection([str(tmp_path / "shards"), str(tmp_path / "new")], warnings.append)
+    assert again.conflicts == 0 and again.outliers == 0
+
+
 def test_a_case_shared_again_with_the_same_figures_is_one_result(tmp_path: Path) -> None:
     """A case re-shared by its machine with another validity (its selftest ran since) and the same
     figures is a duplicate, not a conflict: one result, counted once."""

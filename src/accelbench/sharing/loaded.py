@@ -40,6 +40,9 @@ class Loaded:
     shard_invalid: int = 0
     shard_outliers: int = 0
     shard_conflicts: int = 0
+    #: The case each bundle result is (content hash -> ``sources.case_identity``; none for a result
+    #: without a machine id), so that a shard row and a bundle line of one case are compared.
+    cases: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def invalid(self) -> int:

@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from accelbench.compare.bands import PERCENTILES, Band, band_order
 from accelbench.compare.collection import Collection, KeySummary, collect, with_published
 from accelbench.compare.decode_diagnosis import DecodeDiagnosis, host_mismatch, pooled_words
+from accelbench.compare.outliers import CONFLICT
 from accelbench.compare.peers import KeyPeers, ModelGroup, PeerResult, setting_stats
 from accelbench.results.key import KEY_FIELDS
 from accelbench.sharing.loaded import Loaded
@@ -63,24 +64,51 @@ Wanted = tuple[KeyTuple, str, DecodeDiagnosis | None]
 
 
 def collection_relation(connection: Any, files: list[str], peers: Sequence[PeerResult],
-                        modes: set[str] | None = None) -> str:
-    """The shards and the bundle results ``peers`` as one relation (a result in both counts once)."""
+                        modes: set[str] | None = None, *, cases: dict[str, str] | None = None,
+                        warn: Callable[[str], None] | None = None) -> str:
+    """The shards and the bundle results ``peers`` as one relation (a result in both counts once).
+
+    A shard row and a bundle line of one machine and case (``cases``: ``Loaded.cases``) whose
+    measurements differ (key, device model, rate: ``conflicts.measurement``) are a conflict, as two
+    bundle lines are: both are quarantined (``CONFLICT``, so ``count_read`` counts them in
+    ``Loaded.conflicts``) and reported through ``warn``."""
     shards = relation(connection, files, modes) if files else None
     if not peers:
         assert shards is not None
         return shards
     import pyarrow as pa
 
-    rows = [row_of(p, {}, "") for p in peers if not p.published]
+    rows = [row_of(p, {}, (cases or {}).get(p.content_hash, "")) for p in peers if not p.published]
     table = pa.Table.from_pylist([{name: row[name] for name in READ_COLUMNS} for row in rows],
                                  schema=arrow_schema(list(READ_COLUMNS)))
     connection.register("bundle_results", table)
     bundles = f"(SELECT {', '.join(chr(34) + n + chr(34) for n in READ_COLUMNS)} FROM bundle_results)"
     if shards is None:
         return bundles
+    fresh = f"{shards} WHERE hash NOT IN (SELECT hash FROM bundle_results)"
+    conflicting = _shard_bundle_conflicts(connection, fresh, warn)
+    if conflicting:
+        marked = (f"CASE WHEN list_contains({sql_list(sorted(conflicting))}, hash) THEN {literal(CONFLICT)} "
+                  "ELSE outlier END AS outlier")
+        bundles = f"(SELECT * REPLACE ({marked}) FROM {bundles})"
+        fresh = f"(SELECT * REPLACE ({marked}) FROM {fresh})"
     columns = ", ".join(f'"{name}"' for name in READ_COLUMNS)
-    return (f"(SELECT {columns} FROM {shards} WHERE hash NOT IN (SELECT hash FROM bundle_results) "
-            f"UNION ALL {bundles})")
+    return f"(SELECT {columns} FROM {fresh} UNION ALL {bundles})"
+
+
+def _shard_bundle_conflicts(connection: Any, shards: str, warn: Callable[[str], None] | None) -> set[str]:
+    """The hashes of the shard rows and bundle results of one machine and case whose measurements
+    differ (the shard rows that are not bundle results too: ``shards``), each pair reported."""
+    pairs = connection.execute(
+        f"SELECT s.hash, b.hash, s.machine_id, s.rate, b.rate FROM (SELECT * FROM {shards}) s "
+        "JOIN bundle_results b ON s.machine_id = b.machine_id AND s.case_id = b.case_id "
+        "WHERE b.case_id <> '' AND (s.key_id <> b.key_id OR s.device_model <> b.device_model "
+        "OR s.rate IS DISTINCT FROM b.rate) ORDER BY ALL").fetchall()
+    for _, _, machine, shard_rate, bundle_rate in pairs:
+        if warn is not None:
+            warn(f"conflict: machine {machine} shares one case in a Parquet shard ({shard_rate:.4g}) and in "
+                 f"a bundle ({bundle_rate:.4g}) with different figures; both kept out of every band")
+    return {digest for shard, bundle, *_ in pairs for digest in (shard, bundle)}
 
 
 def _settings(text: str, cache: dict[str, dict[str, str]]) -> dict[str, str]:
@@ -290,7 +318,7 @@ def read_collection(specs: list[str], warn: Any) -> tuple[Collection, Loaded]:
         return collect(peers), loaded
     connection = duckdb_connection(" ".join(specs))
     try:
-        rel = collection_relation(connection, files, peers)
+        rel = collection_relation(connection, files, peers, cases=loaded.cases, warn=warn)
         collection = shard_collection(connection, rel)
         count_read(connection, rel, loaded)
     finally:
