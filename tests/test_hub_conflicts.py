@@ -202,6 +202,27 @@ def test_a_bundle_line_in_conflict_with_a_shard_row_is_one_count(tmp_path: Path)
     assert again.conflicts == 0 and again.outliers == 0
 
 
+def test_a_forged_bundle_line_keeps_a_signed_shard_row_out_of_nothing(tmp_path: Path, inline_cli) -> None:
+    """Issue 34: a signed machine's line compacted into shards (which record that it was signed),
+    and an unsigned forged line of its case in a bundle submitted since: the forged line is
+    refused (forged), the genuine row stays in the bands, nothing is in conflict."""
+    pytest.importorskip("duckdb")
+    from accelbench.hub.compact import compact
+    from accelbench.sharing.query import read_collection
+
+    (tmp_path / "hub").mkdir()
+    genuine = _share(inline_cli, tmp_path, _records(1), tmp_path / "hub" / "genuine.jsonl")[0]
+    compact([str(tmp_path / "hub")], tmp_path / "shards", lambda _: None, workers=1)
+    (tmp_path / "new").mkdir()
+    (tmp_path / "new" / "forged.jsonl").write_text(_forge(genuine, 10.0) + "\n")
+    warnings: list[str] = []
+    _, loaded = read_collection([str(tmp_path / "shards"), str(tmp_path / "new")], warnings.append)
+    assert loaded.skipped == {FORGED_ID: 1}, loaded.summary()
+    assert loaded.conflicts == 0 and loaded.outliers == 0
+    assert loaded.shard_rows == 1 and loaded.unsigned == 0
+    assert any("forged" in w for w in warnings), warnings
+
+
 def test_a_case_shared_again_with_the_same_figures_is_one_result(tmp_path: Path) -> None:
     """A case re-shared by its machine with another validity (its selftest ran since) and the same
     figures is a duplicate, not a conflict: one result, counted once."""

@@ -30,7 +30,7 @@ def aggregate(specs: list[str], out: Path, warn: Warn,
     loaded, files = load_collection(specs, warn)
     if files:
         connection = duckdb_connection(" ".join(specs))
-        rel = collection_relation(connection, files, loaded.peers, cases=loaded.cases, warn=warn)
+        rel = collection_relation(connection, files, loaded.peers, loaded=loaded, warn=warn)
         bands = shard_bands(connection, rel, min_machines)
         count_read(connection, rel, loaded)
         connection.close()

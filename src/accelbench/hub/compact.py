@@ -230,6 +230,7 @@ def _finish(connection: Any, work: Path, out: Path, report: Compacted) -> list[d
     quarantine(connection, keys)
     columns = ", ".join(f'k."{name}"' if name != "outlier" else
                         "COALESCE(NULLIF(k.outlier, ''), q.reason, '') AS outlier" for name in COLUMNS)
+    columns += ", k.signed"  # a reader refuses an unsigned bundle line under a signed row's id
     new = work / "shards"
     connection.execute(f"""
         COPY (SELECT {columns} FROM kept k LEFT JOIN quarantined q USING ({keys}, model_key, machine_id)

@@ -72,7 +72,7 @@ def _summaries(sources: list[str], warn: Warn, mine: list[tuple[str, CaseResult,
     connection = duckdb_connection(" ".join(sources))
     try:
         modes = {str(key[KEY_FIELDS.index("mode")]) for key in keys}
-        rel = collection_relation(connection, files, peers, modes, cases=loaded.cases, warn=warn)
+        rel = collection_relation(connection, files, peers, modes, loaded=loaded, warn=warn)
         wanted = {(p.key, p.model_key, p.decode) for _, _, p in mine}
         summaries = shard_key_peers(connection, rel, wanted, machine, cases)
         # What the shards hold and kept apart, so that the summary and --json count what the

@@ -43,6 +43,8 @@ class Loaded:
     #: The case each bundle result is (content hash -> ``sources.case_identity``; none for a result
     #: without a machine id), so that a shard row and a bundle line of one case are compared.
     cases: dict[str, str] = field(default_factory=dict, repr=False)
+    #: The content hashes of the bundle results that are signed.
+    signed: set[str] = field(default_factory=set, repr=False)
 
     @property
     def invalid(self) -> int:

@@ -53,6 +53,7 @@ from accelbench.sharing.shards import (
     sql_list,
     theirs,
 )
+from accelbench.sharing.signing import FORGED_ID
 from accelbench.sharing.sources import load_collection
 
 #: Columns a reader uses (never ``line``: the largest, and only compaction reads it).
@@ -64,44 +65,78 @@ Wanted = tuple[KeyTuple, str, DecodeDiagnosis | None]
 
 
 def collection_relation(connection: Any, files: list[str], peers: Sequence[PeerResult],
-                        modes: set[str] | None = None, *, cases: dict[str, str] | None = None,
+                        modes: set[str] | None = None, *, loaded: Loaded | None = None,
                         warn: Callable[[str], None] | None = None) -> str:
     """The shards and the bundle results ``peers`` as one relation (a result in both counts once).
 
-    A shard row and a bundle line of one machine and case (``cases``: ``Loaded.cases``) whose
-    measurements differ (key, device model, rate: ``conflicts.measurement``) are a conflict, as two
-    bundle lines are: both are quarantined (``CONFLICT``, so ``count_read`` counts them in
-    ``Loaded.conflicts``) and reported through ``warn``."""
+    Where ``loaded`` (what read ``peers``: their cases and signatures) is given, a shard row and a
+    bundle line are judged as two bundle lines are (``conflicts.py``): an unsigned one under a
+    machine id that a signed one of the other holds is refused as forged (a shard records whether
+    its line was signed since shard version 3), counted in ``loaded.skipped``; the rows of one
+    machine and case whose measurements differ (key, device model, rate) are a conflict, both
+    quarantined (``CONFLICT``: ``count_read`` counts them in ``Loaded.conflicts``). Each is
+    reported through ``warn``."""
     shards = relation(connection, files, modes) if files else None
     if not peers:
         assert shards is not None
         return shards
     import pyarrow as pa
 
-    rows = [row_of(p, {}, (cases or {}).get(p.content_hash, "")) for p in peers if not p.published]
-    table = pa.Table.from_pylist([{name: row[name] for name in READ_COLUMNS} for row in rows],
-                                 schema=arrow_schema(list(READ_COLUMNS)))
+    cases, signed = (loaded.cases, loaded.signed) if loaded is not None else ({}, set())
+    rows = [row_of(p, {}, cases.get(p.content_hash, "")) for p in peers if not p.published]
+    schema = arrow_schema(list(READ_COLUMNS)).append(pa.field("signed", pa.bool_()))
+    table = pa.Table.from_pylist([{**{name: row[name] for name in READ_COLUMNS},
+                                   "signed": row["hash"] in signed} for row in rows], schema=schema)
     connection.register("bundle_results", table)
-    bundles = f"(SELECT {', '.join(chr(34) + n + chr(34) for n in READ_COLUMNS)} FROM bundle_results)"
+    columns = ", ".join(f'"{name}"' for name in READ_COLUMNS)
+    bundles = f"(SELECT {columns} FROM bundle_results)"
     if shards is None:
         return bundles
     fresh = f"{shards} WHERE hash NOT IN (SELECT hash FROM bundle_results)"
-    conflicting = _shard_bundle_conflicts(connection, fresh, warn)
+    forged = _forged(connection, fresh, warn) if loaded is not None else set()
+    if forged and loaded is not None:
+        refused = [p for p in loaded.peers if p.content_hash in forged]
+        loaded.peers = [p for p in loaded.peers if p.content_hash not in forged]
+        loaded.unsigned -= sum(p.results for p in refused)
+        loaded.skipped[FORGED_ID] += len(forged)
+        kept = f"NOT list_contains({sql_list(sorted(forged))}, hash)"
+        fresh += f" AND {kept}"
+        bundles = f"(SELECT {columns} FROM bundle_results WHERE {kept})"
+    conflicting = _shard_bundle_conflicts(connection, fresh, bundles, warn) if loaded is not None else set()
     if conflicting:
         marked = (f"CASE WHEN list_contains({sql_list(sorted(conflicting))}, hash) THEN {literal(CONFLICT)} "
                   "ELSE outlier END AS outlier")
         bundles = f"(SELECT * REPLACE ({marked}) FROM {bundles})"
         fresh = f"(SELECT * REPLACE ({marked}) FROM {fresh})"
-    columns = ", ".join(f'"{name}"' for name in READ_COLUMNS)
     return f"(SELECT {columns} FROM {fresh} UNION ALL {bundles})"
 
 
-def _shard_bundle_conflicts(connection: Any, shards: str, warn: Callable[[str], None] | None) -> set[str]:
+def _forged(connection: Any, shards: str, warn: Callable[[str], None] | None) -> set[str]:
+    """The hashes of the unsigned bundle results under a machine id a signed shard row holds, and
+    of the unsigned shard rows under one a signed bundle result holds (none from shards older than
+    version 3: they do not say whether a row was signed)."""
+    if "signed" not in {row[0] for row in connection.execute(f"DESCRIBE SELECT * FROM {shards}").fetchall()}:
+        return set()
+    found = connection.execute(
+        f"WITH s AS (SELECT hash, machine_id, signed FROM {shards}) "
+        "SELECT hash, 'bundle', machine_id FROM bundle_results WHERE NOT signed "
+        "AND machine_id IN (SELECT machine_id FROM s WHERE signed) "
+        "UNION ALL SELECT hash, 'Parquet shard', machine_id FROM s WHERE signed IS NOT DISTINCT FROM false "
+        "AND machine_id IN (SELECT machine_id FROM bundle_results WHERE signed) ORDER BY ALL").fetchall()
+    for digest, where, machine in found:
+        if warn is not None:
+            warn(f"a {where}'s result {digest[:16]} refused: unsigned, under the id of machine {machine}, "
+                 "which signs its lines (forged)")
+    return {digest for digest, _, _ in found}
+
+
+def _shard_bundle_conflicts(connection: Any, shards: str, bundles: str,
+                            warn: Callable[[str], None] | None) -> set[str]:
     """The hashes of the shard rows and bundle results of one machine and case whose measurements
     differ (the shard rows that are not bundle results too: ``shards``), each pair reported."""
     pairs = connection.execute(
         f"SELECT s.hash, b.hash, s.machine_id, s.rate, b.rate FROM (SELECT * FROM {shards}) s "
-        "JOIN bundle_results b ON s.machine_id = b.machine_id AND s.case_id = b.case_id "
+        f"JOIN {bundles} b ON s.machine_id = b.machine_id AND s.case_id = b.case_id "
         "WHERE b.case_id <> '' AND (s.key_id <> b.key_id OR s.device_model <> b.device_model "
         "OR s.rate IS DISTINCT FROM b.rate) ORDER BY ALL").fetchall()
     for _, _, machine, shard_rate, bundle_rate in pairs:
@@ -318,7 +353,7 @@ def read_collection(specs: list[str], warn: Any) -> tuple[Collection, Loaded]:
         return collect(peers), loaded
     connection = duckdb_connection(" ".join(specs))
     try:
-        rel = collection_relation(connection, files, peers, cases=loaded.cases, warn=warn)
+        rel = collection_relation(connection, files, peers, loaded=loaded, warn=warn)
         collection = shard_collection(connection, rel)
         count_read(connection, rel, loaded)
     finally:

@@ -24,8 +24,12 @@ where it has none: not judged), ``host_cpu``, ``decode_class`` (``bound_class``:
 the bands pool by), ``decode_recipe`` (``recipe_words``) and ``decode_floor_ratio``.
 Rows are sorted by key id and device model, so a reader skips the row groups of other work.
 
-Versions (``SHARD_VERSION``): 1, the first; 2 added the decode columns (issue 33). A shard of
-version 1 reads as if every row were not judged (``relation`` gives the columns' defaults).
+Versions (``SHARD_VERSION``): 1, the first; 2 added the decode columns (issue 33); 3 added
+``signed`` (whether the line was signed, its signature verified when compacted: a reader refuses an
+unsigned bundle line under the id of a signed row, ``query.collection_relation``; not in
+``COLUMNS``, as a bundle result read has none). A shard of version 1 reads as if every row were not
+judged (``relation`` gives the columns' defaults); one older than version 3 does not say which rows
+were signed.
 
 JSON lines stay the interchange format and the record: shards are derived from the hub's bundles
 (``hub compact`` reads them again to refresh the shards), and every row's hash names the bundle
@@ -46,7 +50,7 @@ from accelbench.compare.peers import DEVICE_CLASSES, PeerResult
 from accelbench.errors import UsageError
 from accelbench.results.key import KEY_DEFAULTS, KEY_FIELDS
 
-SHARD_VERSION = 2
+SHARD_VERSION = 3
 PARTITIONS = ("mode", "device_class")
 REFUSED = "refused.jsonl"
 MANIFEST = "compacted.json"

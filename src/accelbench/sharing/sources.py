@@ -354,6 +354,7 @@ def load_peers(specs: Iterable[str], warn: Warn, keys: set[tuple[Any, ...]] | No
             _say_what_was_not_a_bundle(name, read.total, read.usable + read.other_work, read.not_bundle, warn)
     resolved = resolve(shares, warn)
     loaded.cases = {s.peer.content_hash: s.case.partition("\0")[2] for s in shares if s.case}
+    loaded.signed = {s.peer.content_hash for s in shares if s.signed is not None}
     loaded.duplicates += resolved.duplicates
     loaded.skipped.update(resolved.refused)
     loaded.unsigned = resolved.unsigned
