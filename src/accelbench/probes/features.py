@@ -348,7 +348,9 @@ _MPS_SAMPLE_OPS: dict[str, Callable[[str], Any]] = {
                                                torch.zeros(1, 1, 1, 1, 3, device=d), align_corners=False),
     "ctc_loss": lambda d: F.ctc_loss(torch.zeros(4, 1, 3, device=d).log_softmax(2),
                                      torch.ones(1, 2, dtype=torch.long, device=d),
-                                     torch.tensor([4]), torch.tensor([2])),
+                                     # Lengths as lists: the IntList overload is the op sampled
+                                     # (aten::_ctc_loss); torch's stub declares only tensors.
+                                     [4], [2]),  # type: ignore[arg-type]
 }
 
 
