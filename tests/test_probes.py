@@ -20,6 +20,7 @@ from accelbench.cli import main
 from accelbench.devices import DeviceSet
 from accelbench.devices.base import Device
 from accelbench.devices.cpu import CpuAdapter
+from accelbench.options.recorded import RecordedProbe
 from accelbench.probes import Feature, Trial, fallback_ops, result
 from accelbench.probes import features as features_module
 from accelbench.probes.cells import OpSeconds, first_line, probe_device, probe_feature
@@ -332,7 +333,7 @@ def test_probe_record_shape_survives_a_file_round_trip(tmp_path: Path) -> None:
     broken = Feature("broken", "", lambda d: 1 / 0)  # type: ignore[arg-type, return-value]
     devices = DeviceSet.current()
     record = probe_record(devices, devices.select("cpu"), [fine, broken], ["accelbench", "probe"],
-                          {"device": "cpu"})
+                          RecordedProbe(device="cpu", features=("fine", "broken")))
     loaded = load_record(save_record(record, tmp_path / "probe.json"))
     assert loaded.kind == "probe" and loaded.cases == []  # a probe is not a fake case
     (probe,) = loaded.probes
@@ -342,6 +343,7 @@ def test_probe_record_shape_survives_a_file_round_trip(tmp_path: Path) -> None:
     assert probe.cells["broken"].status == "fails"
     assert "ZeroDivisionError" in probe.cells["broken"].detail
     assert loaded.probes == record.probes
+    assert loaded.options == record.options  # the probe's options, typed, through the file
 
 
 def test_probe_table_shows_every_status_and_unprobed_cells() -> None:
