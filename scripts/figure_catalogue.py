@@ -1,5 +1,5 @@
 """Write the figure catalogue's table into docs/figures.md from results/catalogue.py (the one
-definition); tests/test_one_figure.py fails when the page and the code disagree."""
+definition); tests/results/test_one_figure.py fails when the page and the code disagree."""
 
 from __future__ import annotations
 

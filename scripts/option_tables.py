@@ -1,6 +1,6 @@
 """Write what is made from the options' one declaration (src/accelbench/options/declared.py):
 the option table of docs/run.md, and ``accelbench.run``'s keyword parameters and the "Keyword
-Args" list of its docstring (src/accelbench/api.py). tests/test_options.py fails when either is
+Args" list of its docstring (src/accelbench/api.py). tests/options/test_options.py fails when either is
 stale: run this after changing an option."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 accelbench ships them (src/accelbench/workloads/builtin/facts.json), with the stamp they were
 counted under: accelbench's version, torch's, torchvision's and transformers', and a digest of the
 workloads package's sources. A first ``accelbench list`` reads them where the stamp matches the
-installation, instead of building every model. tests/test_list_cli.py fails when the workloads'
+installation, instead of building every model. tests/cli/test_list_cli.py fails when the workloads'
 code changed since they were written: run this script again (in the test environment)."""
 
 from __future__ import annotations

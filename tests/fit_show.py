@@ -1,4 +1,4 @@
-"""Run inside a pseudo-terminal by tests/test_fit_pty.py, and into a pipe by
+"""Run inside a pseudo-terminal by tests/cli/test_fit_pty.py, and into a pipe by
 tests/test_piped_width.py: ``python tests/fit_show.py DIR WIDTH...`` sets the width to each WIDTH
 in turn and prints every renderer's typical output from the records in DIR, as the commands print
 them, then every command's ``--help`` and the commands that read stored results

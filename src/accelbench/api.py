@@ -134,6 +134,7 @@ def run(
     channels_last: bool = False,
     cudnn_benchmark: bool = True,
     isolation: str | None = None,
+    nproc: int = 1,
     case_timeout: float = 1800.0,
     auto_batch: bool = False,
     cooldown: float = 0.0,
@@ -151,7 +152,6 @@ def run(
     (``precision="fp32,bf16"``); ``compile=True`` is a bare ``--compile``. Or give
     ``options=RunOptions(...)`` and nothing else.
 
-    nproc: int = 1,
     Keyword Args:
         suite: ``--suite``: run a named suite: quick or full.
         workload_file: ``--workload-file``: load your own workloads (registered with

@@ -1,4 +1,4 @@
-"""Workloads for the warm-worker tests (tests/test_quick_tiny.py), loaded with --workload-file:
+"""Workloads for the warm-worker tests (tests/engine/test_quick_tiny.py), loaded with --workload-file:
 
 ``leak-set`` changes everything process-wide a case can reach while it runs (torch's numeric
 switches, determinism, the default dtype, the thread count, the environment, every seed), never

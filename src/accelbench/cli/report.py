@@ -13,7 +13,7 @@ from accelbench.errors import UsageError
 if TYPE_CHECKING:
     from accelbench.store.history import TimelinePoint
 
-# Its --help imports no matplotlib, results or store (tests/test_cli_imports.py): they are imported
+# Its --help imports no matplotlib, results or store (tests/cli/test_cli_imports.py): they are imported
 # once the report is drawn.
 
 DEFAULT_LAST = 5

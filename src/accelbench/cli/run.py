@@ -17,7 +17,7 @@ from accelbench.workloads.suites import DEFAULT_SUITE
 if TYPE_CHECKING:
     from accelbench.results import RunRecord
 
-# Parsing a run's flags imports no numpy, scipy or torch (tests/test_cli_imports.py): the
+# Parsing a run's flags imports no numpy, scipy or torch (tests/cli/test_cli_imports.py): the
 # results, the store, the renderers and the engine are imported once the command runs.
 
 

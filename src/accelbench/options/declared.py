@@ -3,7 +3,7 @@ its flag, keyword, default (per size where the sizes differ), type, parser, help
 words. Made from it: the flags of run, sweep, check and scale (``cli/optiongroups.py``), what a
 keyword left out means (``options/values.DEFAULTS``), ``accelbench.run``'s keywords and the
 parameter list of its docstring, and the option table of ``docs/run.md`` (both written by
-``scripts/option_tables.py``; tests/test_options.py fails when either is stale). Torch-free.
+``scripts/option_tables.py``; tests/options/test_options.py fails when either is stale). Torch-free.
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ class SweepKeywords(MeasureKeywords, DataKeywords, total=False):
 
 class RunKeywords(SweepKeywords, total=False):
     """Every option of ``accelbench run``, as ``accelbench.run`` keywords: their types for static
-    checks of ``**keywords``, held to options/declared.py by tests/test_options.py."""
+    checks of ``**keywords``, held to options/declared.py by tests/options/test_options.py."""
 
     suite: str | None  # --suite quick|full
     batch_size: int | None  # --batch-size
