@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import add_json_argument, add_saving_arguments
-from accelbench.cli.console import make_console, print_path
-from accelbench.cli.driven import run_driven, show_json
+from accelbench.cli.driven import run_driven, show_record
 from accelbench.devices import DeviceSet
 from accelbench.options.check import (
     DEFAULT_CHECK_STEPS,
@@ -72,15 +71,14 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         return run_check(options, devices, ["accelbench", *argv], on_case=on_case, live=not args.quiet)
 
     def show(record: RunRecord, saved: Path) -> None:
-        if args.json:  # stdout holds the JSON only
-            show_json(record, saved, args.output)
-            return
-        out = make_console()
-        out.print(check_table(record))
-        from accelbench.render.generation_detail import quality_lines
-
-        for line in quality_lines(record):  # a quantized precision's cost, in full
-            out.print(Prose(line))
-        print_path(out, "Saved to", saved)
+        show_record(record, saved, args.output, args.json, _parts)
 
     return run_driven(drive, args.output, args.db, show)
+
+
+def _parts(record: RunRecord) -> Iterator[Any]:
+    """What check shows: its table, and a quantized precision's cost in full."""
+    from accelbench.render.generation_detail import quality_lines
+
+    yield check_table(record)
+    yield from (Prose(line) for line in quality_lines(record))

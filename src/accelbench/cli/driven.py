@@ -4,7 +4,7 @@ and exit 0 / 1, or 130 / 143 after a signal."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,21 @@ def show_json(record: RunRecord, saved: Path, output: Path | None = None,
     if output:
         print_path(notes, "Result written to", output)
     print_path(notes, "Saved to", saved)
+
+
+def show_record(record: RunRecord, saved: Path, output: Path | None, as_json: bool,
+                parts: Callable[[RunRecord], Iterable[Any]]) -> None:
+    """A finished record as every command shows it: ``--json`` (stdout the JSON only), else the
+    command's ``parts`` (tables and lines, built only when shown), then where it went."""
+    if as_json:
+        show_json(record, saved, output)
+        return
+    out = make_console()
+    for part in parts(record):
+        out.print(part)
+    if output:
+        print_path(out, "Result written to", output)
+    print_path(out, "Saved to", saved)
 
 
 def all_ok(record: RunRecord) -> int:

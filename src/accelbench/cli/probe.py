@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import add_json_argument, add_saving_arguments
-from accelbench.cli.console import make_console, print_path
-from accelbench.cli.driven import run_driven, show_json
+from accelbench.cli.console import make_console
+from accelbench.cli.driven import run_driven, show_record
 from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
 from accelbench.options.probe import ProbeOptions
@@ -104,11 +104,4 @@ def _show(record: RunRecord, saved: Path, output: Path | None, as_json: bool) ->
     # With --json, stdout carries only the JSON; where it was saved goes to stderr.
     from accelbench.render.probe_table import probe_table
 
-    if as_json:  # stdout holds the JSON only
-        show_json(record, saved, output)
-        return
-    notes = make_console()
-    notes.print(probe_table(record))
-    if output:
-        print_path(notes, "Result written to", output)
-    print_path(notes, "Saved to", saved)
+    show_record(record, saved, output, as_json, lambda shown: [probe_table(shown)])

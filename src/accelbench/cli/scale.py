@@ -15,8 +15,7 @@ from accelbench.cli.common import (
     positive_float,
     positive_int,
 )
-from accelbench.cli.console import make_console, print_path
-from accelbench.cli.driven import run_driven, show_json
+from accelbench.cli.driven import run_driven, show_record
 from accelbench.options.scale import DEFAULT_TIMEOUT_S, Rendezvous, ScaleOptions
 from accelbench.options.values import stop_rule
 from accelbench.results import RunRecord
@@ -100,13 +99,6 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
                          live=not (args.debug or args.quiet))
 
     def show(record: RunRecord, saved: Path) -> None:
-        if args.json:  # stdout holds the JSON only
-            show_json(record, saved, args.output)
-            return
-        out = make_console()
-        out.print(scale_table(record))
-        if args.output:
-            print_path(out, "Result written to", args.output)
-        print_path(out, "Saved to", saved)
+        show_record(record, saved, args.output, args.json, lambda shown: [scale_table(shown)])
 
     return run_driven(drive, args.output, args.db, show)

@@ -4,14 +4,14 @@ batch size and device; where each device saturates and where an accelerator over
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from accelbench.cli import optiongroups as groups
 from accelbench.cli.common import add_json_argument, add_saving_arguments
-from accelbench.cli.console import make_console, print_path
-from accelbench.cli.driven import run_driven, show_json
+from accelbench.cli.console import make_console
+from accelbench.cli.driven import run_driven, show_record
 from accelbench.devices import DeviceSet
 from accelbench.errors import UsageError
 from accelbench.options import RunOptions
@@ -125,19 +125,16 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def _show(record: RunRecord, saved: Path, output: Path | None, as_json: bool = False) -> None:
-    if as_json:  # stdout holds the JSON only
-        show_json(record, saved, output)
-        return
-    out = make_console()
+    show_record(record, saved, output, as_json, _parts)
+
+
+def _parts(record: RunRecord) -> Iterator[Any]:
+    """What sweep shows: the batch or prompt sweep's table, its lines, and what it means."""
     if is_prompt_sweep(record):
-        out.print(prompt_sweep_table(record))
+        yield prompt_sweep_table(record)
         lines, note = prompt_sweep_lines(record), PROMPT_SWEEP_NOTE
     else:
-        out.print(sweep_table(record))
+        yield sweep_table(record)
         lines, note = summary_lines(record), definition()
-    for line in [*lines, *sustained_lines(record), *break_even_lines(record)]:
-        out.print(Prose(line))
-    out.print(Prose(note, "dim"))
-    if output:
-        print_path(out, "Result written to", output)
-    print_path(out, "Saved to", saved)
+    yield from (Prose(line) for line in [*lines, *sustained_lines(record), *break_even_lines(record)])
+    yield Prose(note, "dim")
