@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from accelbench.reference import (
+from accelbench.reference.published import (
     EPOCH_REFERENCES,
     FEATURE_FINDINGS,
     MODEL_SIZES,

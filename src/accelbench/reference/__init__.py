@@ -1,20 +1,3 @@
-"""Published results (other people's measurements) as data with their sources."""
-
-from accelbench.reference.published import (
-    EPOCH_REFERENCES,
-    FEATURE_FINDINGS,
-    MODEL_SIZES,
-    PUBLISHED_LABEL,
-    RATIO_CLAIMS,
-    EpochReference,
-    FeatureFinding,
-    ModelSize,
-    RatioClaim,
-    Source,
-    epoch_references,
-)
-
-__all__ = [
-    "EPOCH_REFERENCES", "FEATURE_FINDINGS", "MODEL_SIZES", "PUBLISHED_LABEL", "RATIO_CLAIMS",
-    "EpochReference", "FeatureFinding", "ModelSize", "RatioClaim", "Source", "epoch_references",
-]
+"""Published results (other people's measurements) as data with their sources: the tables are in
+``reference/published.py``, the tokens other tools produce in ``reference/expected_tokens.py``;
+each is imported from its module."""
