@@ -10,6 +10,7 @@ showed the median would fail. Each protocol times the way its peer observes a to
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import statistics
 from pathlib import Path
@@ -363,3 +364,38 @@ def test_a_real_mlperf_client_run_s_overall_is_stored_once_and_read_alike(cli, t
     assert "changed.json gpt2 cpu fp32 5 77.7 ms 12,346 tokens/s" in published
     labelled = [("changed.json", again)]
     assert published_view(labelled)["protocol_overall"] == [{"run": "changed.json", **stored}]
+
+
+def test_a_real_mlperf_client_run_s_overall_reads_alike_in_history_share_and_the_site(
+        cli, inline_cli, tmp_path: Path) -> None:
+    """The surfaces the stored overall figures had not reached: ``history`` (its table and
+    --json), ``share`` (every line of the group, signed where cryptography is installed) and
+    ``site`` (the work's page) show the numbers ``run --json`` stored, for a real run."""
+    done = cli("run", "gpt2", "--mode", "generate", "--protocol", "mlperf-client", "--size", "tiny",
+               "--device", "cpu", "--steps", "2", "--warmup", "0", "--json")
+    assert done.returncode == 0, done.stderr
+    view = json.loads(done.stdout)
+    (stored,) = view["protocol_overall"]
+    ttft, rate = stored["mlperf_ttft_geomean_s"], stored["mlperf_token_rate_geomean"]
+    assert ttft and rate and not stored["missing"]
+    # history: the --json list and the table under the runs
+    (run,) = json.loads(inline_cli("history", "--json").stdout)["runs"]
+    assert run["run_id"] == view["run_id"] and run["protocol_overall"] == [stored]
+    listed = " ".join(inline_cli("history").stdout.split())
+    assert (f"gpt2 cpu fp32 {len(stored['categories'])} {format_seconds(ttft)} {format_rate(rate)} "
+            "tokens/s") in listed
+    # share: each line of the group carries the stored figures (6 significant digits, as every figure)
+    bundle = tmp_path / "run.jsonl"
+    assert inline_cli("share", view["run_id"], "-o", str(bundle), "--quiet").returncode == 0
+    sections = [json.loads(line)["overall"] for line in bundle.read_text().splitlines()]
+    assert len(sections) == len(view["cases"]) and all(s == sections[0] for s in sections)
+    assert sections[0]["mlperf_ttft_geomean_s"] == pytest.approx(ttft, rel=1e-5)
+    assert sections[0]["mlperf_token_rate_geomean"] == pytest.approx(rate, rel=1e-5)
+    # the site: the work's page, in the cells compare uses
+    site = inline_cli("site", str(bundle), "-o", str(tmp_path / "site"), "--quiet")
+    assert site.returncode == 0, site.stderr
+    page = " ".join(re.sub(r"<[^>]+>", " ", "".join(
+        path.read_text() for path in (tmp_path / "site").glob("bench-gpt2-*.html"))).split())
+    shared_ttft, shared_rate = sections[0]["mlperf_ttft_geomean_s"], sections[0]["mlperf_token_rate_geomean"]
+    assert (f"{len(stored['categories'])} {format_seconds(shared_ttft)} {format_rate(shared_rate)} "
+            "tokens/s") in page

@@ -110,7 +110,7 @@ def test_version_1_database_is_migrated(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
     _version_1_database(path)
     with HistoryDB(path) as db:
-        assert db._version() == DB_VERSION == 6
+        assert db._version() == DB_VERSION == 7
         size = db._conn.execute("SELECT size FROM cases WHERE run_id = 'old1'").fetchone()[0]
         assert size == "tiny"  # filled from the stored case JSON
         assert db.get("old1").cases[0].size == "tiny"

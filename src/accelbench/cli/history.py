@@ -10,7 +10,7 @@ from typing import Any
 from accelbench.cli.common import add_db_option, add_json_argument, add_quiet_argument
 from accelbench.cli.console import make_console
 from accelbench.errors import UsageError
-from accelbench.render.history_table import runs_table, timeline_table
+from accelbench.render.history_table import overall_table, runs_table, timeline_table
 from accelbench.render.json_views import history_json
 from accelbench.store.history import HistoryDB, default_db_path, parse_time
 
@@ -64,6 +64,9 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
         return 0
     console.quiet = False  # the tables are the result
     console.print(runs_table(rows, path))
+    overall = overall_table(rows)
+    if overall is not None:  # figures across cases, as stored with each run (MLPerf Client's overall)
+        console.print(overall)
     if args.mode:
         console.print(timeline_table(args.workload, args.mode, points))
     return 0

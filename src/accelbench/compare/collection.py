@@ -3,6 +3,8 @@ model's group (count, machines, median, 10th-90th percentile, best, over machine
 kept apart and why, and per device model the settings its results recorded. A generation key's
 groups are split by the decode's bound class (overhead-bound results per host CPU model) and say
 their recipe and bound (``decode_diagnosis.py``).
+Beside them, the figures across cases the results' lines carry (MLPerf Client's overall geometric
+means, stored with each run: ``overall_groups``), per overall key and device model.
 
 Two builders give the same summary: ``collect`` from peers (the path without DuckDB), and
 ``sharing/query.py`` from Parquet shards in SQL (a test holds the two equal). The renderer
@@ -12,14 +14,24 @@ thousand groups, never from the results themselves.
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from accelbench.compare.decode_diagnosis import bound_class, group_words
-from accelbench.compare.peers import ModelGroup, PeerResult, group_peers, model_key, published_peers, spelling
+from accelbench.compare.peers import (
+    ModelGroup,
+    PeerOverall,
+    PeerResult,
+    group_peers,
+    model_key,
+    published_peers,
+    spelling,
+)
 from accelbench.results.key import KEY_FIELDS
+from accelbench.results.protocol_summary import overall_key
 
 KeyTuple = tuple[Any, ...]
 
@@ -39,11 +51,61 @@ class KeySummary:
         return [g for g in self.groups if not g.published]
 
 
+@dataclass(frozen=True)
+class OverallGroup:
+    """One device model's shared figures across cases for one overall key: the groups (runs) that
+    shared them and from how many machines, and the median over machines (each machine's median
+    group) of each stored figure; a lone group's figures are its own, as its run stored them."""
+
+    device_model: str
+    groups: int
+    machines: int
+    categories: int
+    #: Medians over machines of the stored ``mlperf_ttft_geomean_s`` and ``mlperf_token_rate_geomean``.
+    ttft_s: float
+    token_rate: float
+
+
+#: One shared group as both builders read it: (overall key, model_key, device model spelling,
+#: machine, group id, the group's PeerOverall).
+OverallEntry = tuple[KeyTuple, str, str, str, str, PeerOverall]
+
+
+def overall_groups(entries: Iterable[OverallEntry]) -> dict[KeyTuple, list[OverallGroup]]:
+    """Each overall key's groups per device model, each shared group counted once (its lines all
+    carry it: the first is taken), its figures read as stored, never recomputed from categories."""
+    seen: set[tuple[str, str]] = set()
+    found: dict[tuple[KeyTuple, str], dict[str, list[PeerOverall]]] = {}
+    spellings: dict[str, Counter[str]] = {}
+    for key, model, spelled, machine, group, overall in entries:
+        if not machine or machine.startswith("~"):  # no machine id (shards: "~" and a line hash)
+            machine = "~" + group  # the group is a machine of its own, as on both paths
+        if (machine, group) in seen:
+            continue
+        seen.add((machine, group))
+        found.setdefault((key, model), {}).setdefault(machine, []).append(overall)
+        spellings.setdefault(model, Counter())[spelled] += 1
+    out: dict[KeyTuple, list[OverallGroup]] = {}
+    for (key, model), machines in found.items():
+        ttfts = [statistics.median(o.ttft_s for o in mine) for mine in machines.values()]
+        rates = [statistics.median(o.token_rate for o in mine) for mine in machines.values()]
+        every = [o for mine in machines.values() for o in mine]
+        out.setdefault(key, []).append(OverallGroup(
+            spelling(spellings[model]), len(every), len(machines), max(o.categories for o in every),
+            statistics.median(ttfts), statistics.median(rates)))
+    for groups in out.values():
+        groups.sort(key=lambda g: (-g.token_rate, g.device_model))
+    return out
+
+
 @dataclass
 class Collection:
     keys: dict[KeyTuple, KeySummary] = field(default_factory=dict)
     #: Device model (model_key) -> (its most common spelling, Counter of (setting, value) over results).
     settings: dict[str, tuple[str, Counter[tuple[str, str]]]] = field(default_factory=dict)
+    #: Figures across cases (MLPerf Client's overall), per overall key (``protocol_summary.overall_key``:
+    #: the key without the lengths) and device model, fastest median token rate first.
+    overall: dict[KeyTuple, list[OverallGroup]] = field(default_factory=dict)
     results: int = 0
     machines: int = 0
 
@@ -88,11 +150,15 @@ def collect(peers: Iterable[PeerResult]) -> Collection:
     collection = Collection()
     spellings: dict[str, Counter[str]] = {}
     machines = set()
+    overall: list[OverallEntry] = []
     for peer in peers:
         summary = collection.keys.setdefault(peer.key, KeySummary())
         if peer.apart:
             summary.apart[peer.invalid or peer.outlier] += peer.results
             continue
+        if peer.overall is not None:
+            overall.append((overall_key(peer.key), peer.model_key, peer.device_model,
+                            peer.machine_id, peer.overall.group_id, peer.overall))
         by_key.setdefault(peer.key, []).append(peer)
         collection.results += peer.results
         if peer.machine_id:
@@ -110,6 +176,7 @@ def collect(peers: Iterable[PeerResult]) -> Collection:
         with_published(key, summary)
     collection.settings = {name: (spelling(spellings[name]), counts)
                            for name, (_, counts) in collection.settings.items()}
+    collection.overall = overall_groups(overall)
     collection.machines = len(machines)
     return collection
 

@@ -53,6 +53,23 @@ MAX_REASONS = 4
 
 
 @dataclass(frozen=True, slots=True)
+class PeerOverall:
+    """A shared run's figures across cases (results/protocol_overall.py: MLPerf Client's overall
+    geometric means over its categories), as each line of its group carries them: ``group_id``
+    tells the group apart (a run's five category lines carry one group), so it counts once.
+    Only a complete group (every category finished) is one."""
+
+    group_id: str
+    protocol: str
+    #: How many categories the means are over.
+    categories: int
+    #: Catalogue ``mlperf_ttft_geomean_s``.
+    ttft_s: float
+    #: Catalogue ``mlperf_token_rate_geomean``.
+    token_rate: float
+
+
+@dataclass(frozen=True, slots=True)
 class PeerResult:
     """One result as peers see it: what work (key), on what (device model), how fast, and the
     recorded settings that can explain the figure (label -> shown value)."""
@@ -82,6 +99,9 @@ class PeerResult:
     date: str = ""
     #: A generation line's decode bound, host CPU and execution (None: not judged, or no decode).
     decode: DecodeDiagnosis | None = None
+    #: The figures across cases its line carries (MLPerf Client's overall, stored with its run:
+    #: the same on every line of its group); None where it carries none.
+    overall: PeerOverall | None = None
 
     @property
     def model_key(self) -> str:

@@ -73,16 +73,21 @@ OVERALL_COLUMNS = ("run", "case", "categories", *(f.label for f in ACROSS_CASES)
 def overall_rows(runs: Sequence[tuple[str, RunRecord]]) -> list[list[str]]:
     """A row per run and group of its stored overall figures (results/protocol_overall.py), in
     the words the run's lines under its table use; empty where no run has any."""
+    return overall_group_rows([(label, group) for label, record in runs for group in stored_overall(record)])
+
+
+def overall_group_rows(groups: Sequence[tuple[str, Overall]]) -> list[list[str]]:
+    """A row per (run label, stored overall group): what ``overall_rows`` shows of a record, for
+    groups read without their record (the history's ``protocol_overall`` table)."""
     rows = []
-    for label, record in runs:
-        for overall in stored_overall(record):
-            complete = not overall.missing
-            rows.append([label, _overall_who(overall),
-                         str(len(overall.categories)) if complete
-                         else f"missing: {', '.join(overall.missing)}",
-                         format_seconds(overall.ttft_s) if complete and overall.ttft_s else "n/a",
-                         f"{format_rate(overall.token_rate)} tokens/s" if complete and overall.token_rate
-                         else "n/a"])
+    for label, overall in groups:
+        complete = not overall.missing
+        rows.append([label, _overall_who(overall),
+                     str(len(overall.categories)) if complete
+                     else f"missing: {', '.join(overall.missing)}",
+                     format_seconds(overall.ttft_s) if complete and overall.ttft_s else "n/a",
+                     f"{format_rate(overall.token_rate)} tokens/s" if complete and overall.token_rate
+                     else "n/a"])
     return rows
 
 

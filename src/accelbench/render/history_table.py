@@ -1,4 +1,5 @@
-"""``accelbench history``'s tables: the stored runs, and one workload's throughput over time."""
+"""``accelbench history``'s tables: the stored runs (with their figures across cases), and one
+workload's throughput over time."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from accelbench.render.fit import FittedTable
 from accelbench.render.format import format_rate
+from accelbench.render.generation_detail import OVERALL_COLUMNS, overall_group_rows
 from accelbench.results import rate_unit
 from accelbench.results.catalogue import key_headline
 
@@ -78,3 +80,14 @@ def timeline_table(workload: str, mode: str, points: list[Any]) -> FittedTable:
                        right=("runs", "first", "latest", "change"),
                        whole=("runs", "first", "latest", "change"), stack=("machine", "device"),
                        drop=("trend",), hint="--json shows the series")
+
+
+def overall_table(rows: list[Any]) -> FittedTable | None:
+    """The stored runs' figures across cases (MLPerf Client's overall geometric means), as the
+    history stores them with each run (store/history.py's ``protocol_overall`` table), in the words
+    and columns compare's table of them uses; None where no listed run has any."""
+    cells = overall_group_rows([(row.run_id, group) for row in rows for group in row.protocol_overall])
+    if not cells:
+        return None
+    return FittedTable("Protocol figures across cases (stored with each run)", OVERALL_COLUMNS, cells,
+                       right=OVERALL_COLUMNS[2:], whole=("run",), hint="--json shows them")

@@ -156,8 +156,14 @@ def _point(point: TimelinePoint, mode: str) -> dict[str, Any]:
     return view
 
 
+def _run(row: RunSummaryRow) -> dict[str, Any]:
+    """A stored run as listed, with its stored figures across cases by the catalogue's names, as
+    ``run --json``'s ``protocol_overall`` shows them (an empty list where it has none)."""
+    return {**asdict(row), "protocol_overall": [group.to_dict() for group in row.protocol_overall]}
+
+
 def history_json(database: Path, rows: list[RunSummaryRow], points: list[TimelinePoint] | None,
                  mode: str | None) -> str:
     """Stored runs and, with a workload and mode, its timeline: the stored throughput figure."""
-    return dumps({"database": str(database), "runs": [asdict(row) for row in rows],
+    return dumps({"database": str(database), "runs": [_run(row) for row in rows],
                   "timeline": [_point(p, mode or "") for p in points] if points is not None else None})

@@ -3,7 +3,10 @@
     index.html                 every workload, mode and precision, with its device models and counts
     bench-<slug>.html          one per workload, mode and precision: per configuration (a section
                                per comparability key), each device model's result and machine
-                               count, median, 10th-90th percentile and best, over machines
+                               count, median, 10th-90th percentile and best, over machines;
+                               and a --protocol mlperf-client work's overall figures (the
+                               geometric means its runs stored, carried by their lines), a small
+                               table beside its categories' sections
     device-<slug>.html         one per device model: every work it did, and its recorded settings
 
 A generation configuration's rows also say how they executed (compile mode, CUDA graphs) and the
@@ -24,11 +27,11 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from accelbench.compare.collection import Collection, KeySummary, collect, model_groups
+from accelbench.compare.collection import Collection, KeySummary, OverallGroup, collect, model_groups
 from accelbench.compare.peers import ModelGroup, PeerResult, model_key
 from accelbench.reference.published import PUBLISHED_LABEL
-from accelbench.render.format import format_rate
-from accelbench.results.catalogue import key_headline
+from accelbench.render.format import format_rate, format_seconds
+from accelbench.results.catalogue import ACROSS_CASES, key_headline
 from accelbench.results.first_use import plural
 from accelbench.results.key import KEY_FIELDS, config_label
 
@@ -123,6 +126,29 @@ def _apart_note(apart: Counter[str]) -> str:
     return f"{sum(apart.values())} result(s) of this configuration flagged invalid and left out: {reasons}"
 
 
+OVERALL_HEADERS = ("device model", "runs", "categories", *(f.label for f in ACROSS_CASES))
+
+
+def _overall_tables(name: tuple[str, str, str],
+                    overall: dict[KeyTuple, list[OverallGroup]]) -> list[dict[str, Any]]:
+    """The bench page's figures across cases (MLPerf Client's overall), a small table per overall
+    key beside its categories' sections: each device model's stored figures (a lone run's as it
+    stored them; several runs: the median over machines), in the cells compare's table of them
+    uses (``format_seconds``, tokens/s). Read from the collection, never from the categories."""
+    tables: list[dict[str, Any]] = []
+    for key in sorted((k for k in overall if _bench_name(k) == name), key=lambda k: tuple(map(str, k))):
+        rows = [{"name": g.device_model, "href": _device_file(g.device_model), "published": "",
+                 "figures": [f"{g.groups} ({counted(g.machines, 'machine')})", str(g.categories),
+                             format_seconds(g.ttft_s), f"{format_rate(g.token_rate)} tokens/s"]}
+                for g in overall[key]]
+        tables.append({"heading": f"{config_label(_key(key))}: overall, across its categories",
+                       "table": {"caption": "Geometric means over the categories, as each run stored "
+                                            "them (median over machines where several shared)",
+                                 "source": False, "decode": False, "rows": rows,
+                                 "headers": OVERALL_HEADERS}})
+    return tables
+
+
 def render_site(peers: Iterable[PeerResult] | Collection, generated_at: str = "") -> dict[str, str]:
     """Every page of the site, by file name, from peers or from a collection's summary (what a
     large collection is read into: ``sharing/query.py``). A result flagged implausible or
@@ -143,7 +169,9 @@ def render_site(peers: Iterable[PeerResult] | Collection, generated_at: str = ""
                                             f"Device models, fastest median first ({_unit(key)})"),
                      "apart": _apart_note(measured[key].apart)} for key in keys]
         pages[_bench_file(name)] = render("site_bench.html.j2", title=" · ".join(name), csp=CSP,
-                                          sections=sections, published_label=PUBLISHED_LABEL) + "\n"
+                                          sections=sections,
+                                          overall=_overall_tables(name, collection.overall),
+                                          published_label=PUBLISHED_LABEL) + "\n"
         results = sum(g.count for key in keys for g in measured[key].measured)
         models = {model_key(g.device_model) for key in keys for g in measured[key].measured}
         index_rows.append({"workload": name[0], "mode": name[1], "precision": name[2],
@@ -160,6 +188,8 @@ def render_site(peers: Iterable[PeerResult] | Collection, generated_at: str = ""
                "the median step time, a generation case's decode tokens per second over the batch, or "
                "a --protocol case's rate as its peer publishes it (llama-bench's pp or tg, gpt-fast's "
                "tokens/s, MLPerf Client's 2nd+ token rate). "
+               "An MLPerf Client work's page also shows its overall figures, the geometric means over "
+               "its categories as each run stored them. "
                "Medians and bands are over machines (each machine's median result); a best is the "
                "fastest single result. A result is "
                f"compared only with results of the same work (the same {fields}), and an overhead-bound "

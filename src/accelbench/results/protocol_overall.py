@@ -1,8 +1,9 @@
 """A protocol's overall figures across cases, as a run's record stores them
 (``RunRecord.protocol_overall``): MLPerf Client's geometric means over its categories, computed
 once by results/protocol_summary.mlperf_client_overall when the run's cases are in and read from
-the record by every surface (run's notes, ``--json``, compare, export). Named by the catalogue
-(results/catalogue.py ACROSS_CASES)."""
+the record by every surface (run's notes, ``--json``, compare, export; the history's
+``protocol_overall`` table, a shared line's ``overall`` section and the site, which reads those
+lines). Named by the catalogue (results/catalogue.py ACROSS_CASES)."""
 
 from __future__ import annotations
 

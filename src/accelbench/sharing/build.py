@@ -25,6 +25,7 @@ from accelbench.results import CaseResult, RunRecord
 from accelbench.results.catalogue import BY_NAME, case_figures
 from accelbench.results.key import KEY_FIELDS, comparability_key, key_json
 from accelbench.results.process import process_figure
+from accelbench.results.protocol_summary import overall_members
 from accelbench.sharing import privacy
 from accelbench.sharing.bundle import dump_line
 from accelbench.store.jsonfile import clean_for_json
@@ -168,6 +169,20 @@ def case_id(record: RunRecord, case: CaseResult) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+def overall_sections(record: RunRecord) -> dict[int, dict[str, Any]]:
+    """The ``overall`` section of each case (by ``id``) whose group has figures across cases:
+    the group as the record stores it (``protocol_summary.stored_overall``, never recomputed from
+    the shared lines) under its ``group_id``, a digest of the run id, the group's position and its
+    label and device, which says which lines are one group without saying which run. Each line of
+    the group carries it whole, so a line stays self-contained (a reader counts the group once)."""
+    sections: dict[int, dict[str, Any]] = {}
+    for position, overall, members in overall_members(record):
+        text = "\0".join((record.run_id, str(position), overall.device, overall.label))
+        section = {"group_id": hashlib.sha256(text.encode("utf-8")).hexdigest()[:16], **overall.to_dict()}
+        sections.update({id(case): section for case in members})
+    return sections
+
+
 def _processes(case: CaseResult) -> list[dict[str, Any]]:
     out = []
     for process in case.repeats:
@@ -191,8 +206,10 @@ def _rounded(value: Any) -> Any:
 
 
 def case_line(record: RunRecord, case: CaseResult, machine_id: str,
-              selftest: Mapping[str, Any] | None = None, with_samples: bool = False) -> dict[str, Any]:
-    """The shareable dict of one case (not yet scrubbed or hashed)."""
+              selftest: Mapping[str, Any] | None = None, with_samples: bool = False,
+              overall: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The shareable dict of one case (not yet scrubbed or hashed); ``overall``: the section of
+    the figures across cases of the case's group (``overall_sections``), where it has one."""
     run = record.options.run_options()
     line: dict[str, Any] = {
         "machine_id": machine_id, "case_id": case_id(record, case),
@@ -212,6 +229,8 @@ def case_line(record: RunRecord, case: CaseResult, machine_id: str,
         # Its bound, host CPU, execution and kernel: readers compare an overhead-bound line only
         # with lines of its host CPU model (compare/decode_diagnosis.py); the floor is in figures.
         line["decode"] = decode.line_section()
+    if overall is not None:
+        line["overall"] = dict(overall)
     if case.repeats:
         line["processes"] = _processes(case)
     if with_samples and case.ok:
@@ -230,11 +249,13 @@ def build_bundle(records: Sequence[RunRecord], machine_id: str, selftest: Selfte
                                   "(accelbench run) are shared")
             continue
         tokens = privacy.identifying_tokens(record)
+        sections = overall_sections(record)
         for case in record.cases:
             if case.skipped:
                 continue
             status = selftest(case.device) if selftest else None
-            line = privacy.scrub(case_line(record, case, "", status, with_samples), tokens, salt)
+            line = privacy.scrub(case_line(record, case, "", status, with_samples, sections.get(id(case))),
+                                 tokens, salt)
             # The id is random hex made here: scrubbing it could only hit a token by chance.
             bundle.lines.append(dump_line({**line, "machine_id": machine_id}))
     return bundle

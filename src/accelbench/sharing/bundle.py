@@ -48,6 +48,15 @@ a dataset without a header to keep in step. Its sections (version 2)::
                  prefill, decode, cuda_graphs, settings) and, quantized, the kernel that ran; its
                  floor is in figures (decode_floor_s, decode_floor_ratio). Optional: a line
                  without it (older) is read as not judged
+    overall      a --protocol mlperf-client line's figures across cases, stored with its run
+                 (results/protocol_overall.py: MLPerf Client's overall geometric means over its
+                 categories, ``mlperf_ttft_geomean_s`` and ``mlperf_token_rate_geomean``, with
+                 protocol, label, device, categories and missing, as ``run --json`` shows them)
+                 and ``group_id`` (a digest naming the group, not the run): a figure of the run,
+                 not of the case, carried whole by every line of its group so that each line
+                 stays self-contained; a reader counts a group once. Optional, in version 2: an
+                 older reader ignores it (it is content, so the hash and a signature cover it),
+                 and a reader takes a line without it, or with one it cannot read, as carrying none
     processes    with --repeat: one summary per worker process (status, median/p10/mean step)
     samples      only with --with-samples: the step times, one list per process
 
@@ -58,6 +67,9 @@ Format history (bump BUNDLE_VERSION and add _UPGRADES[old] for a change a reader
      "not generation"); figures are the catalogue's, the headline read by its name; rate_unit;
      limits. A version-1 generation line is not comparable (its key lacks the lengths and its
      samples_per_s was batch / the median token gap, not decode tokens/s): skipped, counted.
+     Sections added since without a bump (decode, overall) are optional: a reader that
+     predates one reads the line as before, so none is a change a reader would misread; a bump
+     would make every older reader refuse the new lines as "newer format".
 """
 
 from __future__ import annotations

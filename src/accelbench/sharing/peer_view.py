@@ -12,6 +12,9 @@ A line whose workload or device model was redacted is never a peer
 that cannot be right on its own machine (``plausible.implausible``: beyond its device's limits,
 self-contradictory, tokens that do not match) is a peer flagged implausible: kept apart, never
 in a band.
+
+A line of an MLPerf Client run also carries its run's figures across cases (``overall_of``: the
+stored overall geometric means of its group), which a site shows beside the categories' rows.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import sys
 from typing import Any
 
 from accelbench.compare.decode_diagnosis import DecodeDiagnosis
-from accelbench.compare.peers import PeerResult, model_key
+from accelbench.compare.peers import PeerOverall, PeerResult, model_key
 from accelbench.devices.power import BUSY_LOAD  # a machine this loaded per CPU was busy
 from accelbench.results.catalogue import headline
 from accelbench.results.key import KEY_DEFAULTS, KEY_FIELDS
@@ -153,8 +156,32 @@ def peer_of(line: dict[str, Any], settings_for: set[str] | None = None) -> PeerR
                       content_hash=line["hash"],
                       dataset_size=dataset_size if isinstance(dataset_size, int) and dataset_size > 0 else 0,
                       invalid=implausible(line), date=_date(line.get("date")),
-                      decode=DecodeDiagnosis.of_generation(decode, figures) if decode is not None else None)
+                      decode=DecodeDiagnosis.of_generation(decode, figures) if decode is not None else None,
+                      overall=overall_of(line))
 
 
 def _date(value: Any) -> str:
     return sys.intern(value) if isinstance(value, str) and len(value) == 10 else ""
+
+
+def overall_of(line: dict[str, Any]) -> PeerOverall | None:
+    """The line's figures across cases (its ``overall`` section: the stored figures of its run's
+    group, sharing/build.overall_sections), read leniently: a line without the section, with a
+    group that is not complete (a category missing: MLPerf Client gives no overall score), or with
+    a section this reader cannot read carries none, and stays a peer as before (the section is
+    optional; a malformed one costs the line nothing but the section)."""
+    carried = line.get("overall")
+    if not isinstance(carried, dict):
+        return None
+    try:
+        group = text(carried.get("group_id"), "overall.group_id")
+        protocol = text(carried.get("protocol"), "overall.protocol")
+        categories = carried.get("categories")
+        ttft = number(carried.get("mlperf_ttft_geomean_s"), "overall.mlperf_ttft_geomean_s")
+        rate = number(carried.get("mlperf_token_rate_geomean"), "overall.mlperf_token_rate_geomean")
+    except BadLine:
+        return None
+    if (not group or carried.get("missing") or not isinstance(categories, list)
+            or not categories or ttft <= 0 or rate <= 0):
+        return None
+    return PeerOverall(sys.intern(group), sys.intern(protocol), len(categories), ttft, rate)

@@ -10,6 +10,8 @@ rows of the work asked for, reduced to what the reader shows.
   ``compare/collection.py`` and ``compare/bands.py`` computed in SQL: machine medians, then their
   percentiles (DuckDB's quantile_cont interpolates linearly, as numpy's percentile does: tests hold
   the SQL and the Python summaries of the same results equal).
+  A site's figures across cases (MLPerf Client's overall, ``shards.OVERALL_COLUMNS``) are read as
+  the lines carried them and counted by ``collection.overall_groups``, as on the bundle path.
 
 Results read from bundles (JSON lines) join the same queries as a registered table of the same
 columns, so a collection can be shards plus the bundles submitted since they were compacted; a
@@ -31,11 +33,12 @@ from dataclasses import replace
 from typing import Any
 
 from accelbench.compare.bands import PERCENTILES, Band, band_order
-from accelbench.compare.collection import Collection, KeySummary, collect, with_published
+from accelbench.compare.collection import Collection, KeySummary, collect, overall_groups, with_published
 from accelbench.compare.decode_diagnosis import DecodeDiagnosis, host_mismatch, pooled_words
 from accelbench.compare.outliers import CONFLICT
-from accelbench.compare.peers import KeyPeers, ModelGroup, PeerResult, setting_stats
+from accelbench.compare.peers import KeyPeers, ModelGroup, PeerOverall, PeerResult, setting_stats
 from accelbench.results.key import KEY_FIELDS
+from accelbench.results.protocol_summary import overall_key
 from accelbench.sharing.loaded import Loaded
 from accelbench.sharing.shards import (
     COLUMNS,
@@ -298,6 +301,17 @@ def shard_collection(connection: Any, rel: str) -> Collection:
         for label, value in _settings(settings, cache).items():
             counter[(label, value)] += n
     collection.settings = {model: (spellings[model], counter) for model, counter in counts.items()}
+    # Figures across cases: a row per line of each group (the lengths differ), counted once by
+    # overall_groups, which collect's peers go through too.
+    entries = [(overall_key(tuple(row[:width])), row[width], row[width + 1], row[width + 2], row[width + 3],
+                PeerOverall(row[width + 3], row[width + 4], int(row[width + 5]), float(row[width + 6]),
+                            float(row[width + 7])))
+               for row in connection.execute(
+                   f"SELECT DISTINCT {keys}, model_key, device_model, machine_id, overall_group, "
+                   f"overall_protocol, overall_categories, overall_ttft_s, overall_token_rate FROM {rel} "
+                   "WHERE implausible = '' AND outlier = '' AND overall_group <> '' AND overall_ttft_s > 0 "
+                   "AND overall_token_rate > 0 ORDER BY ALL").fetchall()]
+    collection.overall = overall_groups(entries)
     collection.results, collection.machines = connection.execute(
         f"SELECT count(*), count(DISTINCT machine_id) FILTER (NOT starts_with(machine_id, '{NO_MACHINE}')) "
         f"FROM {rel} WHERE implausible = '' AND outlier = ''").fetchone()

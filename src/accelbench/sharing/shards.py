@@ -21,15 +21,20 @@ recorded settings as JSON, label -> value); a generation line's decode diagnosis
 host rule and the surfaces read it (``compare/decode_diagnosis.py``, ``DECODE_COLUMNS``):
 ``decode_bound`` ("overhead", "bandwidth", "" where the line has a diagnosis without a bound; NULL
 where it has none: not judged), ``host_cpu``, ``decode_class`` (``bound_class``: what the site and
-the bands pool by), ``decode_recipe`` (``recipe_words``) and ``decode_floor_ratio``.
+the bands pool by), ``decode_recipe`` (``recipe_words``) and ``decode_floor_ratio``; the figures
+across cases a line carries (``OVERALL_COLUMNS``: ``overall_group``, ``overall_protocol``,
+``overall_categories``, ``overall_ttft_s``, ``overall_token_rate``: MLPerf Client's overall
+geometric means as its run stored them, on each line of the group; a site counts a group once).
 Rows are sorted by key id and device model, so a reader skips the row groups of other work.
 
 Versions (``SHARD_VERSION``): 1, the first; 2 added the decode columns (issue 33); 3 added
 ``signed`` (whether the line was signed, its signature verified when compacted: a reader refuses an
 unsigned bundle line under the id of a signed row, ``query.collection_relation``; not in
-``COLUMNS``, as a bundle result read has none). A shard of version 1 reads as if every row were not
-judged (``relation`` gives the columns' defaults); one older than version 3 does not say which rows
-were signed.
+``COLUMNS``, as a bundle result read has none); 4 added the overall columns (a row of an older
+shard reads as carrying none: its site shows no overall table until the hub is compacted again
+from its bundles, whose lines hold the section). A shard of version 1 reads as if every row were
+not judged (``relation`` gives the columns' defaults); one older than version 3 does not say
+which rows were signed.
 
 JSON lines stay the interchange format and the record: shards are derived from the hub's bundles
 (``hub compact`` reads them again to refresh the shards), and every row's hash names the bundle
@@ -46,11 +51,11 @@ from typing import Any
 
 from accelbench.compare.decode_diagnosis import DecodeDiagnosis, bound_class
 from accelbench.compare.outliers import CONFLICT
-from accelbench.compare.peers import DEVICE_CLASSES, PeerResult
+from accelbench.compare.peers import DEVICE_CLASSES, PeerOverall, PeerResult
 from accelbench.errors import UsageError
 from accelbench.results.key import KEY_DEFAULTS, KEY_FIELDS
 
-SHARD_VERSION = 3
+SHARD_VERSION = 4
 PARTITIONS = ("mode", "device_class")
 REFUSED = "refused.jsonl"
 MANIFEST = "compacted.json"
@@ -75,6 +80,16 @@ DECODE_COLUMNS: dict[str, tuple[str, Any]] = {
     "decode_recipe": ("VARCHAR", ""), "decode_floor_ratio": ("DOUBLE", None),
 }
 COLUMNS.update({name: kind for name, (kind, _) in DECODE_COLUMNS.items()})
+#: The columns version 4 added: the figures across cases the line carries (its ``overall`` section,
+#: sharing/peer_view.overall_of: MLPerf Client's overall geometric means stored with its run), as
+#: ``compare/collection.overall_groups`` reads them; a row without them (every row of an older
+#: shard) has the group "" and no figures.
+OVERALL_COLUMNS: dict[str, tuple[str, Any]] = {
+    "overall_group": ("VARCHAR", ""), "overall_protocol": ("VARCHAR", ""),
+    "overall_categories": ("BIGINT", 0), "overall_ttft_s": ("DOUBLE", None),
+    "overall_token_rate": ("DOUBLE", None),
+}
+COLUMNS.update({name: kind for name, (kind, _) in OVERALL_COLUMNS.items()})
 assert set(DEVICE_CLASSES) >= {"cpu", "other"}
 
 
@@ -101,7 +116,7 @@ def row_of(peer: PeerResult, line: dict[str, Any], case: str) -> dict[str, Any]:
             "device_model": peer.device_model, "model_key": peer.model_key, "rate": peer.throughput,
             "dataset_size": peer.dataset_size, "implausible": peer.invalid, "outlier": peer.outlier,
             "settings": json.dumps(dict(peer.settings), sort_keys=True, separators=(",", ":")),
-            **decode_columns(peer.decode)}
+            **decode_columns(peer.decode), **overall_columns(peer.overall)}
 
 
 def decode_columns(decode: DecodeDiagnosis | None) -> dict[str, Any]:
@@ -110,6 +125,15 @@ def decode_columns(decode: DecodeDiagnosis | None) -> dict[str, Any]:
         return {name: default for name, (_, default) in DECODE_COLUMNS.items()}
     return {"decode_bound": decode.bound, "host_cpu": decode.host_cpu, "decode_class": bound_class(decode),
             "decode_recipe": decode.recipe_words(), "decode_floor_ratio": decode.floor_ratio}
+
+
+def overall_columns(overall: PeerOverall | None) -> dict[str, Any]:
+    """The overall columns of a row (their defaults where the line carries no figures across cases)."""
+    if overall is None:
+        return {name: default for name, (_, default) in OVERALL_COLUMNS.items()}
+    return {"overall_group": overall.group_id, "overall_protocol": overall.protocol,
+            "overall_categories": overall.categories, "overall_ttft_s": overall.ttft_s,
+            "overall_token_rate": overall.token_rate}
 
 
 def theirs(bound: str | None, host_cpu: str) -> DecodeDiagnosis | None:
@@ -216,7 +240,8 @@ def relation(connection: Any, files: list[str], modes: set[str] | None = None) -
         raise UsageError(f"the Parquet files {files[0]}... are not accelbench shards of this version "
                          f"(no {', '.join(missing)}): compact the hub's bundles again with accelbench hub "
                          "compact")
-    defaults = {**{name: (KEY_TYPES[name], KEY_DEFAULTS[name]) for name in KEY_FIELDS}, **DECODE_COLUMNS}
+    defaults = {**{name: (KEY_TYPES[name], KEY_DEFAULTS[name]) for name in KEY_FIELDS}, **DECODE_COLUMNS,
+                **OVERALL_COLUMNS}
     keyed = [f'COALESCE("{name}", {literal(default)}) AS "{name}"' if name in present
              else f'CAST({literal(default)} AS {kind}) AS "{name}"'
              for name, (kind, default) in defaults.items()]

@@ -2,7 +2,11 @@
 
 Layout: ``runs`` holds one row per run (with the environment and options as JSON) and ``cases`` one
 row per case with the columns a query filters or sorts on, plus the case's full JSON so that a run
-exports back losslessly; ``probes`` holds a probe run's findings, one row per device.
+exports back losslessly; ``probes`` holds a probe run's findings, one row per device;
+``protocol_overall`` holds a run's figures across cases (MLPerf Client's overall geometric means,
+results/protocol_overall.py), one row per group: they belong to the run, not to a case, and are
+stored as the record holds them (a record without them, written before they were stored, has them
+computed once as it is stored: ``protocol_summary.stored_overall``), never recomputed on reading.
 ``schema_version`` holds the layout version; ``_MIGRATIONS[v]`` turns a version-v database into
 version v+1, each in its own transaction, so an old file is upgraded in place when opened and a
 file from a newer accelbench is refused rather than misread.
@@ -32,6 +36,8 @@ from accelbench.errors import UsageError
 from accelbench.files import data_home
 from accelbench.results import SCHEMA_VERSION, RunRecord
 from accelbench.results.key import config_label
+from accelbench.results.protocol_overall import Overall
+from accelbench.results.protocol_summary import stored_overall
 from accelbench.results.stats import wider_than_figure
 from accelbench.store.history_layout import (
     _MIGRATIONS,
@@ -39,6 +45,7 @@ from accelbench.store.history_layout import (
     _insert_probes,
     _json,
     add_key_columns,
+    insert_overall,
     key_row,
     missing_key_columns,
 )
@@ -64,6 +71,8 @@ class RunSummaryRow:
     workloads: tuple[str, ...]
     devices: tuple[str, ...]
     statuses: dict[str, int] = field(default_factory=dict)
+    #: The run's stored figures across cases (MLPerf Client's overall), as its record holds them.
+    protocol_overall: tuple[Overall, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -219,6 +228,8 @@ class HistoryDB:
                 conn.execute(f"INSERT INTO cases ({', '.join(map(_quoted, row))}) "
                              f"VALUES ({', '.join('?' * len(row))})", tuple(row.values()))
             _insert_probes(conn, record.run_id, [probe.to_dict() for probe in record.probes])
+            # As the record stores them; one written before they were stored has them computed once, here.
+            insert_overall(conn, record.run_id, stored_overall(record))
         return record.run_id
 
     # --- reading --------------------------------------------------------------------------------
@@ -247,10 +258,14 @@ class HistoryDB:
                 "SELECT case_json FROM cases WHERE run_id = ? ORDER BY position", (run_id,))]
             probes = [json.loads(text) for (text,) in self._conn.execute(
                 "SELECT probe_json FROM probes WHERE run_id = ? ORDER BY position", (run_id,))]
+            overall = [json.loads(text) for (text,) in self._conn.execute(
+                "SELECT overall_json FROM protocol_overall WHERE run_id = ? ORDER BY position", (run_id,))]
         data = {"schema_version": row[4], "run_id": row[0], "created_at": row[1], "kind": row[2],
                 "accelbench_version": row[3], "command": json.loads(row[5]),
                 "environment": json.loads(row[6]), "options": json.loads(row[7]), "cases": cases,
                 "probes": probes}
+        if overall:  # the stored figures across cases (none stored: the record has none)
+            data["protocol_overall"] = overall
         try:
             return RunRecord.from_dict(data)
         except UsageError as error:
@@ -283,6 +298,8 @@ class HistoryDB:
                 "SELECT run_id, workload, device, status FROM cases ORDER BY run_id, position").fetchall()
             probes = self._conn.execute(
                 "SELECT run_id, device, probe_json FROM probes ORDER BY run_id, position").fetchall()
+            stored = self._conn.execute(
+                "SELECT run_id, overall_json FROM protocol_overall ORDER BY run_id, position").fetchall()
         start = (since if isinstance(since, datetime) else parse_time(since)) if since else None
         # Per run: (workload or None, device, status) for every case, and for every probed cell
         # (a probe's statuses are its cells': works, fails, wrong, slower).
@@ -293,6 +310,9 @@ class HistoryDB:
             cells = json.loads(probe_json).get("cells", {})
             per_run.setdefault(run_id, []).extend(
                 (None, device_name, str(cell.get("status", "?"))) for cell in cells.values())
+        overall: dict[str, list[Overall]] = {}
+        for run_id, overall_json in stored:
+            overall.setdefault(run_id, []).append(Overall.from_dict(json.loads(overall_json)))
         rows = []
         for run_id, created_at, run_kind, hostname, version in runs:
             if start is not None and _sort_time(created_at) < start:
@@ -303,7 +323,8 @@ class HistoryDB:
                 statuses[status] = statuses.get(status, 0) + 1
             rows.append(RunSummaryRow(run_id, created_at, run_kind, hostname, version,
                                       _unique(c[0] for c in mine if c[0] is not None),
-                                      _unique(c[1] for c in mine), statuses))
+                                      _unique(c[1] for c in mine), statuses,
+                                      tuple(overall.get(run_id, ()))))
         rows.sort(key=lambda r: (_sort_time(r.created_at), r.run_id))
         return rows[-limit:] if limit else rows
 

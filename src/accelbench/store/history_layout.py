@@ -5,18 +5,26 @@
 older accelbench must reach today's layout through the same steps. The key's columns are the
 exception: one per field of the comparability key (``fields(CaseKey)``, results/case_key.py), added
 by :func:`add_key_columns` whenever the key has a field the table lacks, after the numbered steps.
+
+A run's figures across cases (MLPerf Client's overall) are a table of their own (version 7), not
+columns of ``runs``: a run holds one group of them per model, device, precision and compile, and a
+run of no protocol holds none. A new figure across cases needs no layout change beyond a column,
+since each row keeps the group's whole stored JSON (``overall_json``), which is what is read back.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from accelbench.errors import UsageError
 from accelbench.results import CaseResult
 from accelbench.results.generation import Generation
 from accelbench.results.key import KEY_DEFAULTS, KEY_FIELDS, comparability_key, key_json
+from accelbench.results.protocol_overall import Overall
+from accelbench.results.protocol_summary import mlperf_client_overall
 from accelbench.results.schema import upgrade
 from accelbench.store.jsonfile import clean_for_json
 
@@ -157,9 +165,54 @@ def _migrate_5_to_6(conn: sqlite3.Connection) -> None:
                      (case.throughput(), run_id, position))
 
 
+def _migrate_6_to_7(conn: sqlite3.Connection) -> None:
+    # Version 7: a run's figures across cases (results/protocol_overall.py: MLPerf Client's
+    # overall geometric means) belong to the run, not to one case: a table of their own, a row per
+    # group, its figures as columns (by their catalogue names) and the group's stored JSON. Runs
+    # stored before held none: theirs are computed here from their stored cases, by the function
+    # that computes them when a run's cases are in, so that every stored run reads them alike.
+    _run_script(conn, """
+        CREATE TABLE IF NOT EXISTS protocol_overall (
+            run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            protocol TEXT NOT NULL,
+            label TEXT NOT NULL,
+            device TEXT NOT NULL,
+            mlperf_ttft_geomean_s REAL,
+            mlperf_token_rate_geomean REAL,
+            overall_json TEXT NOT NULL,
+            PRIMARY KEY (run_id, position)
+        )
+    """)
+    # (IF NOT EXISTS, and only runs without rows: a database whose version was set back by hand
+    # keeps the rows its runs were stored with.)
+    runs = conn.execute("SELECT DISTINCT r.run_id, r.record_schema, r.kind FROM runs r JOIN cases c "
+                        "ON c.run_id = r.run_id WHERE c.mode = 'generate' AND c.case_json LIKE ? "
+                        "AND r.run_id NOT IN (SELECT run_id FROM protocol_overall)",
+                        ("%mlperf-client%",)).fetchall()
+    for run_id, record_schema, kind in runs:
+        cases = [json.loads(text) for (text,) in conn.execute(
+            "SELECT case_json FROM cases WHERE run_id = ? ORDER BY position", (run_id,))]
+        data = upgrade({"schema_version": record_schema, "kind": kind, "cases": cases})
+        try:
+            read = [CaseResult.from_dict(case, f"cases[{i}]") for i, case in enumerate(data["cases"])]
+        except UsageError:
+            continue  # unreadable here, unreadable by get() too: nothing to say about it
+        insert_overall(conn, run_id, mlperf_client_overall(read))
+
+
+def insert_overall(conn: sqlite3.Connection, run_id: str, groups: Sequence[Overall]) -> None:
+    """A run's figures across cases, a row per group, in the record's order."""
+    for position, group in enumerate(groups):
+        conn.execute("INSERT INTO protocol_overall VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                     (run_id, position, group.protocol, group.label, group.device,
+                      group.mlperf_ttft_geomean_s, group.mlperf_token_rate_geomean,
+                      _json(group.to_dict())))
+
+
 _MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     0: _migrate_0_to_1, 1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4,
-    4: _migrate_4_to_5, 5: _migrate_5_to_6}
+    4: _migrate_4_to_5, 5: _migrate_5_to_6, 6: _migrate_6_to_7}
 DB_VERSION = len(_MIGRATIONS)
 
 
