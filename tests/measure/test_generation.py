@@ -24,12 +24,8 @@ from accelbench.measure.generation.decode_bytes import (
     judge_bandwidth,
     weights_read_by,
 )
-from accelbench.parity.generation import (
-    GenerationParity,
-    judge_generation,
-    run_generation_check,
-    tolerance_for,
-)
+from accelbench.parity.generation import judge_generation, run_generation_check, tolerance_for
+from accelbench.results.generation import TokenParity
 from accelbench.workloads import get_workload_class
 from accelbench.workloads.builtin.decoder import Decoder, greedy_generate
 from accelbench.workloads.builtin.language_model import DecoderLM
@@ -315,7 +311,7 @@ def test_the_verdict_over_tensors() -> None:
     nan[0, 3, 0] = math.nan
     assert (judge_generation(tokens, logits, tokens, nan, "bf16").verdict,
             judge_generation(tokens, logits, tokens, nan, "bf16").position) == ("non-finite", 3)
-    again = GenerationParity.from_dict(drift.to_dict())
+    again = TokenParity.from_dict(drift.to_dict())
     assert again == drift
 
 

@@ -74,7 +74,7 @@ def test_bytes_per_token_are_the_packed_bytes(precision: str) -> None:
     workload, model = _tiny_llama()
     before = tensor_bytes(model)
     report = quantize_weights(model, precision, CPU)
-    assert report.quantized == 11 and report.kept == {}  # 2 blocks x 5 products + the output layer
+    assert report.quantized_layers == 11 and report.kept == {}  # 2 blocks x 5 products + the output layer
     packed = [m for m in model.modules() if isinstance(m, Int8WeightOnlyLinear | Int4WeightOnlyLinear)]
     packed_bytes = sum(b.numel() * b.element_size() for m in packed for b in m.buffers())
     norms = sum(p.numel() * p.element_size() for n, p in model.named_parameters() if "norm" in n)

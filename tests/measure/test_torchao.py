@@ -123,7 +123,7 @@ def test_torchao_quantizes_every_linear_and_its_packed_bytes_are_counted(fake_to
     torch.manual_seed(0)
     model = workload.build_model().bfloat16().eval()
     report = quantize_weights(model, "int8-wo-torchao", CPU)
-    assert report.library == "torchao" and report.quantized == 11 and report.kept == {}
+    assert report.library == "torchao" and report.quantized_layers == 11 and report.kept == {}
     assert report.kernel == ("torchao unknown quantize_ (Int8WeightOnlyConfig() (int8 symmetric per "
                              "output channel))")  # the stand-in has no version
     packed = [m.weight for m in model.modules() if isinstance(m, nn.Linear)]
@@ -181,7 +181,7 @@ def test_kept_layers_are_named_by_module_and_conv1d_is_among_them(gpt2: nn.Modul
     named by its dotted module name with the reason; the head (an nn.Linear) is packed."""
     model = gpt2
     report = quantize_weights(model, "int8-wo-torchao", CPU)
-    assert report.quantized == 1 and isinstance(model.lm_head.weight, PackedWeight)
+    assert report.quantized_layers == 1 and isinstance(model.lm_head.weight, PackedWeight)
     assert set(report.kept) == set(GPT2_CONV1D)
     assert all("Conv1D" in reason and "nn.Linear" in reason for reason in report.kept.values())
 
@@ -217,7 +217,7 @@ def test_a_packed_weight_read_as_stored_or_its_cast_fused(fake_torchao: None) ->
     from accelbench.measure.generation.decode_bytes import FUSED_READ
 
     layer = nn.Sequential(nn.Linear(64, 32, bias=False, dtype=torch.bfloat16))
-    assert quantize_weights(layer, "int8-wo-torchao", CPU).quantized == 1
+    assert quantize_weights(layer, "int8-wo-torchao", CPU).quantized_layers == 1
     weight = layer[0].weight
     x = torch.ones(1, 64, dtype=torch.bfloat16)
     with torch.no_grad():
@@ -258,7 +258,7 @@ def test_torchao_int8_is_the_in_house_scheme_and_its_eager_cast_is_counted() -> 
     model.untie_output()  # as quantize_weights does: the head a module of its own, packed too
     originals = {n: m.weight.detach().clone() for n, m in model.named_modules() if isinstance(m, nn.Linear)}
     report = quantize_weights(model, "int8-wo-torchao", CPU)
-    assert report.quantized == len(originals) == 11 and report.kept == {}
+    assert report.quantized_layers == len(originals) == 11 and report.kept == {}
     assert report.library_version and report.to_dict()["library_version"] == report.library_version
     packed = {n: m.weight for n, m in model.named_modules() if isinstance(m, nn.Linear)}
     for name, original in originals.items():
@@ -288,10 +288,10 @@ def test_torchao_int4_is_read_packed() -> None:
     with torch.no_grad():
         expected = model[2](model[1](model[0](x)))
     report = quantize_weights(model, "int4-wo-torchao", CPU)
-    if report.quantized == 0:
+    if report.quantized_layers == 0:
         pytest.skip(f"torchao's int4 does not run here: {report.kept}")
-    assert report.quantized == 2 and report.kept == {"3": "64 inputs do not split into torchao's groups "
-                                                          "of 128: torchao leaves it"}
+    assert report.quantized_layers == 2
+    assert report.kept == {"3": "64 inputs do not split into torchao's groups of 128: torchao leaves it"}
     with torch.no_grad():
         got = model[2](model[1](model[0](x)))
         reads = weight_reads(lambda: model[2](model[1](model[0](x))), model).by_read
@@ -305,7 +305,7 @@ def test_torchao_keeps_gpt2_conv1d_by_name(gpt2: nn.Module) -> None:
     pytest.importorskip("torchao")
     model = gpt2
     report = quantize_weights(model, "int8-wo-torchao", CPU)
-    assert report.quantized == 1 and set(report.kept) == set(GPT2_CONV1D)
+    assert report.quantized_layers == 1 and set(report.kept) == set(GPT2_CONV1D)
     with torch.no_grad():
         assert model(torch.tensor([[1, 2, 3]])).logits.shape == (1, 3, 256)
 

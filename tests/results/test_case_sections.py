@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from accelbench.measure.generation.quantization import Quantization, settings_words
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.first_use import Start
 from accelbench.results.generation import Generation, TokenParity
@@ -93,3 +94,25 @@ def test_a_section_of_the_wrong_shape_is_named_by_its_path() -> None:
     case["generation"] = {"protocol": {"name": "llama-bench", "test": "pp512", "rounds": "five"}}
     with pytest.raises(ValueError, match=r"cases\[0\]\.generation\.protocol\.rounds"):
         RunRecord.from_dict(_file(case))
+
+
+def test_the_quantization_section_has_torchao_s_keys_only_where_torchao_quantized() -> None:
+    """The record the quantizers build (measure/generation/quantization.py) is the one the file
+    keeps: the in-house kernels' without torchao's keys, torchao's with them, an inductor setting
+    that is not plain data by its repr, and the settings as set (applied around the case's run)
+    not at all; read back as written."""
+    in_house = Quantization("int8-wo", kernel="int8 kernel", quantized_layers=3)
+    assert set(Generation(quantization=in_house).to_dict()["quantization"]).isdisjoint(
+        {"library_version", "config", "inductor_settings", "applied_settings"})
+    settings = {"coordinate_descent_tuning": True, "max_autotune_gemm_backends": ("ATEN", "TRITON")}
+    torchao = Quantization("int8-wo-torchao", library="torchao", library_version="0.14",
+                           config="Int8WeightOnlyConfig()", inductor_settings=settings_words(settings),
+                           applied_settings=settings)
+    written = json.loads(json.dumps(Generation(quantization=torchao).to_dict()))["quantization"]
+    assert written["inductor_settings"] == {"coordinate_descent_tuning": True,
+                                            "max_autotune_gemm_backends": "('ATEN', 'TRITON')"}
+    assert (written["library_version"], written["config"]) == ("0.14", "Int8WeightOnlyConfig()")
+    assert "applied_settings" not in written
+    back = Generation.from_dict({"quantization": written})
+    assert back.quantization == torchao and back.to_dict()["quantization"] == written
+    assert back.quantization is not None and back.quantization.applied_settings == {}

@@ -13,7 +13,8 @@ from torch import nn
 from accelbench.devices.precisions import TOLERANCES
 from accelbench.engine.case import Case
 from accelbench.measure.generation.protocols import interactive_budget, protocol_figures
-from accelbench.measure.generation.quantized_layers import QuantizedLayers, tensor_bytes
+from accelbench.measure.generation.quantization import Quantization
+from accelbench.measure.generation.quantized_layers import tensor_bytes
 from accelbench.measure.generation.rounds import GenerationFigures
 from accelbench.options import RunOptions
 from accelbench.reference.expected_tokens import TokenKey, token_check
@@ -23,7 +24,7 @@ from accelbench.workloads.protocols import protocol_test_for
 
 def generation_sections(case: Case, options: RunOptions, workload: Workload, model: nn.Module,
                         figures: GenerationFigures,
-                        quantization: QuantizedLayers | None) -> dict[str, Any]:
+                        quantization: Quantization | None) -> dict[str, Any]:
     """The sections added to ``result.generation`` (each absent where it does not apply)."""
     sections: dict[str, Any] = {"weights_memory_bytes": tensor_bytes(getattr(model, "_orig_mod", model))}
     if quantization is not None:

@@ -31,7 +31,7 @@ from accelbench.options.check import CheckOptions
 from accelbench.options.recorded import RecordedCheck
 from accelbench.parity.core import run_parity
 from accelbench.results import CaseResult, Parity, RunRecord
-from accelbench.results.generation import Generation, TokenParity
+from accelbench.results.generation import Generation
 from accelbench.workloads.catalogue import get_workload_class
 from accelbench.workloads.presets import GENERATE
 
@@ -111,7 +111,7 @@ def _check_generation(case: Case, options: CheckOptions, result: CaseResult) -> 
             batch_size=case.batch_size, prompt_len=case.prompt_len, new_tokens=case.new_tokens,
             seed=options.run.seed, reference=options.reference,
             compile_backend=case.compile_backend)
-    result.generation = Generation(parity=TokenParity.from_dict(verdict.to_dict(), "generation.parity"))
+    result.generation = Generation(parity=verdict)
     result.parity = Parity.from_dict({"verdict": verdict.verdict, "error": verdict.error}, "parity")
     result.stop_rule = f"{case.new_tokens} greedy tokens (parity)"
     if verdict.verdict not in ("pass", "drift"):

@@ -33,7 +33,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Protocol
 
 import torch
@@ -49,6 +49,7 @@ from accelbench.measure.generation.rounds import GenerationWorkload, check_lengt
 from accelbench.options.check import REFERENCES
 from accelbench.parity.core import TOLERANCES, Tolerance, reference_precision
 from accelbench.parity.greedy import SCALE_FLOOR, greedy_with_logits
+from accelbench.results.generation import TokenParity
 
 ORDER = ("pass", "drift", "diverged", "non-finite", "failed")
 
@@ -66,78 +67,39 @@ class PrecisionLike(Protocol):
     def autocast_dtype(self) -> torch.dtype | None: ...
 
 
-@dataclass(frozen=True)
-class GenerationParity:
-    verdict: str
-    precision: str
-    tolerance: Tolerance
-    #: New tokens per sequence compared.
-    new_tokens: int
-    #: The first position (0 = the first new token) where the greedy tokens differ, and in which
-    #: sequence; for a logit-only divergence, the first position beyond ``drift``; None on a pass.
-    position: int | None = None
-    sequence: int | None = None
-    reference_token: int | None = None
-    candidate_token: int | None = None
-    #: Reference's best logit minus its logit of the candidate's token, at ``position`` ...
-    reference_gap: float | None = None
-    #: ... and the gap that counts as a near tie there (``pass`` x the position's scale).
-    tie_tolerance: float | None = None
-    #: The largest relative logit difference over the compared positions, and where it was.
-    max_logit_diff: float = 0.0
-    max_logit_diff_position: int | None = None
-    error: str = ""
-    #: What the candidate was held against (``--reference``: cpu-fp64 or cpu, float32).
-    reference: str = "cpu-fp64"
-    #: A weight-only quantized candidate (int8-wo, int4-wo): its tokens against the bf16 path's
-    #: and the reference's (parity/quantized.py); None for the other precisions.
-    quality: dict[str, Any] | None = None
+def parity_verdict(verdict: str, *, tolerance: Tolerance, **facts: Any) -> TokenParity:
+    """The verdict as the result keeps it (``tolerance`` as its "pass" and "drift" bounds), its
+    words written from its facts (:func:`worded`)."""
+    return worded(TokenParity(verdict, tolerance={"pass": tolerance.passed, "drift": tolerance.drift},
+                              **facts))
 
-    @property
-    def message(self) -> str:
-        text = self._verdict_message()
-        if self.quality:
-            from accelbench.parity.quantized import describe_quality
 
-            text += f"; {describe_quality(self.quality)}"
-        return text
+def worded(parity: TokenParity) -> TokenParity:
+    """``parity`` with its words written from its facts: the verdict's (``verdict_message``), and
+    after them a quantized candidate's quality (``message``)."""
+    verdict = _verdict_words(parity)
+    text = verdict
+    if parity.quality:
+        from accelbench.parity.quantized import describe_quality
 
-    def _verdict_message(self) -> str:
-        if self.verdict == "failed":
-            return f"failed: {self.error}"
-        worst = f"largest logit difference {self.max_logit_diff:.2e}"
-        if self.max_logit_diff_position is not None:
-            worst += f" (position {self.max_logit_diff_position})"
-        if self.candidate_token is None:
-            where = f" at position {self.position}" if self.position is not None else ""
-            return f"{self.verdict}: the same {self.new_tokens} tokens{where}; {worst}"
-        tie = "a near tie" if self.verdict == "drift" else "not a tie"
-        return (f"{self.verdict}: tokens first differ at position {self.position} of sequence "
-                f"{self.sequence} (reference {self.reference_token}, candidate {self.candidate_token}; "
-                f"reference gap {self.reference_gap:.2e} vs tie tolerance {self.tie_tolerance:.2e}: "
-                f"{tie}); before it {worst}")
+        text += f"; {describe_quality(parity.quality)}"
+    return replace(parity, message=text, verdict_message=verdict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "precision": self.precision,
-                "tolerance": {"pass": self.tolerance.passed, "drift": self.tolerance.drift},
-                "new_tokens": self.new_tokens, "position": self.position, "sequence": self.sequence,
-                "reference_token": self.reference_token, "candidate_token": self.candidate_token,
-                "reference_gap": self.reference_gap, "tie_tolerance": self.tie_tolerance,
-                "max_logit_diff": self.max_logit_diff,
-                "max_logit_diff_position": self.max_logit_diff_position, "error": self.error,
-                "reference": self.reference, "quality": self.quality, "message": self.message,
-                "verdict_message": self._verdict_message()}
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GenerationParity:
-        tolerance = Tolerance(float(data["tolerance"]["pass"]), float(data["tolerance"]["drift"]))
-        fields = {k: data.get(k) for k in ("position", "sequence", "reference_token", "candidate_token",
-                                           "reference_gap", "tie_tolerance", "max_logit_diff_position")}
-        return cls(verdict=str(data["verdict"]), precision=str(data["precision"]), tolerance=tolerance,
-                   new_tokens=int(data["new_tokens"]), max_logit_diff=float(data["max_logit_diff"]),
-                   error=str(data.get("error", "")),
-                   reference=str(data.get("reference", "cpu-fp64")), quality=data.get("quality"),
-                   **fields)
+def _verdict_words(parity: TokenParity) -> str:
+    if parity.verdict == "failed":
+        return f"failed: {parity.error}"
+    worst = f"largest logit difference {parity.max_logit_diff:.2e}"
+    if parity.max_logit_diff_position is not None:
+        worst += f" (position {parity.max_logit_diff_position})"
+    if parity.candidate_token is None:
+        where = f" at position {parity.position}" if parity.position is not None else ""
+        return f"{parity.verdict}: the same {parity.new_tokens} tokens{where}; {worst}"
+    tie = "a near tie" if parity.verdict == "drift" else "not a tie"
+    return (f"{parity.verdict}: tokens first differ at position {parity.position} of sequence "
+            f"{parity.sequence} (reference {parity.reference_token}, candidate {parity.candidate_token}; "
+            f"reference gap {parity.reference_gap:.2e} vs tie tolerance {parity.tie_tolerance:.2e}: "
+            f"{tie}); before it {worst}")
 
 
 def tolerance_for(precision: str) -> Tolerance:
@@ -154,7 +116,7 @@ def _worst(a: str, b: str) -> str:
 def judge_generation(reference_tokens: torch.Tensor, reference_logits: torch.Tensor,
                      candidate_tokens: torch.Tensor, candidate_logits: torch.Tensor,
                      precision: str, tolerance: Tolerance | None = None,
-                     reference_kind: str = "cpu-fp64") -> GenerationParity:
+                     reference_kind: str = "cpu-fp64") -> TokenParity:
     """The verdict from both sides' greedy tokens (B, N) and logits (B, N, vocab), on the CPU;
     ``reference_kind`` names what the reference side was (``--reference``, kept in the verdict)."""
     tolerance = tolerance or tolerance_for(precision)
@@ -173,7 +135,7 @@ def judge_generation(reference_tokens: torch.Tensor, reference_logits: torch.Ten
     finite = torch.isfinite(candidate).all(dim=-1)
     relative = ((candidate - reference).abs().amax(dim=-1) / scale).where(finite, torch.inf)
     relative = relative.where(compared, 0.0)
-    parity = functools.partial(GenerationParity, precision=precision, tolerance=tolerance,
+    parity = functools.partial(parity_verdict, precision=precision, tolerance=tolerance,
                                new_tokens=new_tokens, reference=reference_kind)
 
     bad = ~finite & compared
@@ -245,7 +207,7 @@ def run_generation_check(workload: GenerationWorkload, build_model: Callable[[],
                          precision: PrecisionLike, *, batch_size: int = 1, prompt_len: int,
                          new_tokens: int, seed: int = 0, reference: str = "cpu-fp64",
                          compile_backend: str = "",
-                         plant: Callable[[nn.Module], None] | None = None) -> GenerationParity:
+                         plant: Callable[[nn.Module], None] | None = None) -> TokenParity:
     """Build the model once on the CPU (seeded), decode the same prompt on both sides, judge.
     ``reference`` is ``--reference`` (cpu-fp64 or cpu); ``compile_backend`` compiles the
     candidate ("" leaves it eager; a workload whose generation never calls the compiled model
@@ -285,14 +247,14 @@ def run_generation_check(workload: GenerationWorkload, build_model: Callable[[],
                                                cand_tokens, ref_tokens, ref_logits, reference)
     except Exception as error:  # a failure is a verdict with its text, not a crash
         text = f"{type(error).__name__}: {error}".strip().splitlines()[0][:500]
-        return GenerationParity("failed", precision.name, tolerance, new_tokens, error=text,
-                                reference=reference)
+        return parity_verdict("failed", precision=precision.name, tolerance=tolerance,
+                              new_tokens=new_tokens, error=text, reference=reference)
     verdict = judge_generation(ref_tokens, ref_logits, cand_tokens, cand_logits, precision.name,
                                tolerance, reference)
     if quality is not None and (quality.get("kernel") or {}).get("verdict") == "differs":
         # A kernel that leaves its own dequantised weights is wrong whatever the tokens did.
         verdict = replace(verdict, verdict=_worst(verdict.verdict, "diverged"))
-    return replace(verdict, quality=quality)
+    return worded(replace(verdict, quality=quality))
 
 
 def _autocast(device: Device, precision: PrecisionLike) -> Any:

@@ -1,8 +1,12 @@
-"""The generation cases of a run (mode ``generate``) as one table: time to first token, prefill
-and decode tokens/s, inter-token latency, KV cache and the bytes a decode step reads; within 100
-columns. A streamed case (``--stream``: each token read to the host as it is made) says so in its
-label: its inter-token latency holds the read, which the device's cadence (timing events on
-CUDA and XPU) does not."""
+"""The generation cases of a run (mode ``generate``) as one table: time to first token and per
+output token, prefill and decode tokens/s, end-to-end latency, inter-token latency and the bytes a
+decode step reads against the measured bandwidth, with the decode bound. Figures that belong
+together share a column, one a line (``TTFT`` over ``prefill tok/s``: the header's lines name the
+cell's), so that the table holds a case in one row of 80 to 100 columns; ``--wide`` gives every
+figure a column of its own and adds the KV cache, the tails, the weights, the tokens and the
+rounds. A streamed case (``--stream``: each token read to the host as it is made) says so in its
+label: its inter-token latency holds the read, which the device's cadence (timing events on CUDA
+and XPU) does not."""
 
 from __future__ import annotations
 
@@ -23,18 +27,29 @@ def generation_cases(record: RunRecord) -> list[CaseResult]:
     return [case for case in record.cases if case.mode == "generate"]
 
 
-GENERATION_COLUMNS = ("case", "B/P/N", "TTFT", "prefill tok/s", "decode tok/s", "batch tok/s", "E2E",
-                      "output tok/s", "ITL p50/p99", "KV", "read/token", "decode bandwidth", "% bandwidth",
-                      "bound")
+#: Every figure of a row, in order (``generation_rows``' cells): a column each with ``--wide``.
+GENERATION_COLUMNS = ("case", "B/P/N", "TTFT", "prefill tok/s", "TPOT", "decode tok/s", "batch tok/s",
+                      "E2E", "output tok/s", "ITL p50/p99", "KV", "read/token", "decode bandwidth",
+                      "% bandwidth", "bound")
+#: The default table's columns: the figures each holds, one a line (its header's lines name them).
+#: The KV cache's size is said by ``--wide`` (the bytes a decode step reads count it).
+MERGED_COLUMNS: tuple[tuple[str, ...], ...] = (
+    ("case",), ("B/P/N",), ("TTFT", "prefill tok/s"), ("TPOT", "decode tok/s"), ("batch tok/s",),
+    ("E2E", "output tok/s"), ("ITL p50/p99",), ("read/token", "decode bandwidth"),
+    ("bound", "% bandwidth"))
+#: What the default table leaves out where even its narrowest layout is too wide (render/fit.py).
+_DROP = ("ITL p50/p99",)
 READS_NOTE = ("read/token: the bytes one decode step reads (weights and the cache so far); decode "
               "bandwidth: read/token / TPOT; % bandwidth: of the device's measured bandwidth; bound: "
               "overhead- or bandwidth-bound (said in full below)")
 #: An ITL cell with no inter-token latency in it, and why (said under the table where it is used).
 NO_DECODE = "—"
 NO_DECODE_NOTE = (f"{NO_DECODE}: the case makes one token (a llama-bench pp case times the prompt "
-                  "only): no decode step, so no decode rate, inter-token latency or decode bandwidth")
+                  "only): no decode step, so no TPOT, decode rate, inter-token latency or decode "
+                  "bandwidth")
 #: The columns a case without a decode step has nothing in.
-DECODE_COLUMNS = ("decode tok/s", "batch tok/s", "ITL p50/p99", "decode bandwidth", "% bandwidth", "bound")
+DECODE_COLUMNS = ("TPOT", "decode tok/s", "batch tok/s", "ITL p50/p99", "decode bandwidth", "% bandwidth",
+                  "bound")
 WINDOWS_NOTE = ("ITL windows: the device was timed in synchronised windows of several steps (no "
                 "per-token time): the decode rate stands, the per-token latency is not measured")
 #: A --protocol case's own figures (results/catalogue.py), each in the column of the quantity it
@@ -42,9 +57,10 @@ WINDOWS_NOTE = ("ITL windows: the device was timed in synchronised windows of se
 PROTOCOL_CELLS = {"pp_tokens_per_s": "prefill tok/s", "tg_tokens_per_s": "output tok/s",
                   "gpt_fast_tokens_per_s": "output tok/s", "mlperf_ttft_s": "TTFT",
                   "mlperf_token_rate": "decode tok/s"}
-#: ``--wide`` adds the tails MLPerf budgets (TTFT p90/p99 across rounds, TPOT p99: "max of N"
-#: where the rounds are too few for the percentile), the memory the weights take, whether the
-#: tokens are the fp64 reference's, and the rounds timed with why they stopped.
+#: ``--wide`` gives every figure a column (the KV cache's size among them) and adds the tails
+#: MLPerf budgets (TTFT p90/p99 across rounds, TPOT p99: "max of N" where the rounds are too few
+#: for the percentile), the memory the weights take, whether the tokens are the fp64 reference's,
+#: and the rounds timed with why they stopped.
 WIDE_COLUMNS = ("TTFT p90/p99", "TPOT p99", "weights", "tokens", "rounds")
 
 
@@ -107,21 +123,22 @@ def itl_cell(case: CaseResult) -> str:
 
 
 def generation_rows(record: RunRecord, wide: bool = False) -> list[list[str]]:
-    """Plain-text cells, one row per generation case (a failed one: its status and error)."""
+    """Plain-text cells of every figure (``GENERATION_COLUMNS``, and ``WIDE_COLUMNS`` with
+    ``wide``), one row per generation case (a failed one: its status and error, the rest blank)."""
     rows = []
-    extra = len(WIDE_COLUMNS) if wide else 0
+    columns = len(GENERATION_COLUMNS) + (len(WIDE_COLUMNS) if wide else 0)
     for case in generation_cases(record):
         label = _label(case)
         shape = f"{case.batch_size}/{case.prompt_len}/{case.new_tokens}"
         figures = case.generation
         if not case.ok or figures is None:
-            rows.append([label, shape, shorten(f"{case.status}: {case.error}", 60),
-                         *["-"] * (len(GENERATION_COLUMNS) - 3 + extra)])
+            error = shorten(f"{case.status}: {case.error}", 60)
+            rows.append([label, shape, error, *[""] * (columns - 3)])
             continue
         share = figures.bandwidth_share
         flag = "!" if "measurement error" in str(figures.bandwidth_verdict) else ""
         row = [label, shape, format_seconds(figures.ttft_s),
-               format_rate(figures.prefill_tokens_per_s),
+               format_rate(figures.prefill_tokens_per_s), format_seconds(figures.tpot_s),
                format_rate(figures.decode_tokens_per_s) + (" noisy" if figures.noisy else ""),
                format_rate(figures.decode_tokens_per_s_total), *_request_cells(figures),
                itl_cell(case), format_bytes(figures.kv_cache_bytes),
@@ -136,18 +153,39 @@ def generation_rows(record: RunRecord, wide: bool = False) -> list[list[str]]:
     return rows
 
 
+#: Figures never wrapped (render/fit.py); a default column is whole where all its figures are.
+_WHOLE = frozenset({"B/P/N", "TTFT", "prefill tok/s", "TPOT", "decode tok/s", "batch tok/s", "E2E",
+                    "output tok/s", "KV", "read/token", "TPOT p99", "weights"})
+
+
+def _merged(row: list[str]) -> list[str]:
+    """A row of every figure as the default table's cells: a column's figures one a line."""
+    cells = dict(zip(GENERATION_COLUMNS, row, strict=True))
+    return ["\n".join(cells[name] for name in names).rstrip("\n") for names in MERGED_COLUMNS]
+
+
 def generation_table(record: RunRecord, wide: bool = False) -> FittedTable:
-    """Fitted to the terminal: cells wrap between words, nothing is cut (100 columns hold it;
-    ``wide`` adds WIDE_COLUMNS)."""
-    columns = GENERATION_COLUMNS + (WIDE_COLUMNS if wide else ())
+    """Fitted to the terminal: cells wrap between words, nothing is cut. The default table holds
+    a case in one row of 80 to 100 columns (``MERGED_COLUMNS``; where even that is too wide, the
+    inter-token latency goes first and a line says so); ``wide`` gives every figure a column and
+    adds ``WIDE_COLUMNS``, in parts that each repeat the case where they do not fit."""
+    rows = generation_rows(record, wide)
+    if wide:
+        columns = list(GENERATION_COLUMNS + WIDE_COLUMNS)
+        whole = [name for name in columns if name in _WHOLE]
+    else:
+        columns = ["\n".join(names) for names in MERGED_COLUMNS]
+        whole = [column for column, names in zip(columns, MERGED_COLUMNS, strict=True)
+                 if all(name in _WHOLE for name in names)]
+        rows = [_merged(row) for row in rows]
     # A run of generation cases only has no run table above it: this table names the run.
     named = ("" if any(case.mode != "generate" for case in record.cases)
              else f"accelbench run {record.run_id}: ")
-    return FittedTable(f"{named}Generation (greedy, KV cache): decode tok/s per sequence, batch tok/s "
-                       "over the B sequences; E2E = TTFT + decode, output tok/s = B x N / E2E",
-                       columns, generation_rows(record, wide), right=columns[1:],
-                       whole=("B/P/N", "TTFT", "prefill tok/s", "decode tok/s", "batch tok/s", "E2E",
-                              "output tok/s", "KV", "read/token", "TPOT p99", "weights"), stack=("case",))
+    return FittedTable(f"{named}Generation (greedy, KV cache): TPOT and decode tok/s per sequence, "
+                       "batch tok/s over the B sequences; E2E = TTFT + decode, output tok/s = B x N / "
+                       "E2E", columns, rows, right=columns[1:], whole=whole,
+                       drop=() if wide else _DROP, stack=("case",),
+                       hint="a wider terminal, --wide or --json shows it")
 
 
 def generation_notes(record: RunRecord) -> list[str]:

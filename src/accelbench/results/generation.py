@@ -2,7 +2,9 @@
 (``measure/generation/rounds.GenerationFigures``), the bandwidth judgement and the decode bound
 (``measure/generation/decode_bytes``), the weights' memory, the weight-only quantization, the
 protocol's figures (``--protocol``), the tokens' check, MLPerf Inference's interactive budget, the
-execution recipe, and for ``check --mode generate`` the parity verdict.
+execution recipe, and for ``check --mode generate`` the parity verdict (:class:`TokenParity`, which
+parity/generation.py builds). The quantization and execution records are declared where they are
+made, torch-free (``measure/generation/quantization.py``, ``execution.py``), and held here as they are.
 
 The file keeps the section as it always had it: one flat object with the nested sections beside
 the figures. Fields are grouped (``present``): a group is written only where one of its fields is
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelbench.measure.generation.execution import Execution
+from accelbench.measure.generation.quantization import Quantization
 from accelbench.results.stats import geometric_ci, mean_ci
 from accelbench.results.validate import Record, dump
 
@@ -93,27 +96,6 @@ class ProtocolSection(Sparse):
 
 
 @dataclass(frozen=True)
-class Quantization(Sparse):
-    """Weight-only quantization as the file keeps it (measure/generation/quantize.QuantizedLayers)."""
-
-    precision: str
-    kernel: str = ""
-    group_size: int | None = None
-    quantized_layers: int = 0
-    kept: dict[str, str] = field(default_factory=dict)
-    smaller_groups: dict[str, int] = field(default_factory=dict)
-    padded: dict[str, int] = field(default_factory=dict)
-    weight_bytes: int = 0
-    packed_bytes: int = 0
-    unquantized_bytes: int = 0
-    library: str = "torch"
-    #: torchao only: its version, the config it was given, the inductor settings it set.
-    library_version: str | None = present("torchao")
-    config: str | None = present("torchao")
-    inductor_settings: dict[str, Any] | None = present("torchao")
-
-
-@dataclass(frozen=True)
 class TokenCheck(Record):
     """The tokens' hash against the one shipped for the case (reference/expected_tokens.token_check)."""
 
@@ -149,27 +131,37 @@ class InteractiveBudget(Record):
 
 @dataclass(frozen=True)
 class TokenParity(Record):
-    """``check --mode generate``'s verdict as the file keeps it (parity/generation.GenerationParity,
-    which sits above results): the greedy tokens and logits against the CPU reference's."""
+    """``check --mode generate``'s verdict (parity/generation.py judges and builds it): the greedy
+    tokens and logits against the CPU reference's."""
 
     verdict: str
     precision: str = ""
     #: The tolerance's "pass" and "drift" bounds.
     tolerance: dict[str, float] = field(default_factory=dict)
+    #: New tokens per sequence compared.
     new_tokens: int = 0
+    #: The first position (0 = the first new token) where the greedy tokens differ, and in which
+    #: sequence; for a logit-only divergence, the first position beyond ``drift``; None on a pass.
     position: int | None = None
     sequence: int | None = None
     reference_token: int | None = None
     candidate_token: int | None = None
+    #: Reference's best logit minus its logit of the candidate's token, at ``position`` ...
     reference_gap: float | None = None
+    #: ... and the gap that counts as a near tie there (``pass`` x the position's scale).
     tie_tolerance: float | None = None
+    #: The largest relative logit difference over the compared positions, and where it was.
     max_logit_diff: float = 0.0
     max_logit_diff_position: int | None = None
     error: str = ""
+    #: What the candidate was held against (``--reference``: cpu-fp64 or cpu, float32).
     reference: str = ""
-    #: A weight-only quantized candidate's quality (parity/quantized.py); None otherwise.
+    #: A weight-only quantized candidate (int8-wo, int4-wo): its tokens against the bf16 path's
+    #: and the reference's (parity/quantized.py); None for the other precisions.
     quality: dict[str, Any] | None = None
+    #: The verdict in words, with the quality's after it where there is one ...
     message: str = ""
+    #: ... and the verdict's words alone (the check table's cell).
     verdict_message: str = ""
 
 

@@ -31,12 +31,8 @@ from accelbench.devices import Device
 from accelbench.devices.precisions import precision_spec
 from accelbench.devices.quantized import INT4_GROUPS, Int4Kernel, Int8Kernel, kernel_for
 from accelbench.measure.generation.decode_bytes import FUSED_READ
-from accelbench.measure.generation.quantized_layers import (
-    QuantizedLayers,
-    linear_layers,
-    tensor_bytes,
-    untie_output,
-)
+from accelbench.measure.generation.quantization import Quantization
+from accelbench.measure.generation.quantized_layers import linear_layers, tensor_bytes, untie_output
 
 #: The smallest scale a group or channel may have (an all-equal group would divide by zero).
 MIN_SCALE = 1e-6
@@ -142,7 +138,7 @@ def _group_for(k: int, asked: int) -> int | None:
 
 @torch.no_grad()
 def quantize_weights(model: nn.Module, precision: str, device: Device,
-                     fused: bool = False) -> QuantizedLayers:
+                     fused: bool = False) -> Quantization:
     """Replace every linear layer of ``model`` (on ``device``, in its activation dtype) by its
     weight-only quantized form, in place. ``fused``: the model will be compiled by inductor, so
     int8 takes gpt-fast's dequantise-and-multiply form, which inductor fuses (the kernel the
@@ -189,7 +185,8 @@ def quantize_weights(model: nn.Module, precision: str, device: Device,
             continue
         setattr(parent, attribute, replacement)
         packed.append(replacement)
-    return QuantizedLayers(
-        precision=precision, kernel=kernel.name, group_size=spec.group_size, quantized=len(packed),
-        kept=kept, smaller_groups=smaller, padded=padded, weight_bytes=tensor_bytes(model),
+    return Quantization(
+        precision=precision, kernel=kernel.name, group_size=spec.group_size,
+        quantized_layers=len(packed), kept=kept, smaller_groups=smaller, padded=padded,
+        weight_bytes=tensor_bytes(model),
         packed_bytes=sum(tensor_bytes(layer) for layer in packed), unquantized_bytes=before)

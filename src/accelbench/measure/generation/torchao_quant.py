@@ -44,8 +44,8 @@ from accelbench.devices import Device
 from accelbench.devices.precisions import PrecisionSpec, precision_spec
 from accelbench.devices.quantized import Int4Kernel, kernel_for
 from accelbench.measure.generation.decode_bytes import FUSED_READ, stored_bytes
+from accelbench.measure.generation.quantization import Quantization, settings_words
 from accelbench.measure.generation.quantized_layers import (
-    QuantizedLayers,
     is_conv1d,
     linear_layers,
     tensor_bytes,
@@ -135,10 +135,10 @@ def config_as_found() -> Iterator[dict[str, Any]]:
             torch.set_float32_matmul_precision(precision)
 
 
-def case_settings(quantized: QuantizedLayers | None) -> AbstractContextManager[Any]:
+def case_settings(quantized: Quantization | None) -> AbstractContextManager[Any]:
     """The inductor settings torchao's ``quantize_`` asked for, around one case's run (its
     compile then sees them, as torchao intends), put back after it."""
-    settings = {k: v for k, v in (quantized.inductor_settings if quantized else {}).items()
+    settings = {k: v for k, v in (quantized.applied_settings if quantized else {}).items()
                 if k != MATMUL_PRECISION}
     if not settings:
         return contextlib.nullcontext()
@@ -188,7 +188,7 @@ def _kept_reason(module: nn.Module, k: int, spec: PrecisionSpec) -> str:
 
 
 def quantize_with_torchao(model: nn.Module, precision: str, device: Device,
-                          fused: bool = False) -> QuantizedLayers:
+                          fused: bool = False) -> Quantization:
     """torchao's ``quantize_`` (its default filter) over every linear layer of ``model``, one
     layer at a time so that a layer torchao refuses is kept with torchao's words instead of
     failing the case; inductor's config as it was found afterwards. ``fused``: the model will be
@@ -216,9 +216,9 @@ def quantize_with_torchao(model: nn.Module, precision: str, device: Device,
             if fuses:
                 setattr(module.weight, FUSED_READ, True)
             packed.append(module.weight)
-    return QuantizedLayers(
+    return Quantization(
         precision=precision, kernel=f"torchao {torchao_version()} quantize_ ({words})",
-        group_size=spec.group_size, quantized=len(packed), kept=kept,
+        group_size=spec.group_size, quantized_layers=len(packed), kept=kept,
         weight_bytes=tensor_bytes(model), packed_bytes=sum(stored_bytes(w) for w in packed),
         unquantized_bytes=before, library="torchao", library_version=torchao_version(),
-        config=words, inductor_settings=dict(changed))
+        config=words, inductor_settings=settings_words(changed), applied_settings=dict(changed))
