@@ -25,8 +25,7 @@ from accelbench.store.history import HistoryDB, default_db_path
 from accelbench.store.jsonfile import load_record
 
 if TYPE_CHECKING:
-    from accelbench.compare.peers import PeerComparison
-    from accelbench.sharing.sources import Loaded
+    from accelbench.sharing.against import Against
 
 
 def add_parser(subparsers: Any) -> None:
@@ -48,32 +47,35 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(execute=execute)
 
 
-def place_against(runs: list[tuple[str, RunRecord]], sources: list[str],
-                  quiet: bool = False) -> tuple[list[PeerComparison], Loaded]:
-    """Each finished timing case of ``runs`` among the sources' results; warnings go to stderr
-    (not with ``quiet``)."""
-    from accelbench.sharing.against import compare_against
+def place_against(runs: list[tuple[str, RunRecord]], sources: list[str], quiet: bool = False) -> Against:
+    """Each finished timing case of ``runs`` among the sources' results, and each stored overall
+    group (MLPerf Client's overall) among theirs; warnings go to stderr (not with ``quiet``)."""
+    from accelbench.sharing.against import place_among
     from accelbench.store.selftest_latest import latest_selftest
 
     def warn(message: str) -> None:
         if not quiet:
             say(f"accelbench: warning: {message}")
 
-    comparisons, loaded = compare_against(runs, sources, warn, latest_selftest)
-    if not comparisons:
+    placed = place_among(runs, sources, warn, latest_selftest)
+    if not placed.comparisons:
         raise UsageError("the runs given hold no finished timing case to place among shared results")
-    return comparisons, loaded
+    return placed
 
 
 def print_against(console: Console, runs: list[tuple[str, RunRecord]], sources: list[str],
                   quiet: bool = False) -> int:
-    """The peers table of ``place_against`` and, unless ``quiet``, what was read."""
-    from accelbench.render.peers_table import peers_renderable
+    """The peers tables of ``place_against`` (the overall one where a stored overall group was
+    placed) and, unless ``quiet``, what was read."""
+    from accelbench.render.peers_table import overall_renderable, peers_renderable
 
-    comparisons, loaded = place_against(runs, sources, quiet)
-    console.print(peers_renderable(comparisons))
+    placed = place_against(runs, sources, quiet)
+    console.print(peers_renderable(placed.comparisons))
+    overall = overall_renderable(placed.overall)
+    if overall is not None:
+        console.print(overall)
     if not quiet:
-        console.print(Prose(loaded.summary(), "dim"))
+        console.print(Prose(placed.loaded.summary(), "dim"))
     return 0
 
 
@@ -138,7 +140,7 @@ def execute(args: argparse.Namespace, argv: list[str]) -> int:
             sys.stdout.write(comparison_json(comparisons, labelled))
             return 0
         placed = place_against([(run.label, run.record) for run in runs], args.against, quiet=True)
-        view: dict[str, Any] = {"against": peers_view(*placed)}
+        view: dict[str, Any] = {"against": peers_view(placed.comparisons, placed.loaded, placed.overall)}
         if len(runs) > 1 or args.reference:  # the comparison the table would have shown too
             view["comparisons"] = comparison_view(comparisons)
         sys.stdout.write(dumps(view))

@@ -112,7 +112,8 @@ def _show(record: RunRecord, saved: Path, output: Path | None, wide: bool, again
         from accelbench.render.json_views import peers_view
 
         placed = place_against([(record.run_id, record)], against, quiet=True) if against else None
-        show_json(record, saved, output, {"against": peers_view(*placed)} if placed else None)
+        view = peers_view(placed.comparisons, placed.loaded, placed.overall) if placed else None
+        show_json(record, saved, output, {"against": view} if view is not None else None)
         return
     out = make_console()
     for part in run_renderables(record, wide):

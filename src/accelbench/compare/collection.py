@@ -27,6 +27,7 @@ from accelbench.compare.peers import (
     PeerResult,
     group_peers,
     model_key,
+    percentiles,
     published_peers,
     spelling,
 )
@@ -64,11 +65,31 @@ class OverallGroup:
     #: Medians over machines of the stored ``mlperf_ttft_geomean_s`` and ``mlperf_token_rate_geomean``.
     ttft_s: float
     token_rate: float
+    #: Each machine's median stored token rate, in ascending order: what a run is placed among
+    #: (``compare/overall_place.py``: its percentile and the 10th-90th percentile band).
+    machine_rates: tuple[float, ...] = ()
+
+    def band(self) -> tuple[float, float] | None:
+        """The 10th-90th percentile of the machines' token rates, as a case's group has it (None
+        where the group holds no machine rates)."""
+        if not self.machine_rates:
+            return None
+        low, _, high = percentiles(self.machine_rates)
+        return low, high
 
 
 #: One shared group as both builders read it: (overall key, model_key, device model spelling,
 #: machine, group id, the group's PeerOverall).
 OverallEntry = tuple[KeyTuple, str, str, str, str, PeerOverall]
+
+
+def overall_entry(peer: PeerResult) -> OverallEntry | None:
+    """A peer's figures across cases as ``overall_groups`` reads them; None where it carries none
+    or is kept apart (flagged implausible or quarantined: in no band, as its case is in none)."""
+    if peer.overall is None or peer.apart:
+        return None
+    return (overall_key(peer.key), peer.model_key, peer.device_model, peer.machine_id,
+            peer.overall.group_id, peer.overall)
 
 
 def overall_groups(entries: Iterable[OverallEntry]) -> dict[KeyTuple, list[OverallGroup]]:
@@ -92,7 +113,7 @@ def overall_groups(entries: Iterable[OverallEntry]) -> dict[KeyTuple, list[Overa
         every = [o for mine in machines.values() for o in mine]
         out.setdefault(key, []).append(OverallGroup(
             spelling(spellings[model]), len(every), len(machines), max(o.categories for o in every),
-            statistics.median(ttfts), statistics.median(rates)))
+            statistics.median(ttfts), statistics.median(rates), tuple(sorted(rates))))
     for groups in out.values():
         groups.sort(key=lambda g: (-g.token_rate, g.device_model))
     return out
@@ -156,9 +177,9 @@ def collect(peers: Iterable[PeerResult]) -> Collection:
         if peer.apart:
             summary.apart[peer.invalid or peer.outlier] += peer.results
             continue
-        if peer.overall is not None:
-            overall.append((overall_key(peer.key), peer.model_key, peer.device_model,
-                            peer.machine_id, peer.overall.group_id, peer.overall))
+        entry = overall_entry(peer)
+        if entry is not None:
+            overall.append(entry)
         by_key.setdefault(peer.key, []).append(peer)
         collection.results += peer.results
         if peer.machine_id:

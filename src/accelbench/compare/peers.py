@@ -194,7 +194,8 @@ class PeerComparison:
     placement: Placement
 
 
-def _percentiles(values: Sequence[float]) -> tuple[float, float, float]:
+def percentiles(values: Sequence[float]) -> tuple[float, float, float]:
+    """(the 10th percentile, the median, the 90th percentile) of ``values``: a group's band."""
     array = np.asarray(values, dtype=float)
     low, median, high = np.percentile(array, [LOW_PERCENTILE, 50, HIGH_PERCENTILE])
     return float(low), float(median), float(high)
@@ -223,7 +224,7 @@ def machine_values(peers: Sequence[PeerResult]) -> list[float]:
 
 def _group(peers: Sequence[PeerResult]) -> ModelGroup:
     values = machine_values(peers)
-    low, median, high = _percentiles(values)
+    low, median, high = percentiles(values)
     spellings: Counter[str] = Counter()
     for peer in peers:
         spellings[peer.device_model] += peer.results

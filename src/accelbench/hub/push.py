@@ -36,6 +36,7 @@ from accelbench.errors import UsageError
 from accelbench.files import data_home, write_atomic
 from accelbench.results.catalogue import key_headline
 from accelbench.results.key import config_label
+from accelbench.results.protocol_overall import Overall
 
 _HF_DATASET = re.compile(r"hf://datasets/([A-Za-z0-9][\w.-]*)/([A-Za-z0-9][\w.-]*)/?")
 GIT_TIMEOUT_S = 60.0
@@ -56,6 +57,10 @@ class Row:
     device_model: str
     rate: float | None
     unit: str
+    #: The figures across cases the line carries (its ``overall`` section: MLPerf Client's overall,
+    #: as its run stored them) and the group they are of; None and "" where it carries none.
+    overall: Overall | None = None
+    overall_group: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,9 +84,24 @@ def _row(text: str) -> Row:
     key, device, figures = line.get("key") or {}, line.get("device") or {}, line.get("figures") or {}
     mode = str(key.get("mode", ""))
     rate = figures.get(key_headline(key).name) if line.get("status") == "ok" else None  # a protocol's own
+    section = line.get("overall")
+    overall = _overall(section)
     return Row(str(key.get("workload", "")), mode, config_label(key), str(device.get("model", "")),
                rate if isinstance(rate, int | float) else None,
-               str(line.get("rate_unit", "")) if rate is not None else str(line.get("status", "")))
+               str(line.get("rate_unit", "")) if rate is not None else str(line.get("status", "")),
+               overall, str(section.get("group_id", "")) if overall is not None and isinstance(section, dict)
+               else "")
+
+
+def _overall(section: Any) -> Overall | None:
+    """A line's ``overall`` section as the record stored it (sharing/build.overall_sections); None
+    where there is none or it cannot be read."""
+    if not isinstance(section, dict):
+        return None
+    try:
+        return Overall.from_dict(section)
+    except UsageError:
+        return None
 
 
 def submission(text: str, machine_id: str, when: datetime | None = None) -> Submission:

@@ -20,6 +20,7 @@ from accelbench.reference.published import FEATURE_FINDINGS, PUBLISHED_LABEL, RA
 from accelbench.render import figures, html_sections
 from accelbench.render.compare_table import comparison_layout
 from accelbench.render.format import rate_label
+from accelbench.render.generation_detail import OVERALL_COLUMNS, overall_rows
 from accelbench.render.peak_marks import PEAK_COLUMNS, peak_rows
 from accelbench.results import Parity, ProbeCell
 from accelbench.store.history import TimelinePoint
@@ -211,6 +212,8 @@ def render_report(runs: Sequence[LabelledRun], comparisons: Sequence[WorkloadCom
         comparison=_comparison(comparisons),
         diagnosis=_table(html_sections.DIAGNOSIS_COLUMNS, html_sections.diagnosis_rows(runs)),
         generation=_table(html_sections.GENERATION_COLUMNS, html_sections.generation_rows(runs)),
+        # Figures across cases (MLPerf Client's overall), as each run stores them: compare's table.
+        overall=_table(OVERALL_COLUMNS, overall_rows([(run.label, run.record) for run in runs])),
         sustained=_sustained_section(runs),
         peaks=_table(("run", *PEAK_COLUMNS),
                      [(run.label, *row) for run in runs for row in peak_rows(run.record.cases)]),

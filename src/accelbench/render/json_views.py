@@ -24,6 +24,8 @@ from accelbench.store.history import RunSummaryRow, TimelinePoint
 from accelbench.store.jsonfile import clean_for_json
 
 if TYPE_CHECKING:
+    from accelbench.compare.collection import OverallGroup
+    from accelbench.compare.overall_place import OverallPlacement
     from accelbench.compare.peers import PeerComparison
     from accelbench.sharing.sources import Loaded
 
@@ -135,11 +137,38 @@ def _placement(comparison: PeerComparison) -> dict[str, Any]:
             "decode": _decode(mine.decode)}
 
 
-def peers_view(comparisons: list[PeerComparison], loaded: Loaded) -> dict[str, Any]:
+def _overall_group(group: OverallGroup) -> dict[str, Any]:
+    """A device model's shared overall figures as the overall table shows them (medians over
+    machines of the stored figures, by the catalogue's names; the token rates' band)."""
+    band = group.band()
+    return {"device_model": group.device_model, "runs": group.groups, "machines": group.machines,
+            "categories": group.categories, "mlperf_ttft_geomean_s": group.ttft_s,
+            "mlperf_token_rate_geomean": group.token_rate,
+            "low": band[0] if band else None, "high": band[1] if band else None}
+
+
+def _overall_placement(placement: OverallPlacement) -> dict[str, Any]:
+    """One stored overall group among the shared ones, as its table shows it."""
+    key = dict(zip(KEY_FIELDS, placement.key, strict=True))
+    return {"run": placement.run_label, "device": placement.device, "key": key, "config": config_label(key),
+            "device_model": placement.device_model, **placement.overall.to_dict(),
+            "verdict": placement.verdict, "percentile": placement.percentile,
+            "ratio_to_median": placement.ratio_to_median,
+            "ttft_ratio_to_median": placement.ttft_ratio_to_median,
+            "peers": placement.peer_count, "machines": placement.machine_count,
+            "own_model": _overall_group(placement.own) if placement.own else None,
+            "models": [_overall_group(group) for group in placement.groups]}
+
+
+def peers_view(comparisons: list[PeerComparison], loaded: Loaded,
+               overall: Sequence[OverallPlacement] = ()) -> dict[str, Any]:
     """What ``--against`` placed and read: each case among its peers (the figures the peers table
     shows: the own device model's group, every model's group, the user's rate, percentile, ratio
-    to the median and verdict with its reasons), and every line of the sources accounted for."""
+    to the median and verdict with its reasons), each stored overall group among the shared ones
+    (MLPerf Client's overall: ``overall``, the overall table's figures; empty where none was
+    placed), and every line of the sources accounted for."""
     return {"placements": [_placement(comparison) for comparison in comparisons],
+            "overall": [_overall_placement(placement) for placement in overall],
             "read": {"sources": list(loaded.sources), "lines": loaded.lines,
                      "skipped": dict(loaded.skipped), "duplicates": loaded.duplicates,
                      "not_bundle": loaded.not_bundle, "shard_files": loaded.shard_files,

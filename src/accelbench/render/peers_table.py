@@ -5,6 +5,10 @@ best, then the user's figure, percentile, ratio to the median and a short verdic
 then the other device models that did the same work, fastest first (published ones marked). What
 the verdict rests on (likely reasons, or too few peers) is a footnote, each text once, and the
 rule is said once under all the tables.
+
+A run's figures across cases (MLPerf Client's overall geometric means, as its record stores them)
+get a table of the same shape after them (``overall_renderable``): each device model's shared runs
+of the same work, the user's stored figures, percentile, ratio to the median and verdict.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from collections.abc import Sequence
 from rich.console import Group
 from rich.text import Text
 
+from accelbench.compare.collection import OverallGroup
+from accelbench.compare.overall_place import OverallPlacement
 from accelbench.compare.peers import (
     ABOVE,
     BELOW,
@@ -29,7 +35,7 @@ from accelbench.compare.peers import (
 from accelbench.reference.published import PUBLISHED_LABEL
 from accelbench.render.compare_table import PlainTable
 from accelbench.render.fit import FittedTable, Footnotes, Prose
-from accelbench.render.format import format_rate
+from accelbench.render.format import format_rate, format_seconds
 from accelbench.results import rate_unit
 from accelbench.results.key import KEY_FIELDS, config_label
 
@@ -139,6 +145,73 @@ def peers_renderable(comparisons: Sequence[PeerComparison]) -> Group:
     for table in tables:
         styles = ["bold", *("dim italic" if p else "" for p in table.published[1:])]
         parts += [FittedTable(table.title, table.columns, table.rows, styles, RIGHT,
+                              stack=("device model",)), Text("")]
+    parts += [Prose(line, "dim") for line in notes]
+    return Group(*parts)
+
+
+OVERALL_COLUMNS = ("device model", "runs", "median TTFT", "median/s", f"p{LOW_PERCENTILE}–p{HIGH_PERCENTILE}",
+                   "your TTFT", "you/s", "pct", "x median", "verdict")
+OVERALL_RIGHT = OVERALL_COLUMNS[1:-1]
+OVERALL_RULE = (f"overall verdict: your run's stored 2nd+ token rate (MLPerf Client's overall, the "
+                f"geometric mean over its categories) among the runs of the same work on the same device "
+                f"model that shared theirs, by the rule above: normal = within their machines' "
+                f"{LOW_PERCENTILE}th-{HIGH_PERCENTILE}th percentile; fewer than {MIN_PEERS} machines: too "
+                f"few to judge; each machine's median run is one value, and this machine's own runs are "
+                f"not its peers. x median: your rate over their median (TTFT: --json's "
+                f"ttft_ratio_to_median). Figures as each run stored them, never recomputed")
+
+
+def _overall_title(placement: OverallPlacement) -> str:
+    key = dict(zip(KEY_FIELDS, placement.key, strict=True))
+    return (f"{key['workload']} · {key['mode']} · {config_label(key)} on {placement.device_model} "
+            f"({placement.device}, {placement.run_label}): MLPerf Client overall, over "
+            f"{len(placement.overall.categories)} categories, against {placement.peer_count} shared "
+            f"run(s) from {placement.machine_count} machine(s)")
+
+
+def _overall_cells(group: OverallGroup) -> list[str]:
+    band = group.band()
+    count = (str(group.groups) if group.machines == group.groups
+             else f"{group.groups} ({group.machines} machines)")
+    return [group.device_model, count, format_seconds(group.ttft_s), format_rate(group.token_rate),
+            f"{format_rate(band[0])}–{format_rate(band[1])}" if band else ""]
+
+
+def _overall_verdict(placement: OverallPlacement, notes: Footnotes) -> str:
+    word = _WORD[placement.verdict]
+    if placement.verdict == TOO_FEW:
+        have = placement.own.machines if placement.own else 0
+        return word + notes.add(f"too few peers: {have} machine(s) of this device model shared overall "
+                                f"figures of the same work; {MIN_PEERS} are needed to judge")
+    return word
+
+
+def overall_layout(placements: Sequence[OverallPlacement]) -> tuple[list[PlainTable], list[str]]:
+    """A table per placed overall group: the user's device model first, with the user's figures."""
+    notes = Footnotes()
+    tables = []
+    for placement in placements:
+        own, overall = placement.own, placement.overall
+        first = _overall_cells(own) if own else [placement.device_model, "0", "", "", ""]
+        first += [format_seconds(overall.ttft_s), format_rate(overall.token_rate),
+                  f"{placement.percentile:.0f}" if placement.percentile is not None else "",
+                  f"{placement.ratio_to_median:.2f}x" if placement.ratio_to_median is not None else "",
+                  _overall_verdict(placement, notes)]
+        rows = [first] + [[*_overall_cells(g), "", "", "", "", ""] for g in placement.groups if g is not own]
+        tables.append(PlainTable(_overall_title(placement), list(OVERALL_COLUMNS), rows, [False] * len(rows)))
+    return tables, [*notes.lines(), OVERALL_RULE]
+
+
+def overall_renderable(placements: Sequence[OverallPlacement]) -> Group | None:
+    """``overall_layout`` for the terminal; None where no stored overall group was placed."""
+    if not placements:
+        return None
+    tables, notes = overall_layout(placements)
+    parts: list[FittedTable | Text | Prose] = [Text("")]  # apart from the cases' rule above
+    for table in tables:
+        parts += [FittedTable(table.title, table.columns, table.rows,
+                              ["bold", *[""] * (len(table.rows) - 1)], OVERALL_RIGHT,
                               stack=("device model",)), Text("")]
     parts += [Prose(line, "dim") for line in notes]
     return Group(*parts)

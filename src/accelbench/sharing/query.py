@@ -33,7 +33,14 @@ from dataclasses import replace
 from typing import Any
 
 from accelbench.compare.bands import PERCENTILES, Band, band_order
-from accelbench.compare.collection import Collection, KeySummary, collect, overall_groups, with_published
+from accelbench.compare.collection import (
+    Collection,
+    KeySummary,
+    OverallEntry,
+    collect,
+    overall_groups,
+    with_published,
+)
 from accelbench.compare.decode_diagnosis import DecodeDiagnosis, host_mismatch, pooled_words
 from accelbench.compare.outliers import CONFLICT
 from accelbench.compare.peers import KeyPeers, ModelGroup, PeerOverall, PeerResult, setting_stats
@@ -265,6 +272,21 @@ def _machines(rel: str, by: str, keyed: bool = True) -> str:
             f"FROM {rel} WHERE implausible = '' AND outlier = '' GROUP BY {keys}{by}, machine_id")
 
 
+def overall_entries(connection: Any, rel: str) -> list[OverallEntry]:
+    """The figures across cases the rows carry, as ``overall_groups`` reads them (what
+    ``collection.overall_entry`` reads of a bundle's peer): a row per line of each group (the
+    lengths differ), counted once by ``overall_groups``; rows kept apart carry none."""
+    keys, width = key_columns(), len(KEY_FIELDS)
+    return [(overall_key(tuple(row[:width])), row[width], row[width + 1], row[width + 2], row[width + 3],
+             PeerOverall(row[width + 3], row[width + 4], int(row[width + 5]), float(row[width + 6]),
+                         float(row[width + 7])))
+            for row in connection.execute(
+                f"SELECT DISTINCT {keys}, model_key, device_model, machine_id, overall_group, "
+                f"overall_protocol, overall_categories, overall_ttft_s, overall_token_rate FROM {rel} "
+                "WHERE implausible = '' AND outlier = '' AND overall_group <> '' AND overall_ttft_s > 0 "
+                "AND overall_token_rate > 0 ORDER BY ALL").fetchall()]
+
+
 def shard_collection(connection: Any, rel: str) -> Collection:
     """``compare/collection.collect``'s summary of the relation's results, in SQL: a generation
     key's groups split by the decode's bound class (``decode_class``) and named with its words."""
@@ -301,17 +323,7 @@ def shard_collection(connection: Any, rel: str) -> Collection:
         for label, value in _settings(settings, cache).items():
             counter[(label, value)] += n
     collection.settings = {model: (spellings[model], counter) for model, counter in counts.items()}
-    # Figures across cases: a row per line of each group (the lengths differ), counted once by
-    # overall_groups, which collect's peers go through too.
-    entries = [(overall_key(tuple(row[:width])), row[width], row[width + 1], row[width + 2], row[width + 3],
-                PeerOverall(row[width + 3], row[width + 4], int(row[width + 5]), float(row[width + 6]),
-                            float(row[width + 7])))
-               for row in connection.execute(
-                   f"SELECT DISTINCT {keys}, model_key, device_model, machine_id, overall_group, "
-                   f"overall_protocol, overall_categories, overall_ttft_s, overall_token_rate FROM {rel} "
-                   "WHERE implausible = '' AND outlier = '' AND overall_group <> '' AND overall_ttft_s > 0 "
-                   "AND overall_token_rate > 0 ORDER BY ALL").fetchall()]
-    collection.overall = overall_groups(entries)
+    collection.overall = overall_groups(overall_entries(connection, rel))
     collection.results, collection.machines = connection.execute(
         f"SELECT count(*), count(DISTINCT machine_id) FILTER (NOT starts_with(machine_id, '{NO_MACHINE}')) "
         f"FROM {rel} WHERE implausible = '' AND outlier = ''").fetchone()
