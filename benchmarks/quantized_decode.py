@@ -84,21 +84,24 @@ def _timed(generate_once: Any, repeats: int, device: Any = None) -> list[tuple[f
 
 
 def _accelbench_model(args: argparse.Namespace) -> tuple[Any, Any]:
+    from dataclasses import replace
+
     import torch
 
-    from accelbench.workloads.builtin.decoder import Decoder, DecoderConfig
-    from accelbench.workloads.builtin.llama import LLAMA3_SCALING, Llama1B
+    from accelbench.workloads.builtin.decoder import Decoder
+    from accelbench.workloads.builtin.llama import Llama1B
 
-    config = DecoderConfig(vocab=VOCAB, context=4096, layers=args.layers, width=WIDTH, heads=HEADS,
-                           kv_heads=KV_HEADS, ffn=FFN, layout="llama", rope_theta=ROPE_THETA,
-                           rope_scaling=LLAMA3_SCALING)
+    # llama-1b's own shape (--size tiny: its tiny one, a check that the script runs), a 4096
+    # context, --layers of its layers.
+    workload = Llama1B(args.size)
+    config = replace(workload.preset.model, context=min(workload.preset.model.context, 4096),
+                     layers=args.layers)
     torch.manual_seed(0)
     model = Decoder(config).to(torch.bfloat16).eval().to(_device(args).torch_device)
     _quantize(model, args)
-    workload = Llama1B("published")
     workload.preset = type(workload.preset)(batch_size=workload.preset.batch_size,  # type: ignore[call-arg]
                                             dataset_size=workload.preset.dataset_size,
-                                            seq_len=1024, model=config)
+                                            seq_len=min(1024, config.context), model=config)
     return workload, model
 
 
@@ -111,15 +114,15 @@ def _quantize(model: Any, args: argparse.Namespace) -> None:
         quantize_weights(model, args.precision, _device(args), fused=args.recipe.startswith("inductor"))
 
 
-def _plain_decode(model: Any, args: argparse.Namespace) -> Any:
+def _plain_decode(model: Any, recipe: str) -> Any:
     """gpt-fast's recipe written out by hand: one cache kept for every generation, the decode step
     compiled fullgraph in the recipe's mode (generate.py's decode_one_token), the prefill eager."""
     import torch
 
-    if not args.recipe:
+    if not recipe:
         return model
     model.keep_cache()
-    backend, _, mode = args.recipe.partition(":")
+    backend, _, mode = recipe.partition(":")
     if backend == "inductor":  # generate.py sets it for every compiled run
         import torch._inductor.config
 
@@ -145,7 +148,7 @@ def plain_generate(model: Any, decoder: Any, prompt: Any, new_tokens: int) -> An
 
 def plain_child(args: argparse.Namespace) -> dict[str, Any]:
     workload, model = _accelbench_model(args)
-    decoder = _plain_decode(model, args)
+    decoder = _plain_decode(model, args.recipe)
     prompt = workload.make_prompt(1, PROMPT_LEN, 0).to(_device(args).torch_device)
     return _median_rate(_timed(lambda: plain_generate(model, decoder, prompt, args.new_tokens),
                                args.repeats, _device(args)), args.new_tokens)
@@ -251,20 +254,20 @@ def generate_child(args: argparse.Namespace) -> dict[str, Any]:
     return _median_rate(_timed(once, args.repeats, device), args.new_tokens)
 
 
-def in_process(args: argparse.Namespace) -> dict[str, Any]:
+def in_process(args: argparse.Namespace, workload: Any, model: Any, recipe: str) -> dict[str, Any]:
     """``plain`` and ``accelbench`` alternated in one process on one model (one compilation, one
-    kept cache): on a GPU, where a fresh process per round would spend the lease compiling. Each
-    generation timed by the wall clock between the device's synchronisations; per pair the ratio
-    accelbench / plain of tokens/s (> 1: accelbench reads faster)."""
+    kept cache) under ``recipe`` ("" eager): on a GPU, where a fresh process per round would spend
+    the lease compiling. Each generation timed by the wall clock between the device's
+    synchronisations; per pair the ratio accelbench / plain of tokens/s (> 1: accelbench reads
+    faster)."""
     import torch
 
     from accelbench.measure.generation.recipe import prepare_generation
     from accelbench.measure.generation.rounds import clock_maker, greedy_round
 
-    workload, model = _accelbench_model(args)
     device = _device(args)
-    runner = prepare_generation(model, args.recipe, device, workload, "llama-1b")
-    decoder = _plain_decode(model, args)
+    runner = prepare_generation(model, recipe, device, workload, "llama-1b")
+    decoder = _plain_decode(model, recipe)
     prompt = workload.make_prompt(1, PROMPT_LEN, 0).to(device.torch_device)
     new_clock = clock_maker(device, args.new_tokens - 1)
     plain, accel, own = [], [], []
@@ -295,7 +298,7 @@ def run_child(name: str, args: argparse.Namespace) -> dict[str, Any]:
     command = [sys.executable, __file__, "--child", name, "--precision", args.precision,
                "--layers", str(args.layers), "--new-tokens", str(args.new_tokens), "--repeats",
                str(args.repeats), "--threads", str(args.threads), "--device", args.device,
-               "--recipe", args.recipe]
+               "--recipe", args.recipe, "--size", args.size]
     if args.gpt_fast_dir:
         command += ["--gpt-fast-dir", str(args.gpt_fast_dir)]
     if args.compile:
@@ -354,7 +357,13 @@ def main() -> None:
                         "accelbench both run it, generate() with transformers' static cache")
     parser.add_argument("--in-process", action="store_true",
                         help="plain and accelbench alternated in one process (a GPU: one compile)")
+    parser.add_argument("--and-eager", action="store_true",
+                        help="with --in-process and --recipe: eager pairs first, on the same model "
+                        "(saved under 'eager')")
     parser.add_argument("--layers", type=int, default=16, help="of Llama-3.2-1B's 16")
+    parser.add_argument("--size", choices=("published", "tiny"), default="published",
+                        help="llama-1b's shape, or its tiny one (accelbench's model only: a check that "
+                        "the script runs)")
     parser.add_argument("--new-tokens", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=2, help="timed generations per process")
@@ -374,11 +383,18 @@ def main() -> None:
         print(json.dumps(CHILDREN[args.child](args)))
         return
     if args.in_process:
-        data = {"precision": args.precision, "layers": args.layers, "new_tokens": args.new_tokens,
-                "device": args.device, "recipe": args.recipe, **in_process(args)}
-        if args.save:
-            args.save.write_text(json.dumps(data))
-        print("\n".join(summarise_in_process(data)))
+        # --and-eager: the eager pairs first, on the same model (one build), then the recipe's;
+        # each summarised and saved as it ends (a step cut short keeps what finished).
+        workload, model = _accelbench_model(args)
+        head = {"precision": args.precision, "layers": args.layers, "new_tokens": args.new_tokens,
+                "device": args.device, "size": args.size}
+        parts: dict[str, dict[str, Any]] = {}
+        for recipe in ([""] if args.and_eager and args.recipe else []) + [args.recipe]:
+            parts[recipe] = {**head, "recipe": recipe, **in_process(args, workload, model, recipe)}
+            print("\n".join(summarise_in_process(parts[recipe])), flush=True)
+            if args.save:
+                eager = {"eager": parts[""]} if args.recipe and "" in parts else {}
+                args.save.write_text(json.dumps({**parts.get(args.recipe, {}), **eager}))
         return
     contenders = ["plain", "accelbench"] + (["gpt_fast"] if args.gpt_fast_dir else []) \
         + ([] if args.no_generate else ["generate"])

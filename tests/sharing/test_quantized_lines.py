@@ -161,7 +161,7 @@ def test_the_table_says_where_and_why(honest: RunRecord, honest_run: tuple[RunRe
 
 
 def test_the_judgement_and_the_shipped_margins() -> None:
-    for entry_key in (KEY, TokenKey("llama-1b", 1, "tiny", 0, 1, 64, 64)):
+    for entry_key in (KEY, TokenKey("llama-1b", 2, "tiny", 0, 1, 64, 64)):
         entry = expected(entry_key)
         assert entry is not None
         assert [len(row) for row in entry["margins"]] == [len(row) for row in entry["tokens"]]

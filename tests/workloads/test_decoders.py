@@ -297,6 +297,51 @@ def test_rope_scaling_is_llama3s() -> None:
     assert (ours < unscaled).any() and torch.equal(ours[:4], unscaled[:4])  # long waves stretched
 
 
+def test_the_parallel_init_draws_each_weight_once_the_same_for_any_thread_count(monkeypatch) -> None:
+    """llama-1b's published weights (DecoderConfig.init "parallel", its version 2): the same
+    distributions as the sequential init, fixed by torch.manual_seed whatever the thread count,
+    each chunk from a generator of its own; the tiny size and the other decoders keep the
+    sequential init their shipped reference tokens were made with; counted on the meta device,
+    nothing is drawn."""
+    from accelbench.workloads.builtin import decoder
+
+    monkeypatch.setattr(decoder, "INIT_CHUNK", 1000)  # several chunks a matrix, here
+    config = DecoderConfig(vocab=512, context=64, layers=2, width=64, heads=4, kv_heads=2, ffn=192,
+                           layout="llama", init="parallel")
+
+    def build(threads: int, seed: int = 0) -> Decoder:
+        before = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            torch.manual_seed(seed)
+            return Decoder(config)
+        finally:
+            torch.set_num_threads(before)
+
+    one, three = build(1), build(3)
+    for (name, a), (_, b) in zip(one.state_dict().items(), three.state_dict().items(), strict=True):
+        assert torch.equal(a, b), name
+    assert not torch.equal(build(1, seed=1).tokens.weight, one.tokens.weight)
+    sequential = Decoder(DecoderConfig(**{**config.__dict__, "init": "sequential"}))
+    assert not torch.equal(sequential.tokens.weight, one.tokens.weight)
+    for name, parameter in one.named_parameters():
+        if parameter.dim() < 2:
+            assert torch.equal(parameter, torch.ones_like(parameter)), name  # the norms' gains
+            continue
+        scaled = name.endswith(decoder.RESIDUAL_PROJECTIONS)
+        assert parameter.std().item() == pytest.approx(0.02 / (2 if scaled else 1), rel=0.1), name
+    chunks = one.tokens.weight.detach().view(-1).split(1000)
+    assert not torch.equal(chunks[0], chunks[1])  # each chunk its own stream
+    torch.testing.assert_close(one.rope_cos, sequential.rope_cos)
+    with torch.device("meta"):
+        assert Decoder(config).tokens.weight.is_meta
+    assert get_workload_class("llama-1b")("published").preset.model.init == "parallel"
+    assert {get_workload_class(name)(size).preset.model.init for name in DECODERS
+            for size in ("tiny", "published") if (name, size) != ("llama-1b", "published")} == {"sequential"}
+    with pytest.raises(ValueError, match="init must be"):
+        DecoderConfig(**{**config.__dict__, "init": "fast"})
+
+
 def _copy_llama(ours: Decoder, config: DecoderConfig, hf: nn.Module) -> None:
     q, kv = config.heads * config.head_dim, config.kv_heads * config.head_dim
     state = {"model.embed_tokens.weight": ours.tokens.weight, "model.norm.weight": ours.norm.weight,

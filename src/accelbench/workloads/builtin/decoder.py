@@ -12,7 +12,9 @@ holds accelbench's generation figures against.
 
 from __future__ import annotations
 
+import contextlib
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import cast
 
@@ -57,10 +59,21 @@ class DecoderConfig:
     norm_eps: float = 1e-5
     rope_theta: float = 10_000.0
     rope_scaling: RopeScaling | None = None
+    #: How the random weights are drawn (the same distributions either way: N(0, 0.02), the
+    #: projections into the residual stream N(0, 0.02 / sqrt(2 layers)), norms at one, biases at
+    #: zero). "sequential", nanoGPT's: every module's default init, then each matrix drawn again
+    #: in module order from torch's global generator, the residual projections a third time (2.3
+    #: draws a weight kept, one after another). "parallel": each matrix drawn once, in chunks of
+    #: INIT_CHUNK elements from generators of their own seeded from one draw of the global one, on
+    #: torch's intra-op threads (the same weights for any thread count): what a 1.24B model
+    #: affords. Changing a preset's is a new version of its workload (other weights).
+    init: str = "sequential"
 
     def __post_init__(self) -> None:
         if self.layout not in ("gpt2", "llama"):
             raise ValueError(f"layout must be 'gpt2' or 'llama', not {self.layout!r}")
+        if self.init not in ("sequential", "parallel"):
+            raise ValueError(f"init must be 'sequential' or 'parallel', not {self.init!r}")
         if self.width % self.heads or self.heads % self.kv_heads:
             raise ValueError(f"width {self.width} must split into {self.heads} heads, and those "
                              f"into {self.kv_heads} key/value groups")
@@ -258,6 +271,43 @@ class Block(nn.Module):
         return x + self.mlp(self.mlp_norm(x))
 
 
+#: The projections into the residual stream, drawn with GPT-2's scaled std (nanoGPT).
+RESIDUAL_PROJECTIONS = ("attn.proj.weight", "mlp.down.weight")
+#: Elements a parallel init draws from one generator: a matrix is split into such chunks, so the
+#: largest (llama-1b's token table, a fifth of its weights) is not one thread's alone.
+INIT_CHUNK = 1 << 22
+
+
+def draw_in_parallel(model: nn.Module, layers: int) -> None:
+    """``DecoderConfig.init == "parallel"``: the norms at one and biases at zero, then every
+    matrix drawn once, N(0, 0.02) (the residual projections N(0, 0.02 / sqrt(2 layers))), each
+    chunk of INIT_CHUNK elements from a generator of its own seeded from one draw of torch's
+    global generator (so ``torch.manual_seed`` fixes them), the chunks spread over torch's
+    intra-op threads: the same weights whatever the thread count."""
+    for module in model.modules():
+        if isinstance(module, (nn.LayerNorm, nn.RMSNorm)):
+            module.reset_parameters()
+        elif isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+    base = int(torch.randint(0, 2**32, (1,)).item())
+    jobs: list[tuple[torch.Tensor, float, int]] = []
+    for index, (name, parameter) in enumerate(model.named_parameters()):
+        if parameter.dim() < 2:
+            continue
+        std = 0.02 / math.sqrt(2 * layers) if name.endswith(RESIDUAL_PROJECTIONS) else 0.02
+        flat = parameter.detach().view(-1)
+        for chunk, start in enumerate(range(0, flat.numel(), INIT_CHUNK)):
+            # mt19937 is seeded from 32 bits: index x 65537 + chunk keeps every chunk's apart.
+            jobs.append((flat[start:start + INIT_CHUNK], std, (base + index * 65_537 + chunk) % 2**32))
+
+    def draw(job: tuple[torch.Tensor, float, int]) -> None:
+        part, std, seed = job
+        part.normal_(0.0, std, generator=torch.Generator(part.device).manual_seed(seed))
+
+    with ThreadPoolExecutor(max(1, min(torch.get_num_threads(), len(jobs)))) as pool:
+        list(pool.map(draw, jobs))
+
+
 class Decoder(nn.Module):
     """Token ids in, next-token logits out. ``forward`` without a cache is training's (every
     position); with a :class:`KVCache` it is generation's, which :func:`prefill` and
@@ -272,12 +322,18 @@ class Decoder(nn.Module):
     def __init__(self, config: DecoderConfig) -> None:
         super().__init__()
         self.config = config
-        self.tokens = nn.Embedding(config.vocab, config.width)
-        self.positions = (nn.Embedding(config.context, config.width) if config.layout == "gpt2"
-                          else None)
-        self.dropout = nn.Dropout(config.dropout)
-        self.blocks = nn.ModuleList(Block(config) for _ in range(config.layers))
-        self.norm = _norm(config)
+        parallel, device = config.init == "parallel", torch.get_default_device()
+        # Drawn in parallel, the modules are made without their default init: on the meta device,
+        # then given storage where they would have been made (nothing is drawn twice).
+        with torch.device("meta") if parallel else contextlib.nullcontext():
+            self.tokens = nn.Embedding(config.vocab, config.width)
+            self.positions = (nn.Embedding(config.context, config.width) if config.layout == "gpt2"
+                              else None)
+            self.dropout = nn.Dropout(config.dropout)
+            self.blocks = nn.ModuleList(Block(config) for _ in range(config.layers))
+            self.norm = _norm(config)
+        if parallel and device.type != "meta":
+            self.to_empty(device=device)
         # The output layer is the token embedding (tied, as GPT-2 and Llama 3.2 1B), read in
         # head(): one parameter, not two names for one, which a move to a device that replaces
         # parameters (a tensor subclass, XLA) would split in two. A weight-only quantizer gives
@@ -293,9 +349,13 @@ class Decoder(nn.Module):
             # where rounded frequencies would turn far positions' angles by whole radians.
             self.register_buffer("rope_cos", angles.cos().float(), persistent=False)
             self.register_buffer("rope_sin", angles.sin().float(), persistent=False)
+        if parallel:
+            if device.type != "meta":  # counted on the meta device (facts): nothing to draw
+                draw_in_parallel(self, config.layers)
+            return
         self.apply(self._init)
         for name, parameter in self.named_parameters():
-            if name.endswith(("attn.proj.weight", "mlp.down.weight")):
+            if name.endswith(RESIDUAL_PROJECTIONS):
                 # GPT-2's scaled init of the projections into the residual stream (nanoGPT).
                 nn.init.normal_(parameter, mean=0.0, std=0.02 / math.sqrt(2 * config.layers))
 
