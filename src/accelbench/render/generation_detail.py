@@ -12,6 +12,7 @@ from typing import Any
 from accelbench.measure.trackers.memory import format_bytes
 from accelbench.reference.expected_tokens import describe
 from accelbench.render.format import format_bytes_rate, format_rate, format_seconds
+from accelbench.render.generation_execution import case_who
 from accelbench.results import CaseResult, RunRecord
 from accelbench.results.catalogue import ACROSS_CASES, BY_NAME, tail_label
 from accelbench.results.generation import ProtocolSection, Quantization
@@ -28,10 +29,6 @@ QUANTIZED_READING = ("a quantized row reads its weights packed (int8: 1 byte a w
                      "what it cost: check --mode generate --precision int4-wo")
 
 
-def _who(case: CaseResult) -> str:
-    return f"{case.workload} {case.device} {case.precision}"
-
-
 def _plus_minus(section: ProtocolSection) -> str:
     sd = section.tokens_per_s_sd
     spread = f" ± {format_rate(sd)}" if sd is not None else ""
@@ -40,7 +37,7 @@ def _plus_minus(section: ProtocolSection) -> str:
 
 def _protocol_line(case: CaseResult, section: ProtocolSection) -> str:
     figure, label = section.figure, section.label or section.test
-    who = f"  {_who(case)} {label}"
+    who = f"  {case_who(case)} {label}"
     # The clock the peer's figures were read by (a result written before it was kept: unsaid).
     clock = f"; {section.clock}" if section.clock else ""
     if figure in ("pp", "tg"):
@@ -122,7 +119,7 @@ def _quantization_line(case: CaseResult, section: Quantization) -> str:
         grouping += f" ({'/'.join(map(str, smaller))} where a layer has fewer inputs)"
     kept = section.kept
     kept_text = f"; kept in bf16: {', '.join(f'{k} ({v})' for k, v in kept.items())}" if kept else ""
-    return (f"  {_who(case)}: {section.quantized_layers} linear layers packed for "
+    return (f"  {case_who(case)}: {section.quantized_layers} linear layers packed for "
             f"{section.kernel}{grouping}; the weights hold "
             f"{format_bytes(section.weight_bytes)} (unquantized "
             f"{format_bytes(section.unquantized_bytes)}){kept_text}")
@@ -137,7 +134,8 @@ def generation_detail_lines(record: RunRecord) -> list[str]:
         lines.append("weight-only quantization:")
         lines += list(dict.fromkeys(_quantization_line(case, section) for case, section in quantized))
         lines.append(f"  reading: {QUANTIZED_READING}")
-    tokens = [f"{_who(c)} {c.prompt_len}+{c.new_tokens}: {describe(c.generation.tokens.to_dict(), full=True)}"
+    tokens = [f"{case_who(c)} {c.prompt_len}+{c.new_tokens}: "
+              f"{describe(c.generation.tokens.to_dict(), full=True)}"
               for c in cases if c.generation and c.generation.tokens]
     if tokens:
         lines.append("greedy tokens against the fp64 CPU reference's (shipped hashes): "
@@ -146,7 +144,7 @@ def generation_detail_lines(record: RunRecord) -> list[str]:
         budget = case.generation.mlperf_interactive if case.generation else None
         if budget is not None:
             verdict = "meets" if budget.meets else "misses"
-            lines.append(f"{_who(case)}: {verdict} MLPerf Inference's interactive budget for "
+            lines.append(f"{case_who(case)}: {verdict} MLPerf Inference's interactive budget for "
                          f"{budget.shape} ({tail_label(case.generation, 'ttft_p99_s')} "
                          f"{format_seconds(budget.ttft_p99_s)} of 500 ms, "
                          f"{tail_label(case.generation, 'tpot_p99_s')} "
@@ -165,6 +163,6 @@ def quality_lines(record: RunRecord) -> list[str]:
         parity = case.generation.parity if case.generation else None
         quality = parity.quality if parity is not None else None
         if quality is not None:
-            lines.append(f"{_who(case)} prompt {case.prompt_len} +{case.new_tokens}: "
+            lines.append(f"{case_who(case)} prompt {case.prompt_len} +{case.new_tokens}: "
                          f"{describe_quality(quality)}")
     return lines

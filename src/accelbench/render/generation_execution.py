@@ -10,7 +10,8 @@ from accelbench.results import CaseResult, RunRecord
 from accelbench.results.generation import Execution, Generation
 
 
-def _who(case: CaseResult) -> str:
+def case_who(case: CaseResult) -> str:
+    """A generation line's subject: "gpt2 cuda:0 bf16" (generation_detail.py names its cases so too)."""
     return f"{case.workload} {case.device} {case.precision}"
 
 
@@ -47,6 +48,6 @@ def execution_lines(record: RunRecord) -> list[str]:
             continue
         parts = [p for p in (execution_words(generation.execution), bound_words(generation)) if p]
         if parts:
-            lines.append(f"  {_who(case)}: {'; '.join(parts)}")
+            lines.append(f"  {case_who(case)}: {'; '.join(parts)}")
     return ["execution and decode bound (TPOT over 3x the bandwidth floor = overhead-bound):", *lines] \
         if lines else []
