@@ -382,6 +382,19 @@ class FakeEvent:
         return (end_event.done_at - self.done_at) * 1000.0
 
 
+class SyncLog:
+    """Put before a fake adapter's class (``class Logged(SyncLog, FakeQueueAdapter)``): ``log``
+    gets "sync" at each synchronisation, in order with what the test appends itself."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.log: list[str] = []
+
+    def synchronize(self, index: int) -> None:
+        super().synchronize(index)  # type: ignore[misc]
+        self.log.append("sync")
+
+
 class FakeQueueAdapter(FakeAsyncAdapter):
     """An asynchronous device with a queue: ``enqueue(seconds)`` returns at once (a kernel launch)
     and the device works through its queue in real time; ``synchronize`` (and any host sync

@@ -9,7 +9,7 @@ import time
 
 import pytest
 import torch
-from fakes import EventQueueAdapter, FakeEvent, FakeQueueAdapter, StaleOnReuseEvent
+from fakes import EventQueueAdapter, FakeEvent, FakeQueueAdapter, StaleOnReuseEvent, SyncLog
 
 from accelbench.devices import DeviceSet
 from accelbench.devices.base import Device
@@ -20,16 +20,8 @@ from accelbench.measure.loop.step_loop import StepLoop
 from accelbench.options import StopRule
 
 
-class Logged(FakeQueueAdapter):
+class Logged(SyncLog, FakeQueueAdapter):
     """Logs each synchronisation, each step and each device event created (at first record)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.log: list[str] = []
-
-    def synchronize(self, index: int) -> None:
-        super().synchronize(index)
-        self.log.append("sync")
 
     def event_created(self) -> None:
         super().event_created()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import torch
-from fakes import FakeAsyncAdapter
+from fakes import FakeAsyncAdapter, SyncLog
 from torch import nn
 
 from accelbench.devices import Device, DeviceSet
@@ -142,16 +142,8 @@ class HostEvent:
         return (end.at - self.at) * 1000.0
 
 
-class EventAdapter(FakeAsyncAdapter):
+class EventAdapter(SyncLog, FakeAsyncAdapter):
     """An accelerator whose events are safe per step (CUDA's way)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.log: list[str] = []
-
-    def synchronize(self, index: int) -> None:
-        super().synchronize(index)
-        self.log.append("sync")
 
     def timing_event(self, index: int) -> HostEvent:
         return HostEvent(self.log)

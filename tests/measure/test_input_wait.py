@@ -16,6 +16,7 @@ from fakes import (
     FakeQueueAdapter,
     MpsLikeEvent,
     StaleOnReuseEvent,
+    SyncLog,
     UnreadableEvent,
 )
 
@@ -208,15 +209,7 @@ def test_no_timing_event_is_created_inside_a_timed_window() -> None:
     before and after every fetch (a host call, cudaEventCreate on CUDA, in the steps' time). They
     are made before each window's clock starts; each is still recorded once."""
 
-    class Logged(FakeQueueAdapter):
-        def __init__(self) -> None:
-            super().__init__()
-            self.log: list[str] = []
-
-        def synchronize(self, index: int) -> None:
-            super().synchronize(index)
-            self.log.append("sync")
-
+    class Logged(SyncLog, FakeQueueAdapter):
         def timing_event(self, index: int):
             self.log.append("create")
             return super().timing_event(index)
